@@ -1,0 +1,89 @@
+import { exitCodeByCode, isBerthError } from '../core/index.js';
+import { type CommandSpec, parseCommandArgs } from './command.js';
+
+type Loader = () => Promise<{ readonly commands: readonly CommandSpec[] }>;
+
+/**
+ * Command name → module that defines it. Modules load lazily so `berth run` pays only for what
+ * `run` needs; a command group (`image`) shares one module.
+ */
+const modules: Readonly<Record<string, Loader>> = {
+  version: () => import('./version-command.js'),
+};
+
+const helpText = `berth — a container orchestrator
+
+Usage: berth COMMAND [OPTIONS] [ARGS]
+
+Pods on this machine (no daemon; state lives in --dir, env BERTH_DIR, default /var/lib/berth):
+  image import|import-rootfs|list|rm   manage the local image store
+  prepare IMAGE [-- ARGS]              create a pod ready to run, print its UUID
+  run [--rm] [--detach] IMAGE [-- ARGS] run a pod
+  run-prepared UUID                    run a prepared pod
+  status [--wait[=TIMEOUT]] UUID       show a pod's state
+  list                                 list pods
+  logs [-f] UUID                       show a pod's output
+  enter UUID -- CMD                    run a command inside a running pod
+  stop [--timeout S] UUID              stop a running pod
+  rm UUID                              remove a pod that is not running
+  gc                                   mark exited pods and sweep old garbage
+
+Run "berth COMMAND --help" for a command's flags.
+`;
+
+function findSpec(
+  commands: readonly CommandSpec[],
+  words: readonly string[],
+): { spec: CommandSpec; used: number } | undefined {
+  const two = commands.find((c) => c.name === `${words[0]} ${words[1]}`);
+  if (two) return { spec: two, used: 2 };
+  const one = commands.find((c) => c.name === words[0]);
+  return one ? { spec: one, used: 1 } : undefined;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [first] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    process.stdout.write(helpText);
+    return first === undefined ? 2 : 0;
+  }
+  const load = modules[first];
+  if (!load) {
+    process.stderr.write(`berth: unknown command "${first}"\n\n${helpText}`);
+    return 2;
+  }
+  const { commands } = await load();
+  const found = findSpec(commands, argv);
+  if (!found) {
+    const group = commands.filter((c) => c.name.startsWith(`${first} `));
+    process.stderr.write(
+      `berth: unknown command "${argv.slice(0, 2).join(' ')}"\n${group.map((c) => `  ${c.usage}\n`).join('')}`,
+    );
+    return 2;
+  }
+  const { spec, used } = found;
+  const args = argv.slice(used);
+  if (args.includes('--help') || args.includes('-h')) {
+    if (!args.includes('--') || args.indexOf('--help') < args.indexOf('--')) {
+      process.stdout.write(`${spec.summary}\n\nUsage: ${spec.usage}\n`);
+      return 0;
+    }
+  }
+  try {
+    const parsed = parseCommandArgs(spec, args);
+    return await spec.run({ ...parsed, stdout: process.stdout, stderr: process.stderr });
+  } catch (err) {
+    return reportError(err);
+  }
+}
+
+export function reportError(err: unknown): number {
+  if (isBerthError(err)) {
+    process.stderr.write(`berth: ${err.message}\n`);
+    return exitCodeByCode[err.code];
+  }
+  const message =
+    err instanceof Error ? (process.env.BERTH_DEBUG ? (err.stack ?? err.message) : err.message) : String(err);
+  process.stderr.write(`berth: internal error: ${message}\n`);
+  return 125;
+}

@@ -1,0 +1,119 @@
+/**
+ * The one error vocabulary of berth. Every layer throws a BerthError (or a subclass) with a stable
+ * `code`; the API maps the code to an HTTP status and the CLI to an exit code through the tables
+ * below, so a missing mapping fails to compile.
+ */
+export type ErrorCode =
+  | 'invalid_argument'
+  | 'not_found'
+  | 'already_exists'
+  | 'conflict'
+  | 'cas_conflict'
+  | 'illegal_transition'
+  | 'lock_held'
+  | 'precondition_failed'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'unavailable'
+  | 'resource_exhausted'
+  | 'internal';
+
+export const httpStatusByCode: Readonly<Record<ErrorCode, number>> = {
+  invalid_argument: 400,
+  not_found: 404,
+  already_exists: 409,
+  conflict: 409,
+  cas_conflict: 409,
+  illegal_transition: 409,
+  lock_held: 409,
+  precondition_failed: 412,
+  unauthenticated: 401,
+  forbidden: 403,
+  unavailable: 503,
+  resource_exhausted: 507,
+  internal: 500,
+};
+
+/** Exit codes of the CLI. 1 stays "generic failure"; 125 mirrors podman's "the tool itself failed". */
+export const exitCodeByCode: Readonly<Record<ErrorCode, number>> = {
+  invalid_argument: 2,
+  not_found: 3,
+  already_exists: 4,
+  conflict: 4,
+  cas_conflict: 4,
+  illegal_transition: 4,
+  lock_held: 4,
+  precondition_failed: 4,
+  unauthenticated: 5,
+  forbidden: 5,
+  unavailable: 6,
+  resource_exhausted: 7,
+  internal: 125,
+};
+
+const retryableCodes: ReadonlySet<ErrorCode> = new Set(['cas_conflict', 'unavailable', 'lock_held']);
+
+export class BerthError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'BerthError';
+    this.code = code;
+    this.details = details;
+  }
+
+  /** Whether repeating the same request later may succeed without the caller changing anything. */
+  get retryable(): boolean {
+    return retryableCodes.has(this.code);
+  }
+
+  toJSON(): { code: ErrorCode; message: string; details: Readonly<Record<string, unknown>> } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export class InvalidArgumentError extends BerthError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super('invalid_argument', message, details);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+export class NotFoundError extends BerthError {
+  constructor(kind: string, id: string) {
+    super('not_found', `Cannot find ${kind} "${id}"`, { kind, id });
+    this.name = 'NotFoundError';
+  }
+}
+
+/** A state machine was asked for a move its table does not allow. */
+export class IllegalTransitionError extends BerthError {
+  constructor(machine: string, from: string, to: string, subject?: string) {
+    super(
+      'illegal_transition',
+      `Cannot move ${machine}${subject ? ` ${subject}` : ''} from ${from} to ${to}: the ${machine} table does not allow it`,
+      { machine, from, to, ...(subject ? { subject } : {}) },
+    );
+    this.name = 'IllegalTransitionError';
+  }
+}
+
+export function isBerthError(err: unknown): err is BerthError {
+  return err instanceof BerthError;
+}
+
+/** Node's system errors carry `code`; this narrows without `any`. */
+export function errnoCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err) {
+    const code = (err as { code: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  }
+  return undefined;
+}

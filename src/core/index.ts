@@ -1,0 +1,2 @@
+export * from './berth-error.js';
+export * from './duration.js';
