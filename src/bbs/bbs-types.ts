@@ -1,0 +1,150 @@
+/**
+ * The records of the BBS (seed 002, DESIGN.md "cluster"). These types are the contract between
+ * the store, its HTTP API and every component that talks to it (rep, auctioneer, converger, model).
+ * JSON on the wire uses exactly these snake_case field names.
+ */
+
+/** Every record carries one; every mutation is a compare-and-set on it. */
+export interface ModificationTag {
+  /** Changes when the record is deleted and created again, so an old tag can never match. */
+  readonly epoch: string;
+  /** Incremented on every change of the record. */
+  readonly index: number;
+}
+
+export type Monitor =
+  | { readonly tcp: number }
+  | { readonly http: { readonly port: number; readonly path: string } }
+  | { readonly command: readonly string[] };
+
+export interface DesiredLRP {
+  readonly process_guid: string;
+  readonly domain: string;
+  readonly instances: number;
+  readonly image: string;
+  /** The whole argv; absent → the image's Entrypoint + Cmd. */
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  /** Container ports; each instance gets a host port per container port. */
+  readonly ports: readonly number[];
+  readonly routes: Readonly<Record<string, unknown>>;
+  readonly annotation: string;
+  readonly monitor?: Monitor;
+  /** Seconds an instance may stay CLAIMED before its monitor passes. */
+  readonly start_timeout_s: number;
+  readonly placement_tags: readonly string[];
+  readonly created_at: string;
+  readonly modification_tag: ModificationTag;
+}
+
+/** Only these may change in place; any other change is a new DesiredLRP. */
+export interface DesiredLRPUpdate {
+  readonly instances?: number;
+  readonly routes?: Readonly<Record<string, unknown>>;
+  readonly annotation?: string;
+}
+
+export type ActualLRPState = 'UNCLAIMED' | 'CLAIMED' | 'RUNNING' | 'CRASHED';
+
+export interface PortMapping {
+  readonly container_port: number;
+  readonly host_port: number;
+}
+
+export interface ActualLRPKey {
+  readonly process_guid: string;
+  readonly index: number;
+  readonly domain: string;
+}
+
+/** Which cell claims an instance, and the container it runs in there. */
+export interface ActualLRPInstanceKey {
+  readonly instance_guid: string;
+  readonly cell_id: string;
+}
+
+export interface ActualLRPNetInfo {
+  readonly address: string;
+  readonly ports: readonly PortMapping[];
+}
+
+export interface ActualLRP extends ActualLRPKey {
+  readonly instance_guid: string;
+  /** Empty unless CLAIMED or RUNNING. */
+  readonly cell_id: string;
+  readonly state: ActualLRPState;
+  readonly crash_count: number;
+  /** ISO-8601, or null when it never crashed. */
+  readonly last_crashed_at: string | null;
+  readonly crash_reason: string;
+  /** ISO-8601 time of the last state change. */
+  readonly since: string;
+  readonly placement_error: string;
+  readonly address: string;
+  readonly ports: readonly PortMapping[];
+  /** True for the copy stored under `/evacuating` beside the instance copy. */
+  readonly evacuating: boolean;
+  readonly modification_tag: ModificationTag;
+}
+
+export type TaskState = 'PENDING' | 'RUNNING' | 'COMPLETED' | 'RESOLVING';
+
+export interface TaskDefinition {
+  readonly task_guid: string;
+  readonly domain: string;
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly result_file: string;
+  readonly completion_callback_url: string;
+  readonly placement_tags: readonly string[];
+}
+
+export interface Task extends TaskDefinition {
+  readonly state: TaskState;
+  readonly cell_id: string;
+  readonly result: string;
+  readonly failed: boolean;
+  readonly failure_reason: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly first_completed_at: string | null;
+  readonly modification_tag: ModificationTag;
+}
+
+export interface Domain {
+  readonly domain: string;
+  /** ISO-8601; the domain is fresh until then. */
+  readonly fresh_until: string;
+}
+
+export interface CellCapacity {
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly containers: number;
+}
+
+export interface CellPresence {
+  readonly cell_id: string;
+  readonly zone: string;
+  readonly capacity: CellCapacity;
+  /** Base URL of the cell's rep API (state, perform work, stop). */
+  readonly rep_url: string;
+  readonly placement_tags: readonly string[];
+  /** ISO-8601; the cell is considered gone after it. */
+  readonly expires_at: string;
+}
+
+/** Work the BBS asks the auctioneer to place (Diego's "start requests"). */
+export interface LRPStartRequest {
+  readonly process_guid: string;
+  readonly domain: string;
+  readonly indices: readonly number[];
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly placement_tags: readonly string[];
+}
