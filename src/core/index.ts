@@ -1,2 +1,3 @@
+export * from './atomic-write.js';
 export * from './berth-error.js';
 export * from './duration.js';

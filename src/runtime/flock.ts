@@ -1,0 +1,56 @@
+import { closeSync, constants, openSync } from 'node:fs';
+import { flock, flockSync } from 'fs-ext';
+import { errnoCode } from '../core/index.js';
+
+/**
+ * flock(2) on pod directories: the whole of a pod's process-bound state (seed 000). Locks belong
+ * to the open file description, so a child that inherits the fd (runc, the container, the
+ * watcher) holds the same lock, and the kernel drops it when the last of them exits.
+ */
+export type LockMode = 'shared' | 'exclusive';
+
+/** Opens a directory read-only for locking. Throws ENOENT if it moved or vanished. */
+export function openDirFd(path: string): number {
+  return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
+}
+
+/** Non-blocking attempt; false when another open file description holds a conflicting lock. */
+export function tryLock(fd: number, mode: LockMode): boolean {
+  try {
+    flockSync(fd, mode === 'shared' ? 'shnb' : 'exnb');
+    return true;
+  } catch (err) {
+    if (errnoCode(err) === 'EWOULDBLOCK' || errnoCode(err) === 'EAGAIN') return false;
+    throw err;
+  }
+}
+
+/** Blocks (on libuv's thread pool, not by polling) until the lock is granted. */
+export function waitLock(fd: number, mode: LockMode): Promise<void> {
+  return new Promise((resolve, reject) => {
+    flock(fd, mode === 'shared' ? 'sh' : 'ex', (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+export function unlock(fd: number): void {
+  flockSync(fd, 'un');
+}
+
+/**
+ * Samples whether anyone holds the directory's lock exclusively: the "locked" column of the
+ * seed's tables. Returns undefined when the directory is gone (it moved to another phase).
+ */
+export function isLocked(path: string): boolean | undefined {
+  let fd: number;
+  try {
+    fd = openDirFd(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    return !tryLock(fd, 'shared');
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,54 @@
+import { closeSync, createWriteStream } from 'node:fs';
+import { join } from 'node:path';
+import { podFiles } from './pod-dirs.js';
+import type { PodExit, PodManifest } from './pod-manifest.js';
+import type { PodRuntime } from './pod-runtime.js';
+import type { PodLocation } from './pod-store.js';
+import { runStage1 } from './stage1.js';
+
+/**
+ * Runs a pod in the foreground: this process is the stage-1 holder. The app's stdout and stderr
+ * stream to ours and into the pod's log (so `berth logs` works for foreground pods too).
+ */
+export async function runForeground(
+  runtime: PodRuntime,
+  location: PodLocation,
+  manifest: PodManifest,
+  lockFd: number,
+  io: {
+    readonly stdout: NodeJS.WritableStream;
+    readonly stderr: NodeJS.WritableStream;
+    readonly remove: boolean;
+  },
+): Promise<PodExit> {
+  const podPath = runtime.store.path(location);
+  const log = createWriteStream(join(podPath, podFiles.log), { flags: 'a' });
+  const drained: Promise<void>[] = [];
+  const exit = await runStage1({
+    dirs: runtime.store.dirs,
+    podPath,
+    manifest,
+    lockFd,
+    output: 'pipe',
+    onSpawn: (child) => {
+      for (const [source, sink] of [
+        [child.stdout, io.stdout],
+        [child.stderr, io.stderr],
+      ] as const) {
+        if (!source) continue;
+        source.on('data', (chunk: Buffer) => {
+          sink.write(chunk);
+          log.write(chunk);
+        });
+        drained.push(new Promise((resolve) => source.once('close', () => resolve())));
+      }
+    },
+  });
+  await Promise.all(drained);
+  await new Promise<void>((resolve) => log.end(resolve));
+  if (io.remove && runtime.store.move(location, 'exited-garbage')) {
+    runtime.destroy({ uuid: location.uuid, phase: 'exited-garbage' });
+  }
+  closeSync(lockFd);
+  return exit;
+}

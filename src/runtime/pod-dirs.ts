@@ -1,0 +1,38 @@
+import { join } from 'node:path';
+import type { PodPhase } from './pod-state.js';
+
+/** The on-disk layout of the runtime under the data dir (`--dir`, `$BERTH_DIR`). */
+export interface RuntimeDirs {
+  readonly root: string;
+  readonly pods: string;
+  /** runc's own state (`runc --root`), kept inside berth's data dir so gc can clean it. */
+  readonly runc: string;
+}
+
+export function runtimeDirs(dataDir: string): RuntimeDirs {
+  return { root: dataDir, pods: join(dataDir, 'pods'), runc: join(dataDir, 'runc') };
+}
+
+export function phaseDir(dirs: RuntimeDirs, phase: PodPhase): string {
+  return join(dirs.pods, phase);
+}
+
+export function podDir(dirs: RuntimeDirs, phase: PodPhase, uuid: string): string {
+  return join(dirs.pods, phase, uuid);
+}
+
+/** Files inside a pod directory. The pod directory is also the OCI bundle. */
+export const podFiles = {
+  manifest: 'pod.json',
+  ociConfig: 'config.json',
+  rootfs: 'rootfs',
+  upper: 'upper',
+  work: 'work',
+  log: 'log',
+  started: 'started.json',
+  exit: 'exit.json',
+  pid: 'pid',
+  hosts: 'hosts',
+  hostname: 'hostname',
+  resolvConf: 'resolv.conf',
+} as const;

@@ -1,0 +1,110 @@
+import { closeSync, statSync } from 'node:fs';
+import { errnoCode } from '../core/index.js';
+import { openDirFd, tryLock } from './flock.js';
+import type { PodRuntime } from './pod-runtime.js';
+import type { PodPhase } from './pod-state.js';
+
+export interface GcOptions {
+  /** How long a marked exited pod stays queryable (from the moment it was marked). */
+  readonly gracePeriodMs: number;
+  /** How long a prepared pod may wait for run-prepared before it is discarded. */
+  readonly expirePreparedMs: number;
+  readonly markOnly?: boolean;
+  readonly now?: Date;
+}
+
+export interface GcReport {
+  /** run/ → exited-garbage/ */
+  readonly marked: string[];
+  /** prepare/ (failed), prepared/ (expired), embryo/ (stale) → garbage/ */
+  readonly discarded: string[];
+  readonly deleted: string[];
+}
+
+/**
+ * Runs `fn` with a non-blocking lock on a pod dir. Skips (returns false) when the lock is held
+ * or the directory moved away: both mean another actor is on it, which is normal.
+ */
+function withLock(path: string, mode: 'shared' | 'exclusive', fn: () => void): boolean {
+  let fd: number;
+  try {
+    fd = openDirFd(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return false;
+    throw err;
+  }
+  try {
+    if (!tryLock(fd, mode)) return false;
+    fn();
+    return true;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function ageMs(path: string, now: Date): number | undefined {
+  try {
+    return now.getTime() - statSync(path).ctime.getTime();
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The seed's mark-and-sweep. Pass 1 marks by rename, under a shared lock (so it never marks a
+ * running pod); pass 2 deletes under an exclusive lock after the grace period, measured from the
+ * directory's ctime, which the mark's rename updated. Concurrent gc runs and `status` calls are
+ * safe: every step is a try-lock or a rename whose loser sees ENOENT and moves on.
+ */
+export function collectGarbage(runtime: PodRuntime, options: GcOptions): GcReport {
+  const store = runtime.store;
+  store.ensureDirs();
+  const now = options.now ?? new Date();
+  const report: GcReport = { marked: [], discarded: [], deleted: [] };
+  const moveUnder = (
+    uuid: string,
+    from: PodPhase,
+    to: PodPhase,
+    mode: 'shared' | 'exclusive',
+    list: string[],
+  ) => {
+    let moved = false;
+    withLock(store.path({ uuid, phase: from }), mode, () => {
+      moved = store.move({ uuid, phase: from }, to);
+    });
+    if (moved) list.push(uuid);
+  };
+
+  // Pass 1: mark.
+  for (const uuid of store.listPhase('run'))
+    moveUnder(uuid, 'run', 'exited-garbage', 'shared', report.marked);
+  for (const uuid of store.listPhase('prepare'))
+    moveUnder(uuid, 'prepare', 'garbage', 'shared', report.discarded);
+  for (const uuid of store.listPhase('prepared')) {
+    const age = ageMs(store.path({ uuid, phase: 'prepared' }), now);
+    if (age !== undefined && age >= options.expirePreparedMs) {
+      moveUnder(uuid, 'prepared', 'garbage', 'exclusive', report.discarded);
+    }
+  }
+  for (const uuid of store.listPhase('embryo')) {
+    const age = ageMs(store.path({ uuid, phase: 'embryo' }), now);
+    if (age !== undefined && age >= options.gracePeriodMs) {
+      moveUnder(uuid, 'embryo', 'garbage', 'exclusive', report.discarded);
+    }
+  }
+  if (options.markOnly) return report;
+
+  // Pass 2: sweep.
+  const sweep = (uuid: string, phase: PodPhase) => {
+    if (withLock(store.path({ uuid, phase }), 'exclusive', () => runtime.destroy({ uuid, phase }))) {
+      report.deleted.push(uuid);
+    }
+  };
+  for (const uuid of store.listPhase('exited-garbage')) {
+    const age = ageMs(store.path({ uuid, phase: 'exited-garbage' }), now);
+    if (age !== undefined && age >= options.gracePeriodMs) sweep(uuid, 'exited-garbage');
+  }
+  for (const uuid of store.listPhase('garbage')) sweep(uuid, 'garbage');
+  return report;
+}

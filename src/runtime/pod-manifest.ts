@@ -1,0 +1,45 @@
+/** What `prepare` decided about a pod, written once to `pod.json` and never changed after. */
+export type NetMode = 'private' | 'host' | 'none';
+
+export interface PodUser {
+  readonly uid: number;
+  readonly gid: number;
+  readonly additionalGids: readonly number[];
+  readonly home: string;
+}
+
+export interface PodApp {
+  readonly args: readonly string[];
+  readonly env: readonly string[];
+  readonly cwd: string;
+  readonly user: PodUser;
+}
+
+export interface PodManifest {
+  readonly uuid: string;
+  readonly name: string;
+  readonly hostname: string;
+  readonly image: { readonly ref: string; readonly id: string; readonly rootfs: string };
+  readonly app: PodApp;
+  readonly net: NetMode;
+  readonly memoryBytes: number | null;
+  readonly pidsLimit: number | null;
+  /** Labels set by upper layers (executor: lrp/task identity); berth run leaves it empty. */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly created: string;
+}
+
+/** Written by the stage-1 holder once runc has started the app. */
+export interface PodStarted {
+  readonly started_at: string;
+  readonly pid: number | null;
+}
+
+/** Written by the stage-1 holder (or its watcher) before the pod's lock drops. */
+export interface PodExit {
+  readonly exit_code: number | null;
+  readonly finished_at: string;
+  /** Why the pod ended when it was not the app's own exit (holder killed, runc failed …). */
+  readonly reason?: string;
+  readonly oom_killed?: boolean;
+}

@@ -1,0 +1,360 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  BerthError,
+  errnoCode,
+  InvalidArgumentError,
+  NotFoundError,
+  writeFileAtomic,
+} from '../core/index.js';
+import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
+import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
+import type { ResolvedImage } from './image/image-types.js';
+import { unmountAll } from './mounts.js';
+import { buildOciConfig } from './oci-config.js';
+import { podFiles } from './pod-dirs.js';
+import type { NetMode, PodExit, PodManifest } from './pod-manifest.js';
+import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
+import { resolveUser } from './user-spec.js';
+
+export interface PrepareOptions extends AppOverrides {
+  readonly name?: string;
+  readonly memoryBytes?: number | null;
+  readonly pidsLimit?: number | null;
+  readonly net?: NetMode;
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+/** Resolves image references; the image store implements it (kept as a seam for the executor). */
+export interface ImageResolver {
+  resolve(ref: string): Promise<ResolvedImage>;
+}
+
+const namePattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
+
+/** Parses `--memory` the way podman does: a number of bytes with an optional b/k/m/g suffix. */
+export function parseMemory(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim());
+  if (!match)
+    throw new InvalidArgumentError(`Invalid --memory "${text}": expected a size such as 64m or 1g`, {
+      flag: 'memory',
+    });
+  const factor: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+  const bytes = Math.floor(Number(match[1]) * (factor[(match[2] ?? '').toLowerCase()] ?? 1));
+  // The kernel refuses limits this small; say so here rather than as a runc error.
+  if (bytes < 6 * 1024 * 1024)
+    throw new InvalidArgumentError(`Invalid --memory "${text}": the minimum is 6m`, { flag: 'memory' });
+  return bytes;
+}
+
+function hostsFile(hostname: string): string {
+  return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t${hostname}\n`;
+}
+
+function hostResolvConf(): string {
+  try {
+    return readFileSync('/etc/resolv.conf', 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The node-local pod runtime of seed 000 over runc. Stateless: every call re-reads the pods
+ * directory, so any number of berth processes can work on one data dir at once.
+ */
+export class PodRuntime {
+  readonly store: PodStore;
+
+  constructor(
+    readonly dataDir: string,
+    private readonly images: ImageResolver,
+  ) {
+    this.store = new PodStore(dataDir);
+  }
+
+  /**
+   * Embryo → Prepare → (bundle written) with the exclusive lock held. The caller moves the pod
+   * on (to prepared/ or run/) and owns the returned lock fd. Any failure here leaves the pod
+   * unlocked in prepare/: prepare-failed, for gc.
+   */
+  async prepare(
+    imageRef: string,
+    options: PrepareOptions,
+  ): Promise<{ location: PodLocation; manifest: PodManifest; lockFd: number }> {
+    if (options.name !== undefined && !namePattern.test(options.name)) {
+      throw new InvalidArgumentError(
+        `Invalid --name "${options.name}": use letters, digits, "_", "." and "-" (max 63)`,
+        {
+          flag: 'name',
+        },
+      );
+    }
+    const image = await this.images.resolve(imageRef);
+    const { uuid, lockFd } = this.store.createPreparing();
+    const location: PodLocation = { uuid, phase: 'prepare' };
+    try {
+      const path = this.store.path(location);
+      const hostname = options.name ?? uuid.slice(0, 12);
+      const user = resolveUser(image.rootfs, options.user ?? image.config.User);
+      const manifest: PodManifest = {
+        uuid,
+        name: options.name ?? '',
+        hostname,
+        image: { ref: imageRef, id: image.id, rootfs: image.rootfs },
+        app: {
+          args: resolveArgs(image.config, options),
+          env: resolveEnv(image.config, options, { hostname, home: user.home }),
+          cwd: resolveWorkdir(image.config, options),
+          user,
+        },
+        net: options.net ?? 'private',
+        memoryBytes: options.memoryBytes ?? null,
+        pidsLimit: options.pidsLimit ?? null,
+        labels: options.labels ?? {},
+        created: new Date().toISOString(),
+      };
+      for (const dir of [podFiles.rootfs, podFiles.upper, podFiles.work]) mkdirSync(join(path, dir));
+      writeFileAtomic(join(path, podFiles.hosts), hostsFile(hostname));
+      writeFileAtomic(join(path, podFiles.hostname), `${hostname}\n`);
+      writeFileAtomic(join(path, podFiles.resolvConf), manifest.net === 'none' ? '' : hostResolvConf());
+      writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest)));
+      // pod.json last: its presence means the bundle is complete.
+      writeFileAtomic(join(path, podFiles.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
+      return { location, manifest, lockFd };
+    } catch (err) {
+      closeSync(lockFd); // unlocked in prepare/ = prepare-failed, exactly as the seed says
+      throw err;
+    }
+  }
+
+  /** `berth prepare`: Prepare → Prepared, then the lock is released (it means nothing there). */
+  async prepareOnly(imageRef: string, options: PrepareOptions): Promise<string> {
+    const { location, lockFd } = await this.prepare(imageRef, options);
+    try {
+      this.store.move(location, 'prepared');
+    } finally {
+      closeSync(lockFd);
+    }
+    return location.uuid;
+  }
+
+  /**
+   * Prepared → Run for `run-prepared`: lock first, then rename, exactly as the seed orders it.
+   * Of two racing callers exactly one wins; the other gets a conflict naming the pod's state.
+   */
+  claimPrepared(ref: string): { location: PodLocation; manifest: PodManifest; lockFd: number } {
+    const location = this.store.locate(ref);
+    const alreadyStarted = () => {
+      const now = this.store.inspect(this.store.locate(location.uuid));
+      return new BerthError(
+        'conflict',
+        `Cannot run pod ${location.uuid}: it was already started (state: ${now?.state ?? 'gone'})`,
+        {
+          uuid: location.uuid,
+        },
+      );
+    };
+    if (location.phase !== 'prepared') {
+      if (location.phase === 'run' || location.phase === 'exited-garbage') throw alreadyStarted();
+      throw new BerthError(
+        'conflict',
+        `Cannot run pod ${location.uuid}: it is not prepared (phase: ${location.phase})`,
+      );
+    }
+    let lockFd: number;
+    try {
+      lockFd = openDirFd(this.store.path(location));
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') throw alreadyStarted();
+      throw err;
+    }
+    if (!tryLock(lockFd, 'exclusive') || !this.store.move(location, 'run')) {
+      closeSync(lockFd);
+      throw alreadyStarted();
+    }
+    const run: PodLocation = { uuid: location.uuid, phase: 'run' };
+    const manifest = this.store.readManifest(run);
+    if (!manifest) {
+      closeSync(lockFd);
+      throw new BerthError(
+        'internal',
+        `Pod ${location.uuid} has no pod.json: it was not prepared completely`,
+      );
+    }
+    return { location: run, manifest, lockFd };
+  }
+
+  /**
+   * Hands a pod in run/ (lock held by the caller) to a detached stage-1 holder process and waits
+   * until the app runs. The caller's copy of the lock fd is closed: the holder's copy keeps it.
+   */
+  async startDetached(
+    location: PodLocation,
+    lockFd: number,
+    options: { remove?: boolean } = {},
+  ): Promise<void> {
+    const path = this.store.path(location);
+    const logFd = openSync(join(path, podFiles.log), 'a');
+    const holderMain = new URL('./stage1-holder-main.js', import.meta.url).pathname;
+    const args = [holderMain, this.dataDir, location.uuid, options.remove ? 'rm' : 'keep'];
+    const holder = spawn(process.execPath, args, {
+      stdio: ['ignore', logFd, logFd, lockFd, 'pipe'],
+      detached: true,
+    });
+    closeSync(logFd);
+    closeSync(lockFd);
+    const ready = holder.stdio[4];
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      ready?.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      ready?.on('close', () => resolve(text.trim()));
+      holder.once('exit', () => resolve(text.trim()));
+    });
+    holder.unref();
+    ready?.destroy();
+    if (answer !== 'started') {
+      const info = this.store.inspect(location);
+      throw new BerthError(
+        'internal',
+        `Pod ${location.uuid} failed to start: ${info?.exit?.reason ?? (answer || 'the stage-1 holder exited')}`,
+      );
+    }
+  }
+
+  status(ref: string): PodInfo {
+    const location = this.store.locate(ref);
+    const info = this.store.inspect(location) ?? this.store.inspect(this.store.locate(location.uuid));
+    if (!info) throw new NotFoundError('pod', ref);
+    return info;
+  }
+
+  /**
+   * Blocks until the pod is no longer running: a blocking shared flock(2), which the kernel grants
+   * the moment the last process holding the pod's exclusive lock exits. No polling.
+   */
+  async waitExit(ref: string, timeoutMs?: number): Promise<PodInfo> {
+    for (;;) {
+      const location = this.store.locate(ref);
+      if (location.phase === 'embryo' || location.phase === 'prepared') {
+        throw new BerthError(
+          'conflict',
+          `Cannot wait for pod ${location.uuid}: it has not been started (state: ${location.phase === 'embryo' ? 'embryo' : 'prepared'})`,
+        );
+      }
+      let fd: number;
+      try {
+        fd = openDirFd(this.store.path(location));
+      } catch (err) {
+        if (errnoCode(err) === 'ENOENT') continue; // moved on meanwhile: look again
+        throw err;
+      }
+      try {
+        const waited = waitLock(fd, 'shared');
+        if (timeoutMs === undefined) await waited;
+        else {
+          let timer: NodeJS.Timeout | undefined;
+          const timedOut = await Promise.race([
+            waited.then(() => false),
+            new Promise<boolean>((resolve) => {
+              timer = setTimeout(() => resolve(true), timeoutMs);
+            }),
+          ]);
+          clearTimeout(timer);
+          if (timedOut) {
+            throw new BerthError(
+              'unavailable',
+              `Timed out after ${timeoutMs} ms waiting for pod ${location.uuid} to exit`,
+              {
+                uuid: location.uuid,
+              },
+            );
+          }
+        }
+        unlock(fd);
+      } finally {
+        // A blocked flock keeps running on the thread pool; closing the fd after it returns is safe.
+        closeSync(fd);
+      }
+      const info = this.store.inspect(this.store.locate(location.uuid));
+      if (info && info.state !== 'running' && info.state !== 'preparing') return info;
+    }
+  }
+
+  /** SIGTERM (or the image's stop signal), then SIGKILL after the timeout; returns once exited. */
+  async stop(ref: string, timeoutMs: number): Promise<PodInfo> {
+    const info = this.status(ref);
+    if (info.state !== 'running') {
+      throw new BerthError('conflict', `Cannot stop pod ${info.uuid}: current state is ${info.state}`, {
+        state: info.state,
+      });
+    }
+    this.runcKill(info.uuid, 'TERM');
+    try {
+      return await this.waitExit(info.uuid, timeoutMs);
+    } catch (err) {
+      if (!(err instanceof BerthError) || err.code !== 'unavailable') throw err;
+    }
+    this.runcKill(info.uuid, 'KILL');
+    return this.waitExit(info.uuid);
+  }
+
+  private runcKill(uuid: string, signal: string): void {
+    // A container that exited meanwhile makes runc fail; waitExit then returns at once.
+    spawnSync('runc', ['--root', this.store.dirs.runc, 'kill', uuid, signal], { stdio: 'ignore' });
+  }
+
+  /**
+   * `berth rm`: exited → exited-garbage, prepared/prepare-failed → garbage, then delete with the
+   * exclusive lock held. A running or preparing pod is refused.
+   */
+  remove(ref: string): string {
+    const info = this.status(ref);
+    const refuse = () =>
+      new BerthError(
+        'conflict',
+        `Cannot remove pod ${info.uuid}: current state is ${info.state}; stop it first`,
+        {
+          state: info.state,
+        },
+      );
+    if (info.state === 'running' || info.state === 'preparing' || info.state === 'deleting') throw refuse();
+    const target =
+      info.phase === 'run'
+        ? 'exited-garbage'
+        : info.phase === 'exited-garbage' || info.phase === 'garbage'
+          ? info.phase
+          : 'garbage';
+    const fd = openDirFd(this.store.path(info));
+    try {
+      if (!tryLock(fd, 'exclusive')) throw refuse();
+      if (target !== info.phase && !this.store.move(info, target)) throw new NotFoundError('pod', ref);
+      this.destroy({ uuid: info.uuid, phase: target });
+    } finally {
+      closeSync(fd);
+    }
+    return info.uuid;
+  }
+
+  /** Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. */
+  destroy(location: PodLocation): void {
+    const path = this.store.path(location);
+    unmountAll(path);
+    if (existsSync(join(this.store.dirs.runc, location.uuid))) {
+      spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {
+        stdio: 'ignore',
+      });
+    }
+    this.store.remove(location);
+  }
+
+  logPath(ref: string): { info: PodInfo; path: string } {
+    const info = this.status(ref);
+    return { info, path: join(this.store.path(info), podFiles.log) };
+  }
+}
+
+export type { PodExit };

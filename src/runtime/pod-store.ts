@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../core/index.js';
+import { isLocked, openDirFd, tryLock } from './flock.js';
+import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
+import type { PodExit, PodManifest, PodStarted } from './pod-manifest.js';
+import {
+  assertPhaseMove,
+  lockedPhases,
+  type PodPhase,
+  type PodState,
+  podPhases,
+  podState,
+} from './pod-state.js';
+
+export interface PodLocation {
+  readonly uuid: string;
+  readonly phase: PodPhase;
+}
+
+/** Everything `status` and `list` report about one pod, sampled at one moment. */
+export interface PodInfo extends PodLocation {
+  readonly state: PodState;
+  readonly manifest: PodManifest | undefined;
+  readonly started: PodStarted | undefined;
+  readonly exit: PodExit | undefined;
+  /** The container's init pid while running (runc's pid file; informational, never the truth). */
+  readonly pid: number | null;
+  /** ctime of the pod directory: when it entered its current phase (gc's clock). */
+  readonly phaseChangedAt: Date;
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function readJson<T>(path: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as T;
+  } catch (err) {
+    const code = errnoCode(err);
+    // Missing, moved away mid-read, or torn by a crash before its rename: all mean "not recorded".
+    if (code === 'ENOENT' || code === 'ENOTDIR' || err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The pods directory tree of seed 000. All state changes are rename(2)s between phase
+ * directories made while holding the right lock; losing a rename race (ENOENT) is normal.
+ */
+export class PodStore {
+  readonly dirs: RuntimeDirs;
+
+  constructor(dataDir: string) {
+    this.dirs = runtimeDirs(dataDir);
+  }
+
+  ensureDirs(): void {
+    for (const phase of podPhases) mkdirSync(phaseDir(this.dirs, phase), { recursive: true });
+    mkdirSync(this.dirs.runc, { recursive: true });
+  }
+
+  path(location: PodLocation): string {
+    return podDir(this.dirs, location.phase, location.uuid);
+  }
+
+  /**
+   * Embryo → Prepare: creates the pod directory, locks it exclusively and moves it to prepare/
+   * with the lock held, so it never appears unlocked (= prepare-failed) in prepare/.
+   * Returns the held lock fd; closing it (or dying) leaves a failed prepare for gc.
+   */
+  createPreparing(): { uuid: string; lockFd: number } {
+    this.ensureDirs();
+    const uuid = randomUUID();
+    const embryo = podDir(this.dirs, 'embryo', uuid);
+    mkdirSync(embryo);
+    const lockFd = openDirFd(embryo);
+    if (!tryLock(lockFd, 'exclusive')) {
+      closeSync(lockFd);
+      throw new BerthError('internal', `Cannot lock new pod ${uuid}: someone else holds its lock`);
+    }
+    this.move({ uuid, phase: 'embryo' }, 'prepare');
+    return { uuid, lockFd };
+  }
+
+  /** Renames a pod to another phase. False when it was not there (another actor moved it). */
+  move(from: PodLocation, to: PodPhase): boolean {
+    assertPhaseMove(from.phase, to, from.uuid);
+    try {
+      renameSync(this.path(from), podDir(this.dirs, to, from.uuid));
+      return true;
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /** Deletes a pod directory; only ever called from a garbage phase with the lock held. */
+  remove(location: PodLocation): void {
+    if (location.phase !== 'garbage' && location.phase !== 'exited-garbage') {
+      throw new BerthError('internal', `Refusing to delete pod ${location.uuid} from ${location.phase}/`);
+    }
+    rmSync(this.path(location), { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  listPhase(phase: PodPhase): string[] {
+    try {
+      return readdirSync(phaseDir(this.dirs, phase)).filter((name) => uuidPattern.test(name));
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /**
+   * Finds a pod by full UUID, unique UUID prefix or pod name. Phases are searched in lifecycle
+   * order so a pod moving forward during the search is still found in its new phase.
+   */
+  locate(ref: string): PodLocation {
+    if (ref === '') throw new InvalidArgumentError('A pod UUID (or unique prefix, or name) is required');
+    if (uuidPattern.test(ref)) {
+      for (const phase of podPhases) {
+        if (existsSync(podDir(this.dirs, phase, ref))) return { uuid: ref, phase };
+      }
+      throw new NotFoundError('pod', ref);
+    }
+    const matches = new Map<string, PodPhase>();
+    const byName = new Map<string, PodPhase>();
+    for (const phase of podPhases) {
+      for (const uuid of this.listPhase(phase)) {
+        if (uuid.startsWith(ref)) matches.set(uuid, phase);
+        else if (this.readManifest({ uuid, phase })?.name === ref) byName.set(uuid, phase);
+      }
+    }
+    const found = matches.size > 0 ? matches : byName;
+    if (found.size === 0) throw new NotFoundError('pod', ref);
+    if (found.size > 1) {
+      throw new InvalidArgumentError(
+        `Pod reference "${ref}" is ambiguous: it matches ${[...found.keys()].join(', ')}`,
+      );
+    }
+    const [[uuid, phase]] = [...found.entries()] as [[string, PodPhase]];
+    return { uuid, phase };
+  }
+
+  readManifest(location: PodLocation): PodManifest | undefined {
+    return readJson<PodManifest>(join(this.path(location), podFiles.manifest));
+  }
+
+  /**
+   * Samples a pod's state: its phase plus, where the seed gives locks a meaning, a shared
+   * non-blocking lock probe. Returns undefined when the pod moved away meanwhile.
+   */
+  inspect(location: PodLocation): PodInfo | undefined {
+    const dir = this.path(location);
+    let locked = false;
+    if (lockedPhases.has(location.phase)) {
+      const sample = isLocked(dir);
+      if (sample === undefined) return undefined;
+      locked = sample;
+    }
+    let ctime: Date;
+    try {
+      ctime = statSync(dir).ctime;
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+    const state = podState(location.phase, locked);
+    const running = state === 'running';
+    const pidText = running ? readFileText(join(dir, podFiles.pid)) : undefined;
+    return {
+      ...location,
+      state,
+      manifest: this.readManifest(location),
+      started: readJson<PodStarted>(join(dir, podFiles.started)),
+      exit: readJson<PodExit>(join(dir, podFiles.exit)),
+      pid: pidText && /^\d+$/.test(pidText.trim()) ? Number(pidText.trim()) : null,
+      phaseChangedAt: ctime,
+    };
+  }
+
+  /** Every pod, phase by phase; pods that move mid-scan may be reported in either phase or skipped. */
+  list(): PodInfo[] {
+    const pods: PodInfo[] = [];
+    const seen = new Set<string>();
+    for (const phase of podPhases) {
+      for (const uuid of this.listPhase(phase)) {
+        if (seen.has(uuid)) continue;
+        const info = this.inspect({ uuid, phase });
+        if (info) {
+          pods.push(info);
+          seen.add(uuid);
+        }
+      }
+    }
+    return pods;
+  }
+}
+
+function readFileText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}

@@ -1,0 +1,192 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../core/index.js';
+import { mountOverlay, unmountAll } from './mounts.js';
+import { podFiles, type RuntimeDirs } from './pod-dirs.js';
+import type { PodExit, PodManifest, PodStarted } from './pod-manifest.js';
+
+/**
+ * Stage 1: runs the pod's app under runc while the pod's exclusive lock is held. The lock fd is
+ * handed to runc as fd 3 and kept open in the container with `--preserve-fds 1` (the seed's
+ * RKT_LOCK_FD contract), so the kernel drops the lock exactly when the last holder exits:
+ * the container's processes, runc, this process, and the watcher below.
+ *
+ * The watcher is a tiny shell that also holds the lock and reads a pipe from this process. If
+ * this process dies (even by SIGKILL) the pipe closes, and the watcher kills the app, records why
+ * in exit.json, unmounts the root and exits, and only then does the lock drop. So the exit record
+ * is always written before the lock is released, and a dead holder never leaves a running orphan.
+ */
+
+const watcherScript = `
+IFS= read -r line
+[ "$line" = done ] && exit 0
+runc --root "$1" kill "$2" KILL >/dev/null 2>&1
+i=0
+while [ $i -lt 200 ] && runc --root "$1" state "$2" 2>/dev/null | grep -q '"status": "running"'; do sleep 0.05; i=$((i+1)); done
+runc --root "$1" delete --force "$2" >/dev/null 2>&1
+if [ ! -e "$3/exit.json" ]; then
+  printf '{"exit_code":137,"finished_at":"%s","reason":"the stage-1 holder was killed, so berth killed the app"}\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$3/.exit.json.watcher" && mv "$3/.exit.json.watcher" "$3/exit.json"
+fi
+umount "$3/rootfs" >/dev/null 2>&1 || umount -l "$3/rootfs" >/dev/null 2>&1
+exit 0
+`;
+
+export interface Stage1Options {
+  readonly dirs: RuntimeDirs;
+  readonly podPath: string;
+  readonly manifest: PodManifest;
+  readonly lockFd: number;
+  /** Where the app's stdout and stderr go: an fd (detached: the log file) or 'pipe' (foreground). */
+  readonly output: number | 'pipe';
+  /** Called once the app runs (runc wrote its pid) or failed to start. */
+  readonly onStarted?: (started: boolean) => void;
+  /** Foreground only: receives the runc child to tee its output. */
+  readonly onSpawn?: (child: ChildProcess) => void;
+}
+
+function readRuncError(podPath: string): string {
+  try {
+    const lines = readFileSync(join(podPath, 'runc.log'), 'utf8').trim().split('\n');
+    for (const line of lines.reverse()) {
+      const entry = JSON.parse(line) as { level?: string; msg?: string };
+      if (entry.level === 'error' && entry.msg) return entry.msg;
+    }
+  } catch {
+    // No runc log, or a torn line: fall through to the generic reason.
+  }
+  return 'runc could not start the container';
+}
+
+/** Runs the pod to completion and returns its exit record (already written to exit.json). */
+export async function runStage1(options: Stage1Options): Promise<PodExit> {
+  const { dirs, podPath, manifest, lockFd } = options;
+  const rootfs = join(podPath, podFiles.rootfs);
+  const exitPath = join(podPath, podFiles.exit);
+  const finish = (exit: PodExit): PodExit => {
+    writeFileAtomic(exitPath, `${JSON.stringify(exit)}\n`);
+    return exit;
+  };
+
+  try {
+    mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
+  } catch (err) {
+    options.onStarted?.(false);
+    return finish({
+      exit_code: null,
+      finished_at: new Date().toISOString(),
+      reason: err instanceof Error ? err.message : String(err),
+    });
+  }
+  // runc refuses a missing cwd; podman creates it, and so do we (inside the overlay, never the image).
+  const cwd = join(rootfs, manifest.app.cwd);
+  if (!existsSync(cwd)) mkdirSync(cwd, { recursive: true });
+
+  const watcher = spawn(
+    '/bin/sh',
+    ['-c', watcherScript, 'berth-watcher', dirs.runc, manifest.uuid, podPath],
+    {
+      stdio: ['pipe', 'ignore', 'ignore', lockFd],
+      detached: true,
+    },
+  );
+  watcher.unref();
+
+  const runc = spawn(
+    'runc',
+    [
+      '--root',
+      dirs.runc,
+      '--log',
+      join(podPath, 'runc.log'),
+      '--log-format',
+      'json',
+      'run',
+      '--bundle',
+      podPath,
+      '--pid-file',
+      join(podPath, podFiles.pid),
+      '--preserve-fds',
+      '1',
+      manifest.uuid,
+    ],
+    {
+      stdio: ['ignore', options.output, options.output, lockFd],
+      // Own process group: terminal signals reach berth, which forwards them once.
+      detached: true,
+    },
+  );
+  options.onSpawn?.(runc);
+  const startedAt = new Date().toISOString();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
+    (resolve) => {
+      runc.once('error', (error) => resolve({ code: null, signal: null, error }));
+      runc.once('exit', (code, signal) => resolve({ code, signal }));
+    },
+  );
+
+  // runc writes its pid file once the container exists; until then "started" is unknown.
+  let appStarted = false;
+  const pidPath = join(podPath, podFiles.pid);
+  const pidWatch = (async () => {
+    for (let done = false; !done; ) {
+      if (existsSync(pidPath)) {
+        appStarted = true;
+        const started: PodStarted = {
+          started_at: startedAt,
+          pid: Number(readFileSync(pidPath, 'utf8').trim()) || null,
+        };
+        writeFileAtomic(join(podPath, podFiles.started), `${JSON.stringify(started)}\n`);
+        options.onStarted?.(true);
+        return;
+      }
+      done = await Promise.race([
+        exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 5)),
+      ]);
+    }
+  })();
+
+  const forward = (signal: NodeJS.Signals) => () => {
+    runc.kill(signal);
+  };
+  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const).map((s) => [s, forward(s)] as const);
+  for (const [signal, handler] of handlers) process.on(signal, handler);
+
+  const result = await exited;
+  await pidWatch;
+  for (const [signal, handler] of handlers) process.off(signal, handler);
+  if (!appStarted && existsSync(pidPath)) appStarted = true;
+
+  let exit: PodExit;
+  if (result.error) {
+    exit = {
+      exit_code: null,
+      finished_at: new Date().toISOString(),
+      reason: `cannot run runc: ${result.error.message}`,
+    };
+  } else if (!appStarted) {
+    exit = { exit_code: null, finished_at: new Date().toISOString(), reason: readRuncError(podPath) };
+  } else {
+    const code = result.code ?? (result.signal ? 128 + signalNumber(result.signal) : null);
+    exit = { exit_code: code, finished_at: new Date().toISOString() };
+  }
+  if (!appStarted) options.onStarted?.(false);
+  finish(exit);
+  // The exit record is down: the watcher may go, then the root is unmounted.
+  watcher.stdin?.end('done\n');
+  unmountAll(podPath);
+  return exit;
+}
+
+const signalNumbers: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGTERM: 15,
+};
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return signalNumbers[signal] ?? 0;
+}
