@@ -32,6 +32,7 @@ export const podFiles = {
   started: 'started.json',
   exit: 'exit.json',
   pid: 'pid',
+  holderPid: 'holder.pid',
   hosts: 'hosts',
   hostname: 'hostname',
   resolvConf: 'resolv.conf',

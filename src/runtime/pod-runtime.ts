@@ -205,6 +205,8 @@ export class PodRuntime {
     });
     closeSync(logFd);
     closeSync(lockFd);
+    // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
+    if (holder.pid !== undefined) writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
     const ready = holder.stdio[4];
     const answer = await new Promise<string>((resolve) => {
       let text = '';

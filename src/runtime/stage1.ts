@@ -128,18 +128,20 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // runc writes its pid file once the container exists; until then "started" is unknown.
   let appStarted = false;
   const pidPath = join(podPath, podFiles.pid);
+  const noteStarted = (): boolean => {
+    if (appStarted) return true;
+    if (!existsSync(pidPath)) return false;
+    appStarted = true;
+    const started: PodStarted = {
+      started_at: startedAt,
+      pid: Number(readFileSync(pidPath, 'utf8').trim()) || null,
+    };
+    writeFileAtomic(join(podPath, podFiles.started), `${JSON.stringify(started)}\n`);
+    options.onStarted?.(true);
+    return true;
+  };
   const pidWatch = (async () => {
-    for (let done = false; !done; ) {
-      if (existsSync(pidPath)) {
-        appStarted = true;
-        const started: PodStarted = {
-          started_at: startedAt,
-          pid: Number(readFileSync(pidPath, 'utf8').trim()) || null,
-        };
-        writeFileAtomic(join(podPath, podFiles.started), `${JSON.stringify(started)}\n`);
-        options.onStarted?.(true);
-        return;
-      }
+    for (let done = false; !done && !noteStarted(); ) {
       done = await Promise.race([
         exited.then(() => true),
         new Promise<boolean>((r) => setTimeout(() => r(false), 5)),
@@ -156,7 +158,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   const result = await exited;
   await pidWatch;
   for (const [signal, handler] of handlers) process.off(signal, handler);
-  if (!appStarted && existsSync(pidPath)) appStarted = true;
+  // An app that exits within the first poll still started: its pid file is there.
+  noteStarted();
 
   let exit: PodExit;
   if (result.error) {

@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runBerth } from '../testing/berth-cli.js';
+import { busyboxResolver } from '../testing/busybox-image.js';
+import { runForeground } from './foreground-run.js';
+import { mountsUnder } from './mounts.js';
+import { collectGarbage } from './pod-gc.js';
+import { PodRuntime } from './pod-runtime.js';
+
+/**
+ * The runtime against real runc, real overlayfs and real flock(2). Pods come from a busybox
+ * rootfs below the image-store seam; the CLI tests import real images.
+ */
+const images = busyboxResolver();
+const dirs: string[] = [];
+
+function newRuntime(): PodRuntime {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-rt-'));
+  dirs.push(dir);
+  return new PodRuntime(dir, images);
+}
+
+async function startDetached(
+  runtime: PodRuntime,
+  args: string[],
+  options: Parameters<PodRuntime['prepare']>[1] = {},
+) {
+  const prepared = await runtime.prepare('bb', { args, ...options });
+  assert.ok(runtime.store.move(prepared.location, 'run'));
+  const location = { uuid: prepared.location.uuid, phase: 'run' as const };
+  await runtime.startDetached(location, prepared.lockFd);
+  return location.uuid;
+}
+
+function collectStream(): NodeJS.WritableStream & { text(): string } {
+  const chunks: Buffer[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc: string, cb: () => void) {
+      chunks.push(Buffer.from(chunk));
+      cb();
+    },
+  });
+  return Object.assign(stream, { text: () => Buffer.concat(chunks).toString() });
+}
+
+after(() => {
+  for (const dir of dirs) {
+    const runcRoot = join(dir, 'runc');
+    if (existsSync(runcRoot)) {
+      for (const id of readdirSync(runcRoot))
+        spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
+    }
+    for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+describe('run in the foreground', () => {
+  it('streams output, records it in the log, and returns the exit code', async () => {
+    const runtime = newRuntime();
+    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', 'echo out; echo err >&2; exit 7'] });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const stdout = collectStream();
+    const stderr = collectStream();
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr,
+      remove: false,
+    });
+    assert.equal(exit.exit_code, 7);
+    assert.equal(stdout.text(), 'out\n');
+    assert.match(stderr.text(), /err/);
+    const info = runtime.status(run.uuid);
+    assert.equal(info.state, 'exited');
+    assert.equal(info.exit?.exit_code, 7);
+    assert.ok(info.started?.started_at);
+    assert.match(readFileSync(join(runtime.store.path(run), 'log'), 'utf8'), /out\n/);
+    assert.deepEqual(mountsUnder(runtime.store.path(run)), [], 'the overlay is unmounted after exit');
+  });
+
+  it('runs the app isolated: own pid namespace, hostname, the image user, writes never reach the image', async () => {
+    const runtime = newRuntime();
+    const prepared = await runtime.prepare('bb', {
+      name: 'iso',
+      user: 'nobody',
+      args: [
+        'sh',
+        '-c',
+        'echo pid=$$ host=$(hostname) uid=$(id -u); touch /tmp/x 2>/dev/null; echo made > /home/nobody/f 2>/dev/null; true',
+      ],
+    });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const stdout = collectStream();
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: true,
+    });
+    assert.match(stdout.text(), /pid=1 host=iso uid=65534/);
+    assert.ok(!existsSync(join(images.rootfs, 'tmp/x')), 'the image rootfs was not written');
+    assert.throws(() => runtime.status(run.uuid), /Cannot find pod/, '--rm removed the pod');
+  });
+
+  it('applies the memory limit (the kernel kills the app beyond it)', async () => {
+    const runtime = newRuntime();
+    const prepared = await runtime.prepare('bb', {
+      memoryBytes: 16 * 1024 * 1024,
+      // Holds ~64 MiB in a shell variable: far beyond the 16 MiB limit.
+      args: ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\0" a); echo survived ${#x}'],
+    });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const stdout = collectStream();
+    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: false,
+    });
+    assert.doesNotMatch(stdout.text(), /survived/);
+    assert.notEqual(exit.exit_code, 0);
+  });
+});
+
+describe('detached pods and their lock', () => {
+  it('a detached pod runs with only the stage-1 holder left, status --wait blocks on the lock', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sh', '-c', 'sleep 0.5; exit 3']);
+    const running = runtime.status(uuid);
+    assert.equal(running.state, 'running');
+    assert.ok(running.pid !== null && running.pid > 0);
+    const done = await runtime.waitExit(uuid);
+    assert.equal(done.state, 'exited');
+    assert.equal(done.exit?.exit_code, 3);
+  });
+
+  it('kill -9 of the container init → exited with 137, recorded before the lock dropped', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    const pid = runtime.status(uuid).pid;
+    assert.ok(pid);
+    process.kill(pid, 'SIGKILL');
+    const done = await runtime.waitExit(uuid);
+    assert.equal(done.state, 'exited');
+    assert.equal(done.exit?.exit_code, 137);
+  });
+
+  it('kill -9 of the stage-1 holder → the watcher kills the app, records why, and the pod reports exited', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    const holderPid = Number(
+      readFileSync(join(runtime.store.path({ uuid, phase: 'run' }), 'holder.pid'), 'utf8'),
+    );
+    process.kill(holderPid, 'SIGKILL');
+    const done = await runtime.waitExit(uuid, 20_000);
+    assert.equal(done.state, 'exited');
+    assert.equal(done.exit?.exit_code, 137);
+    assert.match(done.exit?.reason ?? '', /stage-1 holder was killed/);
+    assert.deepEqual(mountsUnder(runtime.store.path({ uuid, phase: 'run' })), []);
+  });
+
+  it('stop sends SIGTERM, then SIGKILL after the timeout', async () => {
+    const runtime = newRuntime();
+    // busybox sleep as pid 1 ignores SIGTERM (no handler, init): only SIGKILL ends it.
+    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    const stopped = await runtime.stop(uuid, 300);
+    assert.equal(stopped.state, 'exited');
+    assert.equal(stopped.exit?.exit_code, 137);
+    await assert.rejects(runtime.stop(uuid, 100), /Cannot stop pod .*: current state is exited/);
+  });
+
+  it('rm refuses a running pod and removes an exited one', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    assert.throws(() => runtime.remove(uuid), /current state is running; stop it first/);
+    await runtime.stop(uuid, 100);
+    assert.equal(runtime.remove(uuid), uuid);
+    assert.throws(() => runtime.status(uuid), /Cannot find pod/);
+    assert.deepEqual(readdirSync(join(runtime.dataDir, 'runc')), [], "runc's state is gone too");
+  });
+});
+
+describe('races between real processes', () => {
+  it('two run-prepared of one UUID: exactly one runs it, the other says it was already started', async () => {
+    const runtime = newRuntime();
+    const uuid = await runtime.prepareOnly('bb', { args: ['sh', '-c', 'sleep 0.3; echo ran'] });
+    assert.equal(runtime.status(uuid).state, 'prepared');
+    const results = await Promise.all([
+      runBerth(['run-prepared', '--dir', runtime.dataDir, uuid]),
+      runBerth(['run-prepared', '--dir', runtime.dataDir, uuid]),
+    ]);
+    const winners = results.filter((r) => r.code === 0);
+    const losers = results.filter((r) => r.code !== 0);
+    assert.equal(winners.length, 1, JSON.stringify(results));
+    assert.equal(winners[0]?.stdout, 'ran\n');
+    assert.equal(losers.length, 1);
+    assert.match(losers[0]?.stderr ?? '', /already started/);
+  });
+
+  it('kill -9 during prepare → prepare-failed → the next gc moves it to garbage and deletes it', async () => {
+    const runtime = newRuntime();
+    // A real process that is "preparing" (holds the lock in prepare/) when it is killed.
+    const storeUrl = new URL('./pod-store.js', import.meta.url).href;
+    const child = spawn(process.execPath, [
+      '-e',
+      `import(${JSON.stringify(storeUrl)}).then((m) => { const s = new m.PodStore(${JSON.stringify(runtime.dataDir)}); const p = s.createPreparing(); console.log(p.uuid); setInterval(() => {}, 1000); });`,
+    ]);
+    const uuid = await new Promise<string>((resolve) =>
+      child.stdout.once('data', (c: Buffer) => resolve(c.toString().trim())),
+    );
+    assert.equal(runtime.status(uuid).state, 'preparing');
+    assert.deepEqual(
+      collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 0 }).discarded,
+      [],
+      'gc leaves a pod that is preparing',
+    );
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    assert.equal(runtime.status(uuid).state, 'prepare-failed');
+    const report = collectGarbage(runtime, { gracePeriodMs: 30 * 60_000, expirePreparedMs: 24 * 3_600_000 });
+    assert.deepEqual(report.discarded, [uuid]);
+    assert.deepEqual(report.deleted, [uuid]);
+    assert.throws(() => runtime.status(uuid), /Cannot find pod/);
+  });
+
+  it('two gc at once and gc during status: no error, nothing deleted twice, nothing running deleted', async () => {
+    const runtime = newRuntime();
+    const running = await startDetached(runtime, ['sleep', '1000']);
+    const exited: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      exited.push(await startDetached(runtime, ['true']));
+    }
+    for (const uuid of exited) await runtime.waitExit(uuid);
+    // Mark only first: the exited pods stay queryable for their grace period.
+    const marked = await runBerth(['gc', '--dir', runtime.dataDir, '--mark-only']);
+    assert.equal(marked.code, 0, marked.stderr);
+    for (const uuid of exited) assert.equal(runtime.status(uuid).state, 'exited-garbage');
+    assert.equal(runtime.status(running).state, 'running');
+
+    const statusLoop = (async () => {
+      for (let i = 0; i < 20; i++) {
+        for (const uuid of exited) {
+          try {
+            runtime.status(uuid);
+          } catch (err) {
+            assert.match(String(err), /Cannot find pod/);
+          }
+        }
+        await sleep(5);
+      }
+    })();
+    const [a, b] = await Promise.all([
+      runBerth(['gc', '--dir', runtime.dataDir, '--grace-period', '0s']),
+      runBerth(['gc', '--dir', runtime.dataDir, '--grace-period', '0s']),
+      statusLoop,
+    ]);
+    assert.equal(a?.code, 0, a?.stderr);
+    assert.equal(b?.code, 0, b?.stderr);
+    const deleted = [
+      ...(a?.stdout ?? '').matchAll(/deleted (\S+)/g),
+      ...(b?.stdout ?? '').matchAll(/deleted (\S+)/g),
+    ].map((m) => m[1]);
+    assert.deepEqual([...deleted].sort(), [...exited].sort(), 'each exited pod deleted exactly once');
+    assert.equal(runtime.status(running).state, 'running');
+    await runtime.stop(running, 100);
+  });
+
+  it('an exited pod stays queryable through its grace period, then gc deletes it', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['true']);
+    await runtime.waitExit(uuid);
+    const first = collectGarbage(runtime, { gracePeriodMs: 60_000, expirePreparedMs: 60_000 });
+    assert.deepEqual(first.marked, [uuid]);
+    assert.deepEqual(first.deleted, []);
+    assert.equal(runtime.status(uuid).exit?.exit_code, 0);
+    const later = collectGarbage(runtime, {
+      gracePeriodMs: 60_000,
+      expirePreparedMs: 60_000,
+      now: new Date(Date.now() + 61_000),
+    });
+    assert.deepEqual(later.deleted, [uuid]);
+  });
+
+  it('prepared pods expire after --expire-prepared', async () => {
+    const runtime = newRuntime();
+    const uuid = await runtime.prepareOnly('bb', { args: ['true'] });
+    assert.deepEqual(collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 60_000 }).discarded, []);
+    const report = collectGarbage(runtime, {
+      gracePeriodMs: 0,
+      expirePreparedMs: 60_000,
+      now: new Date(Date.now() + 61_000),
+    });
+    assert.deepEqual(report.discarded, [uuid]);
+    assert.deepEqual(report.deleted, [uuid]);
+  });
+});
+
+describe('bad input', () => {
+  it('unknown UUID, bad flags, nothing to run: clear errors and non-zero exits', async () => {
+    const runtime = newRuntime();
+    const unknown = await runBerth([
+      'status',
+      '--dir',
+      runtime.dataDir,
+      '00000000-0000-4000-8000-000000000000',
+    ]);
+    assert.equal(unknown.code, 3);
+    assert.match(unknown.stderr, /Cannot find pod "00000000-0000-4000-8000-000000000000"/);
+    const badFlag = await runBerth(['list', '--dir', runtime.dataDir, '--bogus']);
+    assert.equal(badFlag.code, 2);
+    assert.match(badFlag.stderr, /bogus/);
+    const badGrace = await runBerth(['gc', '--dir', runtime.dataDir, '--grace-period', 'soon']);
+    assert.equal(badGrace.code, 2);
+    assert.match(badGrace.stderr, /--grace-period/);
+    const noCmd = await runBerth(['run-prepared', '--dir', runtime.dataDir]);
+    assert.equal(noCmd.code, 2);
+    assert.match(noCmd.stderr, /expects UUID/);
+  });
+
+  it("a pod whose runc fails to start reports exited with runc's reason, not a crash", async () => {
+    const runtime = newRuntime();
+    const prepared = await runtime.prepare('bb', { args: ['/no/such/binary'] });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout: collectStream(),
+      stderr: collectStream(),
+      remove: false,
+    });
+    assert.equal(exit.exit_code, null);
+    assert.match(exit.reason ?? '', /no such file|not found|executable/i);
+    assert.equal(runtime.status(run.uuid).state, 'exited');
+  });
+});
