@@ -1,0 +1,83 @@
+import type { ActualLRPNetInfo } from '../bbs/index.js';
+import { IllegalTransitionError } from '../core/index.js';
+
+/** The executor's container states of seed 002 ("Container State"). */
+export type ContainerState = 'RESERVED' | 'INITIALIZING' | 'CREATED' | 'RUNNING' | 'COMPLETED';
+
+export const containerStates: readonly ContainerState[] = [
+  'RESERVED',
+  'INITIALIZING',
+  'CREATED',
+  'RUNNING',
+  'COMPLETED',
+];
+
+/**
+ * The seed's "Allowed transitions", exactly. There is no RESERVED → COMPLETED: a reservation that
+ * never initializes is deleted by the rep, and deletion is not a state (see `canDeleteContainer`).
+ * COMPLETED is terminal: a finished container is never reused, so a restart is a new container.
+ */
+export const containerTransitions: Readonly<Record<ContainerState, readonly ContainerState[]>> = {
+  RESERVED: ['INITIALIZING'],
+  INITIALIZING: ['CREATED', 'COMPLETED'],
+  CREATED: ['COMPLETED', 'RUNNING'],
+  RUNNING: ['COMPLETED'],
+  COMPLETED: [],
+};
+
+export function canTransitionContainer(from: ContainerState, to: ContainerState): boolean {
+  return containerTransitions[from].includes(to);
+}
+
+export function assertContainerTransition(from: ContainerState, to: ContainerState, subject?: string): void {
+  if (!canTransitionContainer(from, to)) throw new IllegalTransitionError('container', from, to, subject);
+}
+
+/** "Containers can be deleted regardless of current state": the rep owns deletion, at any time. */
+export function canDeleteContainer(_state: ContainerState): boolean {
+  return true;
+}
+
+/** Identifies the ActualLRP instance a container runs; instance_guid ties it to one claim. */
+export interface LRPContainerTags {
+  readonly kind: 'lrp';
+  readonly process_guid: string;
+  readonly index: number;
+  readonly instance_guid: string;
+  readonly domain: string;
+}
+
+export interface TaskContainerTags {
+  readonly kind: 'task';
+  readonly task_guid: string;
+  readonly domain: string;
+}
+
+export type ContainerTags = LRPContainerTags | TaskContainerTags;
+
+export interface ContainerResource {
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+}
+
+/**
+ * How a COMPLETED container ended. `crashed`: it died unexpectedly (exit, failed monitor);
+ * `shutdown`: it was asked to stop. The rep's table treats the two differently.
+ */
+export interface ContainerResult {
+  readonly failed: boolean;
+  readonly reason: string;
+  readonly kind: 'crashed' | 'shutdown';
+}
+
+export interface ExecutorContainer {
+  /** For LRPs the instance_guid, for tasks the task_guid: one container per claim. */
+  readonly guid: string;
+  readonly state: ContainerState;
+  readonly tags: ContainerTags;
+  readonly resource: ContainerResource;
+  /** Set once the container is COMPLETED. */
+  readonly result?: ContainerResult;
+  /** Known once the container exists on the network (CREATED and later). */
+  readonly net_info?: ActualLRPNetInfo;
+}
