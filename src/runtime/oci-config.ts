@@ -1,3 +1,4 @@
+import { netnsPath } from './cni-network.js';
 import { podFiles } from './pod-dirs.js';
 import type { PodManifest } from './pod-manifest.js';
 
@@ -84,13 +85,15 @@ function standardMounts(): OciMount[] {
  */
 export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
   const caps = [...defaultCapabilities];
-  const namespaces: { type: string }[] = [
+  const namespaces: { type: string; path?: string }[] = [
     { type: 'pid' },
     { type: 'ipc' },
     { type: 'uts' },
     { type: 'mount' },
   ];
-  if (manifest.net !== 'host') namespaces.push({ type: 'network' });
+  // private: the netns stage 1 creates and attaches with CNI; none: a fresh one with only lo.
+  if (manifest.net === 'private') namespaces.push({ type: 'network', path: netnsPath(manifest.uuid) });
+  if (manifest.net === 'none') namespaces.push({ type: 'network' });
   const resources: Record<string, unknown> = {
     devices: [{ allow: false, access: 'rwm' }],
   };

@@ -33,6 +33,7 @@ export const podFiles = {
   exit: 'exit.json',
   pid: 'pid',
   holderPid: 'holder.pid',
+  network: 'network.json',
   hosts: 'hosts',
   hostname: 'hostname',
   resolvConf: 'resolv.conf',

@@ -114,6 +114,7 @@ describe('run in the foreground', () => {
     const prepared = await runtime.prepare('bb', {
       memoryBytes: 16 * 1024 * 1024,
       // Holds ~64 MiB in a shell variable: far beyond the 16 MiB limit.
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, not a JS template
       args: ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\0" a); echo survived ${#x}'],
     });
     assert.ok(runtime.store.move(prepared.location, 'run'));
@@ -337,5 +338,57 @@ describe('bad input', () => {
     assert.equal(exit.exit_code, null);
     assert.match(exit.reason ?? '', /no such file|not found|executable/i);
     assert.equal(runtime.status(run.uuid).state, 'exited');
+  });
+});
+
+describe('networking', () => {
+  it('--net private: own address on the berth bridge, a published port reachable on 127.0.0.1, torn down after', async () => {
+    const runtime = newRuntime();
+    const hostPort = 20000 + Math.floor(Math.random() * 20000);
+    const uuid = await startDetached(runtime, ['httpd', '-f', '-p', '8080', '-h', '/etc'], {
+      ports: [{ host_port: hostPort, container_port: 8080 }],
+    });
+    const info = runtime.status(uuid);
+    assert.match(info.network?.address ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+    let body = '';
+    for (let i = 0; i < 50 && body === ''; i++) {
+      try {
+        body = await (await fetch(`http://127.0.0.1:${hostPort}/hostname`)).text();
+      } catch {
+        await sleep(100);
+      }
+    }
+    assert.equal(body.trim(), info.manifest?.hostname);
+    await runtime.stop(uuid, 1000);
+    assert.ok(!existsSync(`/var/run/netns/berth-${uuid}`), 'the netns is gone');
+    await assert.rejects(
+      fetch(`http://127.0.0.1:${hostPort}/hostname`, { signal: AbortSignal.timeout(2000) }),
+    );
+  });
+
+  it('--net none: only loopback; --net host: the host network', async () => {
+    const runtime = newRuntime();
+    for (const [net, expectEth] of [
+      ['none', false],
+      ['host', true],
+    ] as const) {
+      const prepared = await runtime.prepare('bb', { net, args: ['sh', '-c', 'cat /proc/net/dev'] });
+      assert.ok(runtime.store.move(prepared.location, 'run'));
+      const stdout = collectStream();
+      const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+      await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+        stdout,
+        stderr: collectStream(),
+        remove: true,
+      });
+      const ifaces = stdout
+        .text()
+        .split('\n')
+        .slice(2)
+        .map((l) => l.split(':')[0]?.trim())
+        .filter(Boolean);
+      assert.ok(ifaces.includes('lo'));
+      assert.equal(ifaces.length > 1, expectEth, `${net}: ${ifaces.join(',')}`);
+    }
   });
 });

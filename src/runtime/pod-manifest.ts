@@ -22,11 +22,19 @@ export interface PodManifest {
   readonly image: { readonly ref: string; readonly id: string; readonly rootfs: string };
   readonly app: PodApp;
   readonly net: NetMode;
+  /** Host ports published to container ports (`--net private` only). */
+  readonly ports: readonly { readonly host_port: number; readonly container_port: number }[];
   readonly memoryBytes: number | null;
   readonly pidsLimit: number | null;
   /** Labels set by upper layers (executor: lrp/task identity); berth run leaves it empty. */
   readonly labels: Readonly<Record<string, string>>;
   readonly created: string;
+}
+
+/** Written by the stage-1 holder once the pod's network is attached (`--net private`). */
+export interface PodNetwork {
+  readonly address: string;
+  readonly ports: readonly { readonly host_port: number; readonly container_port: number }[];
 }
 
 /** Written by the stage-1 holder once runc has started the app. */

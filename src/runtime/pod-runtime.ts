@@ -9,6 +9,7 @@ import {
   writeFileAtomic,
 } from '../core/index.js';
 import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
+import { detachNetwork, netnsPath, type PortPublish } from './cni-network.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
@@ -23,6 +24,7 @@ export interface PrepareOptions extends AppOverrides {
   readonly memoryBytes?: number | null;
   readonly pidsLimit?: number | null;
   readonly net?: NetMode;
+  readonly ports?: readonly PortPublish[];
   readonly labels?: Readonly<Record<string, string>>;
 }
 
@@ -83,6 +85,9 @@ export class PodRuntime {
     imageRef: string,
     options: PrepareOptions,
   ): Promise<{ location: PodLocation; manifest: PodManifest; lockFd: number }> {
+    if ((options.ports?.length ?? 0) > 0 && (options.net ?? 'private') !== 'private') {
+      throw new InvalidArgumentError('Publishing ports needs --net private', { flag: 'publish' });
+    }
     if (options.name !== undefined && !namePattern.test(options.name)) {
       throw new InvalidArgumentError(
         `Invalid --name "${options.name}": use letters, digits, "_", "." and "-" (max 63)`,
@@ -110,6 +115,7 @@ export class PodRuntime {
           user,
         },
         net: options.net ?? 'private',
+        ports: options.ports ?? [],
         memoryBytes: options.memoryBytes ?? null,
         pidsLimit: options.pidsLimit ?? null,
         labels: options.labels ?? {},
@@ -345,6 +351,9 @@ export class PodRuntime {
   destroy(location: PodLocation): void {
     const path = this.store.path(location);
     unmountAll(path);
+    if (existsSync(netnsPath(location.uuid))) {
+      detachNetwork(this.dataDir, location.uuid, this.store.readManifest(location)?.ports ?? []);
+    }
     if (existsSync(join(this.store.dirs.runc, location.uuid))) {
       spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {
         stdio: 'ignore',

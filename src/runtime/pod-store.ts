@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../core/index.js';
 import { isLocked, openDirFd, tryLock } from './flock.js';
 import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
-import type { PodExit, PodManifest, PodStarted } from './pod-manifest.js';
+import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 import {
   assertPhaseMove,
   lockedPhases,
@@ -34,6 +34,7 @@ export interface PodInfo extends PodLocation {
   readonly manifest: PodManifest | undefined;
   readonly started: PodStarted | undefined;
   readonly exit: PodExit | undefined;
+  readonly network: PodNetwork | undefined;
   /** The container's init pid while running (runc's pid file; informational, never the truth). */
   readonly pid: number | null;
   /** ctime of the pod directory: when it entered its current phase (gc's clock). */
@@ -184,6 +185,7 @@ export class PodStore {
       manifest: this.readManifest(location),
       started: readJson<PodStarted>(join(dir, podFiles.started)),
       exit: readJson<PodExit>(join(dir, podFiles.exit)),
+      network: readJson<PodNetwork>(join(dir, podFiles.network)),
       pid: pidText && /^\d+$/.test(pidText.trim()) ? Number(pidText.trim()) : null,
       phaseChangedAt: ctime,
     };

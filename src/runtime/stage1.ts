@@ -2,9 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
+import { attachNetwork, detachNetwork } from './cni-network.js';
 import { mountOverlay, unmountAll } from './mounts.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
-import type { PodExit, PodManifest, PodStarted } from './pod-manifest.js';
+import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 
 /**
  * Stage 1: runs the pod's app under runc while the pod's exclusive lock is held. The lock fd is
@@ -68,9 +69,16 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     return exit;
   };
 
+  const dataDir = dirs.root;
   try {
+    if (manifest.net === 'private') {
+      const attached = attachNetwork(dataDir, manifest.uuid, manifest.ports);
+      const network: PodNetwork = { address: attached.address, ports: attached.ports };
+      writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
+    }
     mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
   } catch (err) {
+    if (manifest.net === 'private') detachNetwork(dataDir, manifest.uuid, manifest.ports);
     options.onStarted?.(false);
     return finish({
       exit_code: null,
@@ -179,6 +187,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // The exit record is down: the watcher may go, then the root is unmounted.
   watcher.stdin?.end('done\n');
   unmountAll(podPath);
+  if (manifest.net === 'private') detachNetwork(dataDir, manifest.uuid, manifest.ports);
   return exit;
 }
 
