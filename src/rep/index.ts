@@ -1,0 +1,2 @@
+export * from './crash-policy.js';
+export * from './reconcile-table.js';

@@ -1,0 +1,661 @@
+import type {
+  ActualLRP,
+  ActualLRPInstanceKey,
+  ActualLRPKey,
+  ActualLRPNetInfo,
+  ModificationTag,
+  Task,
+} from '../bbs/index.js';
+import { InvalidArgumentError } from '../core/index.js';
+import type { ContainerState, ExecutorContainer, LRPContainerTags } from '../executor/index.js';
+import { type CrashOutcome, type CrashPolicy, nextCrashState } from './crash-policy.js';
+
+/*
+ * The rep's reconciliation of one container with one BBS record, as a pure function of the pair.
+ * Events and polling both end here (seed 002: "The rep should handle events exactly as it handles
+ * polling"). The table is data, row for row as the seed's "Harmonizing ActualLRPs with Container
+ * State: Rep", so the tests, the docs and the code read the same rows.
+ *
+ * "A" is the reconciling cell, "O" any other. An ActualLRP is "by A"/"on A" only when both its
+ * cell_id is A and its instance_guid is the container's: a new claim of the same index on A (after
+ * a crash, say) is a different instance, and an old container must not act on it.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// LRPs
+
+export type LRPContainerCase =
+  | 'RESERVED'
+  | 'INITIALIZING or CREATED'
+  | 'RUNNING'
+  | 'COMPLETED (crashed)'
+  | 'COMPLETED (shutdown)'
+  | 'No Container';
+
+export type LRPActualCase =
+  | 'ANY'
+  | 'No ActualLRP'
+  | 'UNCLAIMED'
+  | 'CLAIMED by A'
+  | 'CLAIMED by O'
+  | 'RUNNING on A'
+  | 'RUNNING on O'
+  | 'CRASHED';
+
+export type LRPRowAction =
+  | 'Do Nothing'
+  | 'Delete Container'
+  | 'CAS to CLAIMED by A'
+  | 'CREATE RUNNING on A'
+  | 'CAS to RUNNING on A'
+  | 'Perform RepCrashDance then Delete Container'
+  | 'CAD ActualLRP then Delete Container'
+  | 'CAS to UNCLAIMED, request a start';
+
+export interface LRPReconcileRow {
+  /** "<container> | <ActualLRP>" in the seed's own words (its "STARING on O" kept verbatim). */
+  readonly name: string;
+  readonly container: LRPContainerCase;
+  /** The normalized case; DESIGN.md: "STARING on O" means "CLAIMED by O". */
+  readonly actual: LRPActualCase;
+  readonly action: LRPRowAction;
+  readonly reason: string;
+  /** `seed` rows are the seed's table; `berth` rows complete it where the seed is silent. */
+  readonly source: 'seed' | 'berth';
+}
+
+function row(
+  container: LRPContainerCase,
+  actual: LRPActualCase,
+  action: LRPRowAction,
+  reason: string,
+  source: 'seed' | 'berth' = 'seed',
+  seedActual: string = actual,
+): LRPReconcileRow {
+  return { name: `${container} | ${seedActual}`, container, actual, action, reason, source };
+}
+
+const IC = 'INITIALIZING or CREATED';
+const CC = 'COMPLETED (crashed)';
+const CS = 'COMPLETED (shutdown)';
+const NC = 'No Container';
+const purged =
+  'A just saw a crash but the BBS is empty. Perhaps BBS was accidentally purged? In that case: update it with what we know to be true.';
+
+export const lrpReconcileTable: readonly LRPReconcileRow[] = [
+  row('RESERVED', 'ANY', 'Do Nothing', 'A merely has a reservation the ActualLRP, no need to act yet.'),
+  row(
+    IC,
+    'No ActualLRP',
+    'Delete Container',
+    'The consumer likely stopped desiring this ActualLRP while it was being auctioned',
+  ),
+  row(IC, 'UNCLAIMED', 'CAS to CLAIMED by A', 'A is starting this ActualLRP'),
+  row(IC, 'CLAIMED by A', 'Do Nothing', 'A is starting this ActualLRP, no need to write to the BBS'),
+  row(IC, 'CLAIMED by O', 'Delete Container', 'The ActualLRP is starting on O, stop starting it on A'),
+  row(IC, 'RUNNING on A', 'Do Nothing', 'This should not be possible'),
+  row(IC, 'RUNNING on O', 'Delete Container', 'The ActualLRP is running on O, stop starting it on A'),
+  row(
+    IC,
+    'CRASHED',
+    'Delete Container',
+    'A is incorrectly starting the instance - some other Cell will pick this up later.',
+  ),
+  row(
+    'RUNNING',
+    'No ActualLRP',
+    'CREATE RUNNING on A',
+    "A is running on this ActualLRP, let Diego know so it can take action appropriately (we don't allow blank ActualLRPs to shut down containers as this would lead to catastrophic fail should the BBS be accidentally purged).",
+  ),
+  row(
+    'RUNNING',
+    'UNCLAIMED',
+    'CAS to RUNNING on A',
+    'A is running on this ActualLRP, no need to start it elsewhere',
+  ),
+  row('RUNNING', 'CLAIMED by A', 'CAS to RUNNING on A', 'A is running this ActualLRP'),
+  row(
+    'RUNNING',
+    'CLAIMED by O',
+    'CAS to RUNNING on A',
+    'A is running this ActualLRP, no need to start it elsewhere',
+  ),
+  row('RUNNING', 'RUNNING on A', 'Do Nothing', 'A is running on this ActualLRP, no need to write to the BBS'),
+  row('RUNNING', 'RUNNING on O', 'Delete Container', 'Instance is running on O, stop running it on A'),
+  row(
+    'RUNNING',
+    'CRASHED',
+    'CAS to RUNNING on A',
+    "A is succesfully running this ActualLRP. It's not crashed and need not be restarted.",
+  ),
+  row(CC, 'No ActualLRP', 'Perform RepCrashDance then Delete Container', purged),
+  row(CC, 'UNCLAIMED', 'Delete Container', 'Instance will be scheduled elsewhere'),
+  row(
+    CC,
+    'CLAIMED by A',
+    'Perform RepCrashDance then Delete Container',
+    'Instance crashed on A while starting',
+  ),
+  row(
+    CC,
+    'CLAIMED by O',
+    'Delete Container',
+    'Instance is starting elsewhere, leave it be',
+    'seed',
+    'STARING on O',
+  ),
+  row(
+    CC,
+    'RUNNING on A',
+    'Perform RepCrashDance then Delete Container',
+    'Instance crashed on A while running',
+  ),
+  row(CC, 'RUNNING on O', 'Delete Container', 'Instance is running elsewhere, leave it be'),
+  row(CC, 'CRASHED', 'Delete Container', 'The crash has already been noted'),
+  row(CS, 'No ActualLRP', 'Perform RepCrashDance then Delete Container', purged),
+  row(CS, 'UNCLAIMED', 'Delete Container', 'Nothing to be done'),
+  row(
+    CS,
+    'CLAIMED by A',
+    'CAD ActualLRP then Delete Container',
+    'A was told to stop and should now clean up the BBS',
+  ),
+  row(
+    CS,
+    'CLAIMED by O',
+    'Delete Container',
+    'Instance is starting elsewhere, leave it be',
+    'seed',
+    'STARING on O',
+  ),
+  row(
+    CS,
+    'RUNNING on A',
+    'CAD ActualLRP then Delete Container',
+    'A was told to stop and should now clean up the BBS',
+  ),
+  row(CS, 'RUNNING on O', 'Delete Container', 'Instance is running elsewhere, leave it be'),
+  row(CS, 'CRASHED', 'Delete Container', 'Nothing to do'),
+  row(
+    NC,
+    'CLAIMED by A',
+    'CAS to UNCLAIMED, request a start',
+    'Diego thinks A is starting the instance, but it is not',
+  ),
+  row(
+    NC,
+    'RUNNING on A',
+    'CAS to UNCLAIMED, request a start',
+    'Diego thinks A is starting the instance, but it is not',
+  ),
+  // The seed lists only the "No Container" rows A must act on; the rest belong to others.
+  row(NC, 'No ActualLRP', 'Do Nothing', 'Nothing exists on either side', 'berth'),
+  row(NC, 'UNCLAIMED', 'Do Nothing', 'The auction owns it until some cell claims it', 'berth'),
+  row(NC, 'CLAIMED by O', 'Do Nothing', 'O owns it', 'berth'),
+  row(NC, 'RUNNING on O', 'Do Nothing', 'O owns it', 'berth'),
+  row(NC, 'CRASHED', 'Do Nothing', 'The converger restarts it after its back-off', 'berth'),
+];
+
+const lrpRowIndex: ReadonlyMap<string, LRPReconcileRow> = new Map(
+  lrpReconcileTable.map((r) => [`${r.container}|${r.actual}`, r]),
+);
+
+/** One step of a rep plan for an LRP, applied in order by the rep with CAS against the BBS. */
+export type LRPRepAction =
+  | { readonly kind: 'none' }
+  /**
+   * `revalidate`: the container is INITIALIZING/CREATED/RUNNING, so deleting it on a stale view
+   * could kill a healthy instance. The applier fetches the ActualLRP and the container again and
+   * deletes only if `reconcileLRP` on the fresh pair still says so (`stillDeletesContainer`).
+   */
+  | { readonly kind: 'delete-container'; readonly containerGuid: string; readonly revalidate: boolean }
+  /** CAS to CLAIMED by A. */
+  | {
+      readonly kind: 'claim';
+      readonly key: ActualLRPKey;
+      readonly instance: ActualLRPInstanceKey;
+      readonly expected: ModificationTag;
+    }
+  /** CAS to RUNNING on A (Diego's StartActualLRP), recording where the instance is reachable. */
+  | {
+      readonly kind: 'start';
+      readonly key: ActualLRPKey;
+      readonly instance: ActualLRPInstanceKey;
+      readonly netInfo: ActualLRPNetInfo;
+      readonly expected: ModificationTag;
+    }
+  /** CREATE RUNNING on A: the BBS lost the record of an instance A runs. */
+  | {
+      readonly kind: 'create-running';
+      readonly key: ActualLRPKey;
+      readonly instance: ActualLRPInstanceKey;
+      readonly netInfo: ActualLRPNetInfo;
+    }
+  /**
+   * The RepCrashDance: write `outcome` (CAS on `expected`, or create when it is null), and emit a
+   * start when `outcome.requestStart`.
+   */
+  | {
+      readonly kind: 'crash';
+      readonly key: ActualLRPKey;
+      readonly instance: ActualLRPInstanceKey;
+      readonly expected: ModificationTag | null;
+      readonly outcome: CrashOutcome;
+      readonly reason: string;
+    }
+  /** CAD: compare-and-delete the ActualLRP. */
+  | { readonly kind: 'remove-actual'; readonly key: ActualLRPKey; readonly expected: ModificationTag }
+  /** CAS to UNCLAIMED and request a start from the auctioneer. */
+  | {
+      readonly kind: 'unclaim-and-request-start';
+      readonly key: ActualLRPKey;
+      readonly expected: ModificationTag;
+    };
+
+export interface LRPReconcileInput {
+  /** A container of this cell for the instance, or null ("No Container" includes "No Reservation"). */
+  readonly container: ExecutorContainer | null;
+  /** The `/instance` ActualLRP at the container's process_guid and index, or null. */
+  readonly actual: ActualLRP | null;
+  readonly cellId: string;
+  readonly now: Date;
+  readonly policy: CrashPolicy;
+}
+
+function lrpTags(container: ExecutorContainer): LRPContainerTags {
+  if (container.tags.kind !== 'lrp') {
+    throw new InvalidArgumentError(`Cannot reconcile container ${container.guid} as an LRP: it runs a task`, {
+      container_guid: container.guid,
+    });
+  }
+  return container.tags;
+}
+
+function containerCase(container: ExecutorContainer | null): LRPContainerCase {
+  if (container === null) return 'No Container';
+  const byState: Readonly<Record<ContainerState, LRPContainerCase>> = {
+    RESERVED: 'RESERVED',
+    INITIALIZING: 'INITIALIZING or CREATED',
+    CREATED: 'INITIALIZING or CREATED',
+    RUNNING: 'RUNNING',
+    // A COMPLETED container without a result cannot say it was asked to stop: treat it as a crash,
+    // so the instance is restarted rather than silently lost.
+    COMPLETED: container.result?.kind === 'shutdown' ? 'COMPLETED (shutdown)' : 'COMPLETED (crashed)',
+  };
+  return byState[container.state];
+}
+
+function actualCase(
+  actual: ActualLRP | null,
+  container: ExecutorContainer | null,
+  cellId: string,
+): LRPActualCase {
+  if (actual === null) return 'No ActualLRP';
+  const onA =
+    actual.cell_id === cellId &&
+    (container === null || actual.instance_guid === lrpTags(container).instance_guid);
+  switch (actual.state) {
+    case 'UNCLAIMED':
+      return 'UNCLAIMED';
+    case 'CRASHED':
+      return 'CRASHED';
+    case 'CLAIMED':
+      return onA ? 'CLAIMED by A' : 'CLAIMED by O';
+    case 'RUNNING':
+      return onA ? 'RUNNING on A' : 'RUNNING on O';
+  }
+}
+
+/** The table row that governs this pair. */
+export function matchLRPRow(
+  input: Pick<LRPReconcileInput, 'container' | 'actual' | 'cellId'>,
+): LRPReconcileRow {
+  const { container, actual, cellId } = input;
+  const tags = container === null ? null : lrpTags(container);
+  if (container !== null && tags !== null && actual !== null) {
+    if (tags.process_guid !== actual.process_guid || tags.index !== actual.index) {
+      throw new InvalidArgumentError(
+        `Cannot reconcile container ${container.guid} (${tags.process_guid}/${tags.index}) with ActualLRP ${actual.process_guid}/${actual.index}`,
+        { container_guid: container.guid },
+      );
+    }
+  }
+  const c = containerCase(container);
+  const key = `${c}|${c === 'RESERVED' ? 'ANY' : actualCase(actual, container, cellId)}`;
+  const found = lrpRowIndex.get(key);
+  // Unreachable while the table covers every case; the test "every combination has a row" says so.
+  if (found === undefined) throw new InvalidArgumentError(`No rep table row for ${key}`);
+  return found;
+}
+
+const activeStates: ReadonlySet<ContainerState> = new Set(['INITIALIZING', 'CREATED', 'RUNNING']);
+const noNetInfo: ActualLRPNetInfo = { address: '', ports: [] };
+
+/** The rep's plan for one container/ActualLRP pair: the governing row's action, spelled out. */
+export function reconcileLRP(input: LRPReconcileInput): readonly LRPRepAction[] {
+  const { container, actual, cellId, now, policy } = input;
+  const r = matchLRPRow(input);
+  if (r.action === 'Do Nothing') return [{ kind: 'none' }];
+  if (r.action === 'CAS to UNCLAIMED, request a start') {
+    // Only "No Container" rows with an ActualLRP on A lead here.
+    const a = actual as ActualLRP;
+    return [{ kind: 'unclaim-and-request-start', key: keyOf(a), expected: a.modification_tag }];
+  }
+  // Every other row has a container.
+  const c = container as ExecutorContainer;
+  const tags = lrpTags(c);
+  const key: ActualLRPKey = { process_guid: tags.process_guid, index: tags.index, domain: tags.domain };
+  const instance: ActualLRPInstanceKey = { instance_guid: tags.instance_guid, cell_id: cellId };
+  const netInfo = c.net_info ?? noNetInfo;
+  const del: LRPRepAction = {
+    kind: 'delete-container',
+    containerGuid: c.guid,
+    revalidate: activeStates.has(c.state),
+  };
+  switch (r.action) {
+    case 'Delete Container':
+      return [del];
+    case 'CAS to CLAIMED by A':
+      return [{ kind: 'claim', key, instance, expected: (actual as ActualLRP).modification_tag }];
+    case 'CREATE RUNNING on A':
+      return [{ kind: 'create-running', key, instance, netInfo }];
+    case 'CAS to RUNNING on A':
+      return [{ kind: 'start', key, instance, netInfo, expected: (actual as ActualLRP).modification_tag }];
+    case 'Perform RepCrashDance then Delete Container':
+      return [
+        {
+          kind: 'crash',
+          key,
+          instance,
+          expected: actual?.modification_tag ?? null,
+          outcome: nextCrashState(actual, now, policy),
+          reason: c.result?.reason ?? 'container completed without a result',
+        },
+        del,
+      ];
+    case 'CAD ActualLRP then Delete Container':
+      return [{ kind: 'remove-actual', key, expected: (actual as ActualLRP).modification_tag }, del];
+  }
+}
+
+function keyOf(a: ActualLRP): ActualLRPKey {
+  return { process_guid: a.process_guid, index: a.index, domain: a.domain };
+}
+
+/**
+ * The re-validation the seed asks for before deleting an INITIALIZING/CREATED/RUNNING container:
+ * true when the plan on freshly fetched state still deletes this container.
+ */
+export function stillDeletesContainer(fresh: LRPReconcileInput): boolean {
+  const guid = fresh.container?.guid;
+  return reconcileLRP(fresh).some((a) => a.kind === 'delete-container' && a.containerGuid === guid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks (DESIGN.md "cluster" and issue 5; the seed stops at the states)
+
+export type TaskContainerCase =
+  | 'RESERVED'
+  | 'INITIALIZING, CREATED or RUNNING'
+  | 'COMPLETED'
+  | 'No Container';
+export type TaskCase = 'No Task' | 'PENDING' | 'RUNNING on A' | 'RUNNING on O' | 'COMPLETED or RESOLVING';
+export type TaskRowAction =
+  | 'Do Nothing'
+  | 'Delete Container'
+  | 'CAS to RUNNING on A, then run the container'
+  | 'CAS to RUNNING on A'
+  | 'Run the container'
+  | 'CAS to COMPLETED with the result, then Delete Container'
+  | 'CAS to COMPLETED, failed "container vanished"';
+
+export interface TaskReconcileRow {
+  readonly name: string;
+  readonly container: TaskContainerCase;
+  readonly task: TaskCase;
+  readonly action: TaskRowAction;
+  readonly reason: string;
+}
+
+function taskRow(
+  container: TaskContainerCase,
+  task: TaskCase,
+  action: TaskRowAction,
+  reason: string,
+): TaskReconcileRow {
+  return { name: `${container} | ${task}`, container, task, action, reason };
+}
+
+const ACTIVE = 'INITIALIZING, CREATED or RUNNING';
+
+/**
+ * At most once: a task's command runs only in a container whose cell won the PENDING → RUNNING
+ * CAS first (Diego's rep does the same), so two reps racing for one task never both run it.
+ */
+export const taskReconcileTable: readonly TaskReconcileRow[] = [
+  taskRow('RESERVED', 'No Task', 'Delete Container', 'The task was deleted while it was being auctioned'),
+  taskRow(
+    'RESERVED',
+    'PENDING',
+    'CAS to RUNNING on A, then run the container',
+    'A won the auction; winning the CAS is what entitles A to run it',
+  ),
+  taskRow(
+    'RESERVED',
+    'RUNNING on A',
+    'Run the container',
+    'A won the CAS but the run was never issued (rep restarted in between); a reservation has not run anything yet',
+  ),
+  taskRow('RESERVED', 'RUNNING on O', 'Delete Container', 'O won the race for the task'),
+  taskRow(
+    'RESERVED',
+    'COMPLETED or RESOLVING',
+    'Delete Container',
+    'The task was cancelled or failed before it started here',
+  ),
+  taskRow(ACTIVE, 'No Task', 'Delete Container', 'The task was deleted; nobody wants its result'),
+  taskRow(
+    ACTIVE,
+    'PENDING',
+    'CAS to RUNNING on A',
+    'The container got ahead of the BBS (purged or rolled-back record); claim it, and if O holds it the next pass deletes this container',
+  ),
+  taskRow(ACTIVE, 'RUNNING on A', 'Do Nothing', 'A is running the task'),
+  taskRow(ACTIVE, 'RUNNING on O', 'Delete Container', 'The task is running on O; it must not run twice'),
+  taskRow(
+    ACTIVE,
+    'COMPLETED or RESOLVING',
+    'Delete Container',
+    'The task was cancelled (or failed by the converger): destroy its container within one poll',
+  ),
+  taskRow('COMPLETED', 'No Task', 'Delete Container', 'The task was deleted; nobody wants its result'),
+  taskRow(
+    'COMPLETED',
+    'PENDING',
+    'Delete Container',
+    'A never won the start, so its command never ran under a claim here; the task stays PENDING for another placement',
+  ),
+  taskRow(
+    'COMPLETED',
+    'RUNNING on A',
+    'CAS to COMPLETED with the result, then Delete Container',
+    'The task finished on A: record failed/failure_reason and the result file before the container is destroyed',
+  ),
+  taskRow('COMPLETED', 'RUNNING on O', 'Delete Container', "The task is O's; this container lost the race"),
+  taskRow(
+    'COMPLETED',
+    'COMPLETED or RESOLVING',
+    'Delete Container',
+    'The completion is already recorded (or the task was cancelled)',
+  ),
+  taskRow('No Container', 'No Task', 'Do Nothing', 'Nothing exists on either side'),
+  taskRow('No Container', 'PENDING', 'Do Nothing', 'The auction owns it until some cell starts it'),
+  taskRow(
+    'No Container',
+    'RUNNING on A',
+    'CAS to COMPLETED, failed "container vanished"',
+    'Diego thinks A runs the task but A has no container; a task is never restarted, so it fails',
+  ),
+  taskRow('No Container', 'RUNNING on O', 'Do Nothing', 'O owns it'),
+  taskRow('No Container', 'COMPLETED or RESOLVING', 'Do Nothing', 'Nothing runs and the task is done'),
+];
+
+const taskRowIndex: ReadonlyMap<string, TaskReconcileRow> = new Map(
+  taskReconcileTable.map((r) => [`${r.container}|${r.task}`, r]),
+);
+
+export const containerVanishedReason = 'container vanished';
+
+export type TaskRepAction =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'delete-container'; readonly containerGuid: string; readonly revalidate: boolean }
+  /** CAS PENDING → RUNNING on A; the applier stops the plan here when the CAS is lost. */
+  | {
+      readonly kind: 'start-task';
+      readonly taskGuid: string;
+      readonly cellId: string;
+      readonly expected: ModificationTag;
+    }
+  /** Ask the executor to run the reserved container; only ever after this cell holds the task. */
+  | { readonly kind: 'run-container'; readonly containerGuid: string }
+  /**
+   * CAS RUNNING on A → COMPLETED. When `resultFile` is not empty the applier first reads the first
+   * 10 KiB of that file from the container (before deleting it) into `result`.
+   */
+  | {
+      readonly kind: 'complete-task';
+      readonly taskGuid: string;
+      readonly cellId: string;
+      readonly expected: ModificationTag;
+      readonly failed: boolean;
+      readonly failureReason: string;
+      readonly resultFile: string;
+    }
+  /**
+   * CAS RUNNING on A → COMPLETED, failed. `revalidate`: the applier lists the container again first,
+   * since a reservation may have appeared after the listing this plan was made from.
+   */
+  | {
+      readonly kind: 'fail-task';
+      readonly taskGuid: string;
+      readonly cellId: string;
+      readonly expected: ModificationTag;
+      readonly failureReason: string;
+      readonly revalidate: boolean;
+    };
+
+function taskContainerCase(container: ExecutorContainer | null): TaskContainerCase {
+  if (container === null) return 'No Container';
+  if (container.state === 'RESERVED') return 'RESERVED';
+  if (container.state === 'COMPLETED') return 'COMPLETED';
+  return ACTIVE;
+}
+
+function taskCase(task: Task | null, cellId: string): TaskCase {
+  if (task === null) return 'No Task';
+  switch (task.state) {
+    case 'PENDING':
+      return 'PENDING';
+    case 'RUNNING':
+      return task.cell_id === cellId ? 'RUNNING on A' : 'RUNNING on O';
+    case 'COMPLETED':
+    case 'RESOLVING':
+      return 'COMPLETED or RESOLVING';
+  }
+}
+
+export function matchTaskRow(
+  container: ExecutorContainer | null,
+  task: Task | null,
+  cellId: string,
+): TaskReconcileRow {
+  if (container !== null) {
+    if (container.tags.kind !== 'task') {
+      throw new InvalidArgumentError(
+        `Cannot reconcile container ${container.guid} as a task: it runs an LRP`,
+        {
+          container_guid: container.guid,
+        },
+      );
+    }
+    if (task !== null && container.tags.task_guid !== task.task_guid) {
+      throw new InvalidArgumentError(
+        `Cannot reconcile container ${container.guid} of task ${container.tags.task_guid} with task ${task.task_guid}`,
+        { container_guid: container.guid },
+      );
+    }
+  }
+  const key = `${taskContainerCase(container)}|${taskCase(task, cellId)}`;
+  const found = taskRowIndex.get(key);
+  if (found === undefined) throw new InvalidArgumentError(`No rep task table row for ${key}`);
+  return found;
+}
+
+/** The rep's plan for one task container/Task pair. */
+export function reconcileTask(
+  container: ExecutorContainer | null,
+  task: Task | null,
+  cellId: string,
+): readonly TaskRepAction[] {
+  const r = matchTaskRow(container, task, cellId);
+  if (r.action === 'Do Nothing') return [{ kind: 'none' }];
+  if (r.action === 'CAS to COMPLETED, failed "container vanished"') {
+    const t = task as Task;
+    return [
+      {
+        kind: 'fail-task',
+        taskGuid: t.task_guid,
+        cellId,
+        expected: t.modification_tag,
+        failureReason: containerVanishedReason,
+        revalidate: true,
+      },
+    ];
+  }
+  const c = container as ExecutorContainer;
+  const del: TaskRepAction = {
+    kind: 'delete-container',
+    containerGuid: c.guid,
+    revalidate: activeStates.has(c.state),
+  };
+  switch (r.action) {
+    case 'Delete Container':
+      return [del];
+    case 'CAS to RUNNING on A, then run the container': {
+      const t = task as Task;
+      return [
+        { kind: 'start-task', taskGuid: t.task_guid, cellId, expected: t.modification_tag },
+        { kind: 'run-container', containerGuid: c.guid },
+      ];
+    }
+    case 'CAS to RUNNING on A': {
+      const t = task as Task;
+      return [{ kind: 'start-task', taskGuid: t.task_guid, cellId, expected: t.modification_tag }];
+    }
+    case 'Run the container':
+      return [{ kind: 'run-container', containerGuid: c.guid }];
+    case 'CAS to COMPLETED with the result, then Delete Container': {
+      const t = task as Task;
+      const result = c.result;
+      // A stop A was asked for while the task still ran (evacuation timeout) interrupted it: failed.
+      const failed = result === undefined || result.failed || result.kind === 'shutdown';
+      const failureReason = !failed
+        ? ''
+        : result === undefined
+          ? 'container completed without a result'
+          : result.reason || 'task container was stopped';
+      return [
+        {
+          kind: 'complete-task',
+          taskGuid: t.task_guid,
+          cellId,
+          expected: t.modification_tag,
+          failed,
+          failureReason,
+          resultFile: failed ? '' : t.result_file,
+        },
+        del,
+      ];
+    }
+  }
+}
