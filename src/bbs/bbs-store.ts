@@ -1,0 +1,337 @@
+import type {
+  ActualLRP,
+  ActualLRPInstanceKey,
+  ActualLRPNetInfo,
+  ActualLRPState,
+  CellPresence,
+  DesiredLRP,
+  DesiredLRPUpdate,
+  Domain,
+  LRPStartRequest,
+  ModificationTag,
+  Task,
+  TaskDefinition,
+  TaskState,
+} from './bbs-types.js';
+
+/**
+ * The one interface of the BBS. The SQL store implements it over SQLite and PostgreSQL; the HTTP
+ * client implements it over the API, so a component takes a `BbsStore` and runs in-process (the
+ * embedded `berth up`) or against a remote `berth server` alike.
+ *
+ * Every method takes one request object whose fields are the JSON body of its HTTP route. Every
+ * mutation is one transaction and a compare-and-set on the record's modification tag: a stale
+ * `expected` throws CasConflictError (with the current record), a missing record NotFoundError, a
+ * move the transition table forbids IllegalTransitionError.
+ */
+export interface BbsStore {
+  // DesiredLRPs: what consumers want. Desiring, scaling and removing also write the ActualLRPs,
+  // start requests and stop requests the change implies, in the same transaction.
+  desireLRP(req: DesiredLRPDefinition): Promise<DesiredLRP>;
+  getDesiredLRP(req: ProcessGuidRequest): Promise<DesiredLRP>;
+  listDesiredLRPs(req?: DesiredLRPFilter): Promise<DesiredLRP[]>;
+  updateDesiredLRP(req: UpdateDesiredLRPRequest): Promise<DesiredLRP>;
+  removeDesiredLRP(req: RemoveDesiredLRPRequest): Promise<void>;
+
+  // ActualLRPs: action-oriented, as Diego's BBS (the rep, converger and auctioneer call these).
+  listActualLRPs(req?: ActualLRPFilter): Promise<ActualLRP[]>;
+  getActualLRP(req: ActualLRPRef): Promise<ActualLRPGroup>;
+  /** Creates the UNCLAIMED instance of a missing index of a DesiredLRP and requests its start. */
+  createActualLRP(req: ActualLRPRef): Promise<ActualLRP>;
+  claimActualLRP(req: ClaimActualLRPRequest): Promise<ActualLRP>;
+  /** RUNNING with net info; `expected: null` creates it (a cell runs an instance the BBS lost). */
+  startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP>;
+  /** The rep computed the crash policy; the store records its outcome (UNCLAIMED also requests a start). */
+  crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP>;
+  /** The auctioneer could not place it: stays UNCLAIMED with the reason. */
+  failActualLRP(req: FailActualLRPRequest): Promise<ActualLRP>;
+  /** Back to UNCLAIMED (from CLAIMED, RUNNING, CRASHED, or UNCLAIMED to re-emit) and requests a start. */
+  unclaimActualLRP(req: CasActualLRPRequest): Promise<ActualLRP>;
+  /** Compare-and-delete; with `instance_key`, only when that cell owns it. */
+  removeActualLRP(req: RemoveActualLRPRequest): Promise<void>;
+  /** Stops one instance: UNCLAIMED/CRASHED are deleted, CLAIMED/RUNNING get a stop request for their cell. */
+  retireActualLRP(req: CasActualLRPRequest): Promise<RetireActualLRPResult>;
+  /** Moves a RUNNING instance beside itself under `/evacuating`; the instance goes UNCLAIMED with a start. */
+  evacuateRunningActualLRP(req: EvacuateRunningActualLRPRequest): Promise<ActualLRPGroup>;
+  removeEvacuatingActualLRP(req: RemoveEvacuatingActualLRPRequest): Promise<void>;
+
+  // Durable outboxes: start requests for the auctioneer, stop requests for the cells. A taken
+  // request is hidden for `visibility_ms` and comes back unless acknowledged (at-least-once).
+  takeStartRequests(req: TakeRequestsRequest): Promise<StartRequestDelivery[]>;
+  ackStartRequests(req: AckRequestsRequest): Promise<void>;
+  takeTaskStartRequests(req: TakeRequestsRequest): Promise<TaskStartRequestDelivery[]>;
+  ackTaskStartRequests(req: AckRequestsRequest): Promise<void>;
+  takeStopRequests(req: TakeStopRequestsRequest): Promise<StopRequestDelivery[]>;
+  ackStopRequests(req: AckRequestsRequest): Promise<void>;
+
+  // Tasks: at most once.
+  desireTask(req: TaskDefinition): Promise<Task>;
+  getTask(req: TaskGuidRequest): Promise<Task>;
+  listTasks(req?: TaskFilter): Promise<Task[]>;
+  startTask(req: StartTaskRequest): Promise<Task>;
+  completeTask(req: CompleteTaskRequest): Promise<Task>;
+  failTask(req: FailTaskRequest): Promise<Task>;
+  /** COMPLETED, failed, "task was cancelled"; a RUNNING task also gets a stop request for its cell. */
+  cancelTask(req: CancelTaskRequest): Promise<Task>;
+  resolvingTask(req: CasTaskRequest): Promise<Task>;
+  demoteResolvingTask(req: CasTaskRequest): Promise<Task>;
+  deleteTask(req: CasTaskRequest): Promise<void>;
+
+  // Domains and cells: freshness and presence with a TTL.
+  upsertDomain(req: UpsertDomainRequest): Promise<Domain>;
+  /** Only fresh domains, as Diego answers. */
+  listDomains(): Promise<Domain[]>;
+  heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence>;
+  /** Only live cells. */
+  listCells(): Promise<CellPresence[]>;
+  removeCell(req: CellIdRequest): Promise<void>;
+
+  // Leases for singletons (converger, auctioneer), fenced by a token that grows on every handover.
+  acquireLease(req: AcquireLeaseRequest): Promise<LeaseResult>;
+  releaseLease(req: ReleaseLeaseRequest): Promise<void>;
+  listLeases(): Promise<Lease[]>;
+
+  // Reads for the converger, SSE and metrics.
+  /** All DesiredLRPs, ActualLRPs, fresh domains and live cells from one consistent snapshot. */
+  readSnapshot(): Promise<BbsSnapshot>;
+  readEvents(req: ReadEventsRequest): Promise<BbsEvent[]>;
+  countRecords(): Promise<RecordCounts>;
+  /** Deletes events older than `before` (ISO-8601); returns how many. */
+  pruneEvents(req: PruneEventsRequest): Promise<number>;
+
+  close(): Promise<void>;
+}
+
+/** What a consumer gives to desire an LRP; the store adds `created_at` and the tag. */
+export type DesiredLRPDefinition = Omit<DesiredLRP, 'created_at' | 'modification_tag'>;
+
+export interface ProcessGuidRequest {
+  readonly process_guid: string;
+}
+export interface DesiredLRPFilter {
+  readonly domain?: string;
+}
+export interface UpdateDesiredLRPRequest {
+  readonly process_guid: string;
+  /** Absent: update whatever is current (still one CAS inside the transaction). */
+  readonly expected?: ModificationTag;
+  readonly update: DesiredLRPUpdate;
+}
+export interface RemoveDesiredLRPRequest {
+  readonly process_guid: string;
+  readonly expected?: ModificationTag;
+}
+
+export interface ActualLRPRef {
+  readonly process_guid: string;
+  readonly index: number;
+}
+export interface ActualLRPFilter {
+  readonly process_guid?: string;
+  readonly domain?: string;
+  readonly cell_id?: string;
+}
+/** Diego's ActualLRPGroup: the instance copy and the evacuating copy of one index. */
+export interface ActualLRPGroup {
+  readonly instance: ActualLRP | null;
+  readonly evacuating: ActualLRP | null;
+}
+export interface CasActualLRPRequest extends ActualLRPRef {
+  readonly expected: ModificationTag;
+}
+export interface ClaimActualLRPRequest extends CasActualLRPRequest {
+  readonly instance_key: ActualLRPInstanceKey;
+}
+export interface StartActualLRPRequest extends ActualLRPRef {
+  /** null: the record must not exist and is created RUNNING (needs `domain`). */
+  readonly expected: ModificationTag | null;
+  readonly domain?: string;
+  readonly instance_key: ActualLRPInstanceKey;
+  readonly net_info: ActualLRPNetInfo;
+}
+export interface CrashActualLRPRequest extends ActualLRPRef {
+  /** null: the record must not exist and is created in `state` (the rep saw a crash the BBS lost). */
+  readonly expected: ModificationTag | null;
+  readonly domain?: string;
+  readonly instance_key: ActualLRPInstanceKey;
+  readonly state: Extract<ActualLRPState, 'UNCLAIMED' | 'CRASHED'>;
+  readonly crash_count: number;
+  readonly last_crashed_at: string;
+  readonly crash_reason: string;
+}
+export interface FailActualLRPRequest extends CasActualLRPRequest {
+  readonly placement_error: string;
+}
+export interface RemoveActualLRPRequest extends CasActualLRPRequest {
+  readonly instance_key?: ActualLRPInstanceKey;
+}
+export interface RetireActualLRPResult {
+  readonly removed: boolean;
+  readonly stop_request: LRPStopRequest | null;
+}
+export interface EvacuateRunningActualLRPRequest extends CasActualLRPRequest {
+  readonly instance_key: ActualLRPInstanceKey;
+  readonly net_info: ActualLRPNetInfo;
+}
+export interface RemoveEvacuatingActualLRPRequest extends CasActualLRPRequest {
+  readonly instance_key: ActualLRPInstanceKey;
+}
+
+/** A stop the BBS asks a cell to carry out (Diego sends these straight to the rep). */
+export interface LRPStopRequest {
+  readonly process_guid: string;
+  readonly index: number;
+  readonly instance_guid: string;
+  readonly cell_id: string;
+}
+export interface TakeRequestsRequest {
+  readonly limit: number;
+  readonly visibility_ms: number;
+}
+export interface TakeStopRequestsRequest extends TakeRequestsRequest {
+  readonly cell_id?: string;
+}
+export interface AckRequestsRequest {
+  readonly ids: readonly number[];
+}
+/** Start requests of one DesiredLRP grouped into one LRPStartRequest; ack all `ids` once placed. */
+export interface StartRequestDelivery {
+  readonly ids: readonly number[];
+  readonly request: LRPStartRequest;
+}
+export interface TaskStartRequest {
+  readonly task_guid: string;
+  readonly domain: string;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly placement_tags: readonly string[];
+}
+export interface TaskStartRequestDelivery {
+  readonly id: number;
+  readonly request: TaskStartRequest;
+}
+export interface StopRequestDelivery {
+  readonly id: number;
+  readonly kind: 'lrp' | 'task';
+  /** For kind "task", process_guid is the task_guid and index is 0. */
+  readonly request: LRPStopRequest;
+}
+
+export interface TaskGuidRequest {
+  readonly task_guid: string;
+}
+export interface TaskFilter {
+  readonly domain?: string;
+  readonly cell_id?: string;
+  readonly state?: TaskState;
+}
+export interface CasTaskRequest extends TaskGuidRequest {
+  readonly expected: ModificationTag;
+}
+export interface StartTaskRequest extends CasTaskRequest {
+  readonly cell_id: string;
+}
+export interface CompleteTaskRequest extends CasTaskRequest {
+  /** The cell reporting; must be the one running it. */
+  readonly cell_id: string;
+  readonly failed: boolean;
+  readonly failure_reason: string;
+  readonly result: string;
+}
+export interface FailTaskRequest extends CasTaskRequest {
+  readonly failure_reason: string;
+}
+export interface CancelTaskRequest extends TaskGuidRequest {
+  readonly expected?: ModificationTag;
+}
+
+export interface UpsertDomainRequest {
+  readonly domain: string;
+  /** 0 = fresh forever. */
+  readonly ttl_ms: number;
+}
+export interface HeartbeatCellRequest {
+  readonly presence: Omit<CellPresence, 'expires_at'>;
+  readonly ttl_ms: number;
+}
+export interface CellIdRequest {
+  readonly cell_id: string;
+}
+
+export interface Lease {
+  readonly name: string;
+  readonly holder: string;
+  /** Grows by one whenever the holder changes: a fencing token for the singleton's writes. */
+  readonly token: number;
+  readonly expires_at: string;
+}
+export interface AcquireLeaseRequest {
+  readonly name: string;
+  readonly holder: string;
+  readonly ttl_ms: number;
+}
+export interface LeaseResult {
+  readonly acquired: boolean;
+  /** The lease as it is now: ours when acquired, the other holder's when not. */
+  readonly lease: Lease;
+}
+export interface ReleaseLeaseRequest {
+  readonly name: string;
+  readonly holder: string;
+}
+
+export interface BbsSnapshot {
+  readonly desired_lrps: DesiredLRP[];
+  readonly actual_lrps: ActualLRP[];
+  readonly domains: Domain[];
+  readonly cells: CellPresence[];
+  /** The store's clock when the snapshot was taken. */
+  readonly now: string;
+}
+
+export interface ReadEventsRequest {
+  /** An event id (the SSE `id`, opaque); absent = from the oldest event kept. */
+  readonly after?: string;
+  readonly limit?: number;
+}
+export interface PruneEventsRequest {
+  readonly before: string;
+}
+
+export type BbsEventType =
+  | 'desired_lrp_created'
+  | 'desired_lrp_changed'
+  | 'desired_lrp_removed'
+  | 'actual_lrp_created'
+  | 'actual_lrp_changed'
+  | 'actual_lrp_removed'
+  | 'task_created'
+  | 'task_changed'
+  | 'task_removed';
+
+interface EventBase {
+  /** Opaque, ordered cursor; give it back as `after` (or SSE `Last-Event-ID`) to resume. */
+  readonly id: string;
+  readonly created_at: string;
+}
+export type BbsEventBody =
+  | { readonly type: 'desired_lrp_created'; readonly desired_lrp: DesiredLRP }
+  | { readonly type: 'desired_lrp_changed'; readonly before: DesiredLRP; readonly after: DesiredLRP }
+  | { readonly type: 'desired_lrp_removed'; readonly desired_lrp: DesiredLRP }
+  | { readonly type: 'actual_lrp_created'; readonly actual_lrp: ActualLRP }
+  | { readonly type: 'actual_lrp_changed'; readonly before: ActualLRP; readonly after: ActualLRP }
+  | { readonly type: 'actual_lrp_removed'; readonly actual_lrp: ActualLRP }
+  | { readonly type: 'task_created'; readonly task: Task }
+  | { readonly type: 'task_changed'; readonly before: Task; readonly after: Task }
+  | { readonly type: 'task_removed'; readonly task: Task };
+export type BbsEvent = EventBase & BbsEventBody;
+
+export interface RecordCounts {
+  readonly desired_lrps: number;
+  readonly actual_lrps: Readonly<Record<ActualLRPState, number>>;
+  readonly evacuating_actual_lrps: number;
+  readonly tasks: Readonly<Record<TaskState, number>>;
+  readonly cells: number;
+  readonly start_requests: number;
+  readonly stop_requests: number;
+}

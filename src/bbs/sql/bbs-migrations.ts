@@ -1,0 +1,103 @@
+import { type Kysely, sql } from 'kysely';
+import type { BbsDatabase } from './bbs-database.js';
+
+export type SqlDialectKind = 'sqlite' | 'postgres';
+
+/** A versioned schema change. Migrations only ever append; a released one is never edited. */
+export interface BbsMigration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: Readonly<Record<SqlDialectKind, readonly string[]>>;
+}
+
+/** The few places the two dialects differ in DDL. */
+const idColumn: Readonly<Record<SqlDialectKind, string>> = {
+  // AUTOINCREMENT: ids are never reused, so an event id seen once is never handed out again.
+  sqlite: 'INTEGER PRIMARY KEY AUTOINCREMENT',
+  postgres: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
+};
+const txidColumn: Readonly<Record<SqlDialectKind, string>> = {
+  // SQLite commits one writer at a time, so the id alone orders events.
+  sqlite: 'INTEGER NOT NULL DEFAULT 0',
+  postgres: 'BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)',
+};
+
+function initialSchema(kind: SqlDialectKind): string[] {
+  return [
+    `CREATE TABLE desired_lrps (
+      process_guid TEXT PRIMARY KEY, domain TEXT NOT NULL, instances INTEGER NOT NULL,
+      definition TEXT NOT NULL, routes TEXT NOT NULL, annotation TEXT NOT NULL, created_at TEXT NOT NULL,
+      tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL)`,
+    'CREATE INDEX desired_lrps_domain ON desired_lrps (domain)',
+    `CREATE TABLE actual_lrps (
+      process_guid TEXT NOT NULL, idx INTEGER NOT NULL, evacuating INTEGER NOT NULL, domain TEXT NOT NULL,
+      instance_guid TEXT NOT NULL, cell_id TEXT NOT NULL, state TEXT NOT NULL, crash_count INTEGER NOT NULL,
+      last_crashed_at TEXT, crash_reason TEXT NOT NULL, since TEXT NOT NULL, placement_error TEXT NOT NULL,
+      address TEXT NOT NULL, ports TEXT NOT NULL, tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL,
+      PRIMARY KEY (process_guid, idx, evacuating))`,
+    'CREATE INDEX actual_lrps_cell ON actual_lrps (cell_id)',
+    `CREATE TABLE tasks (
+      task_guid TEXT PRIMARY KEY, domain TEXT NOT NULL, state TEXT NOT NULL, cell_id TEXT NOT NULL,
+      definition TEXT NOT NULL, result TEXT NOT NULL, failed INTEGER NOT NULL, failure_reason TEXT NOT NULL,
+      created_at TEXT NOT NULL, updated_at TEXT NOT NULL, first_completed_at TEXT,
+      tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL)`,
+    'CREATE INDEX tasks_state ON tasks (state)',
+    'CREATE INDEX tasks_cell ON tasks (cell_id)',
+    'CREATE TABLE domains (domain TEXT PRIMARY KEY, fresh_until TEXT NOT NULL)',
+    `CREATE TABLE cells (
+      cell_id TEXT PRIMARY KEY, zone TEXT NOT NULL, capacity TEXT NOT NULL, rep_url TEXT NOT NULL,
+      placement_tags TEXT NOT NULL, expires_at TEXT NOT NULL)`,
+    `CREATE TABLE start_requests (
+      id ${idColumn[kind]}, kind TEXT NOT NULL, guid TEXT NOT NULL, idx INTEGER NOT NULL, domain TEXT NOT NULL,
+      payload TEXT NOT NULL, available_at TEXT NOT NULL, created_at TEXT NOT NULL)`,
+    'CREATE INDEX start_requests_available ON start_requests (kind, available_at)',
+    'CREATE INDEX start_requests_guid ON start_requests (guid)',
+    `CREATE TABLE stop_requests (
+      id ${idColumn[kind]}, kind TEXT NOT NULL, guid TEXT NOT NULL, idx INTEGER NOT NULL,
+      instance_guid TEXT NOT NULL, cell_id TEXT NOT NULL, available_at TEXT NOT NULL, created_at TEXT NOT NULL)`,
+    'CREATE INDEX stop_requests_cell ON stop_requests (cell_id, available_at)',
+    `CREATE TABLE events (
+      id ${idColumn[kind]}, txid ${txidColumn[kind]}, type TEXT NOT NULL, data TEXT NOT NULL,
+      created_at TEXT NOT NULL)`,
+    'CREATE INDEX events_order ON events (txid, id)',
+    'CREATE INDEX events_created ON events (created_at)',
+    `CREATE TABLE leases (
+      name TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL, expires_at TEXT NOT NULL)`,
+  ];
+}
+
+export const bbsMigrations: readonly BbsMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    statements: { sqlite: initialSchema('sqlite'), postgres: initialSchema('postgres') },
+  },
+];
+
+/**
+ * Applies the missing migrations in one transaction the caller opened under the migration lock
+ * (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE), so two servers starting at once apply
+ * each migration exactly once: the second waits, then finds nothing left to do.
+ */
+export async function applyMigrations(
+  tx: Kysely<BbsDatabase>,
+  kind: SqlDialectKind,
+  now: string,
+): Promise<number[]> {
+  await sql`CREATE TABLE IF NOT EXISTS bbs_schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`.execute(tx);
+  const done = new Set(
+    (await tx.selectFrom('bbs_schema_migrations').select('version').execute()).map((r) => r.version),
+  );
+  const applied: number[] = [];
+  for (const migration of bbsMigrations) {
+    if (done.has(migration.version)) continue;
+    for (const statement of migration.statements[kind]) await sql.raw(statement).execute(tx);
+    await tx
+      .insertInto('bbs_schema_migrations')
+      .values({ version: migration.version, name: migration.name, applied_at: now })
+      .execute();
+    applied.push(migration.version);
+  }
+  return applied;
+}

@@ -1,0 +1,68 @@
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { errnoCode } from '../../core/index.js';
+import type { BbsDatabase } from './bbs-database.js';
+import type { RawEventRow, SqlBackend } from './sql-backend.js';
+
+export interface PostgresBackendOptions {
+  /** postgres://user@host/db, or postgres://user@/db?host=/socket/dir for a unix socket. */
+  readonly url: string;
+  readonly poolSize?: number;
+}
+
+/** Arbitrary but fixed: every berth server takes this advisory lock to migrate. */
+const migrationLockKey = 0x62_65_72_74_68; // "berth"
+const retryableCodes = new Set(['40001', '40P01']);
+
+/**
+ * PostgreSQL through a pg Pool. Writes run READ COMMITTED and lock the rows they read with
+ * SELECT … FOR UPDATE, so a CAS is decided on the row's latest committed version; deadlocks and
+ * serialization failures are retried a few times before they surface.
+ */
+export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend {
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+  // An idle client losing its server must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<BbsDatabase>({ dialect: new PostgresDialect({ pool }) });
+
+  async function withRetry<T>(run: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (err) {
+        if (attempt >= 5 || !retryableCodes.has(errnoCode(err) ?? '')) throw err;
+        await new Promise((resolve) => setTimeout(resolve, attempt * 5 * Math.random()));
+      }
+    }
+  }
+
+  return {
+    kind: 'postgres',
+    db,
+    lockRows: true,
+    write: (fn) => withRetry(() => db.transaction().execute(fn)),
+    read: (fn) =>
+      withRetry(() =>
+        db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn),
+      ),
+    migrate: async (apply) => {
+      await db.transaction().execute(async (tx) => {
+        await sql`SELECT pg_advisory_xact_lock(${migrationLockKey})`.execute(tx);
+        await apply(tx);
+      });
+    },
+    async readEvents(tx, afterTxid, afterId, limit): Promise<RawEventRow[]> {
+      // Ids are handed out at insert, commits land in another order. Reading only transactions
+      // older than the oldest one still running (the snapshot's xmin) and ordering by (txid, id)
+      // means no event can later appear before a cursor already handed out.
+      const result = await sql<RawEventRow>`
+        SELECT id, txid, type, data, created_at FROM events
+        WHERE (txid, id) > (${afterTxid}, ${afterId})
+          AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+        ORDER BY txid, id LIMIT ${limit}`.execute(tx);
+      return result.rows;
+    },
+    isUniqueViolation: (err) => errnoCode(err) === '23505',
+    close: () => db.destroy(),
+  };
+}

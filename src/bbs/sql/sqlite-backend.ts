@@ -1,0 +1,79 @@
+import Database from 'better-sqlite3';
+import { Kysely, type Kysely as KyselyType, SqliteDialect, sql } from 'kysely';
+import { BerthError, errnoCode } from '../../core/index.js';
+import type { BbsDatabase } from './bbs-database.js';
+import type { RawEventRow, SqlBackend } from './sql-backend.js';
+
+export interface SqliteBackendOptions {
+  /** A file path, or ":memory:" for tests. */
+  readonly path: string;
+  readonly busyTimeoutMs?: number;
+}
+
+/**
+ * SQLite through better-sqlite3: one connection per process (kysely serializes on it), WAL so
+ * readers in other processes never block the writer, busy_timeout so two servers on one file wait
+ * for each other instead of failing, and BEGIN IMMEDIATE so a transaction takes the write lock
+ * before it reads what it will change (a deferred one could fail upgrading its lock half-way).
+ */
+export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
+  const database = new Database(options.path);
+  database.pragma('journal_mode = WAL');
+  database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+  // NORMAL in WAL mode: a power loss can drop the last commits but never corrupts the file.
+  database.pragma('synchronous = NORMAL');
+  const db = new Kysely<BbsDatabase>({ dialect: new SqliteDialect({ database }) });
+
+  async function inTransaction<T>(
+    begin: string,
+    fn: (tx: KyselyType<BbsDatabase>) => Promise<T>,
+  ): Promise<T> {
+    return db.connection().execute(async (conn) => {
+      try {
+        await sql.raw(begin).execute(conn);
+      } catch (err) {
+        throw busyError(err);
+      }
+      try {
+        const result = await fn(conn);
+        await sql.raw('COMMIT').execute(conn);
+        return result;
+      } catch (err) {
+        if (database.inTransaction) await sql.raw('ROLLBACK').execute(conn);
+        throw busyError(err);
+      }
+    });
+  }
+
+  return {
+    kind: 'sqlite',
+    db,
+    lockRows: false,
+    write: (fn) => inTransaction('BEGIN IMMEDIATE', fn),
+    read: (fn) => inTransaction('BEGIN', fn),
+    migrate: async (apply) => {
+      await inTransaction('BEGIN IMMEDIATE', apply);
+    },
+    async readEvents(tx, _afterTxid, afterId, limit): Promise<RawEventRow[]> {
+      return tx
+        .selectFrom('events')
+        .select(['id', 'txid', 'type', 'data', 'created_at'])
+        .where('id', '>', afterId)
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+    },
+    isUniqueViolation: (err) => errnoCode(err)?.startsWith('SQLITE_CONSTRAINT') === true,
+    close: () => db.destroy(),
+  };
+}
+
+function busyError(err: unknown): unknown {
+  const code = errnoCode(err);
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return new BerthError('unavailable', 'The SQLite database is locked by another writer; try again', {
+      sqlite_code: code,
+    });
+  }
+  return err;
+}
