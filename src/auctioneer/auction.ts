@@ -1,0 +1,348 @@
+import type { CellCapacity, LRPStartRequest, TaskDefinition } from '../bbs/index.js';
+import { CellHeap } from './cell-heap.js';
+
+/** One LRP instance to place (a start request expands to one per index). */
+export interface LRPAuctionWork {
+  readonly kind: 'lrp';
+  readonly process_guid: string;
+  readonly domain: string;
+  readonly index: number;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly placement_tags: readonly string[];
+}
+
+export interface TaskAuctionWork {
+  readonly kind: 'task';
+  readonly task_guid: string;
+  readonly domain: string;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly placement_tags: readonly string[];
+}
+
+export type AuctionWork = LRPAuctionWork | TaskAuctionWork;
+
+/** What a rep reports to the auctioneer about its cell. */
+export interface CellState {
+  readonly cell_id: string;
+  readonly zone: string;
+  readonly capacity: CellCapacity;
+  /** Resources already taken (containers of every state, reservations included). */
+  readonly used: CellCapacity;
+  /** Instances per process_guid already on the cell, to avoid colocating one DesiredLRP. */
+  readonly lrps: Readonly<Record<string, number>>;
+  readonly evacuating: boolean;
+  readonly placement_tags: readonly string[];
+}
+
+export interface AuctionConfig {
+  /** The availability zones, in a fixed order; NZones = zones.length. */
+  readonly zones: readonly string[];
+  /**
+   * Score added per instance of the same DesiredLRP already on a cell, in units of a cell's whole
+   * load (1 = a full cell). The default 1 colocates only when every other choice is fuller.
+   */
+  readonly colocationWeight?: number;
+}
+
+export interface Placement {
+  readonly cell_id: string;
+  readonly work: AuctionWork;
+}
+
+export interface PlacementFailure {
+  readonly work: AuctionWork;
+  readonly reason: string;
+}
+
+export interface AuctionResult {
+  readonly placements: readonly Placement[];
+  readonly failures: readonly PlacementFailure[];
+}
+
+export interface AuctionBatch {
+  readonly lrps: readonly LRPAuctionWork[];
+  readonly tasks: readonly TaskAuctionWork[];
+}
+
+export function lrpWorkFromStartRequest(req: LRPStartRequest): LRPAuctionWork[] {
+  return req.indices.map((index) => ({
+    kind: 'lrp',
+    process_guid: req.process_guid,
+    domain: req.domain,
+    index,
+    memory_mb: req.memory_mb,
+    disk_mb: req.disk_mb,
+    placement_tags: req.placement_tags,
+  }));
+}
+
+export function taskWork(task: TaskDefinition): TaskAuctionWork {
+  return {
+    kind: 'task',
+    task_guid: task.task_guid,
+    domain: task.domain,
+    memory_mb: task.memory_mb,
+    disk_mb: task.disk_mb,
+    placement_tags: task.placement_tags,
+  };
+}
+
+/** The seed's deterministic f(ProcessGuid): 32-bit FNV-1a, stable across processes and releases. */
+export function guidHash(guid: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < guid.length; i++) {
+    h ^= guid.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** PreferredZone(ProcessGuid, Index) = (f(ProcessGuid) + Index) % NZones, as an index into zones. */
+export function preferredZoneIndex(processGuid: string, index: number, nZones: number): number {
+  return ((guidHash(processGuid) % nZones) + index) % nZones;
+}
+
+/** Index ≤ 1 (and tasks, which have no index) may leave their zone; index > 1 must not. */
+function mayLeaveZone(work: AuctionWork): boolean {
+  return work.kind === 'task' || work.index <= 1;
+}
+
+function tagKey(tags: readonly string[]): string {
+  return [...new Set(tags)].sort().join('\u0000');
+}
+
+function workGuid(work: AuctionWork): string {
+  return work.kind === 'lrp' ? work.process_guid : work.task_guid;
+}
+
+function fraction(used: number, cap: number): number {
+  return cap > 0 ? used / cap : 1;
+}
+
+/**
+ * Places a batch of work on cells, in memory; the caller submits the placements to the reps and
+ * retries the failures later (the auctioneer never writes the BBS).
+ *
+ * Rules: never an evacuating cell; never beyond a cell's memory, disk or container capacity; a
+ * cell takes work whose placement tag set equals its own. Among the fitting cells of a zone the
+ * lowest score wins: the cell's load (mean of its memory and disk fractions) plus
+ * `colocationWeight` per instance of the same DesiredLRP already there; ties go to the lower
+ * cell_id, so the result is a function of the inputs.
+ *
+ * Zones: every piece of work first tries its PreferredZone only; once all work has had that
+ * chance, index ≤ 1 instances and tasks that did not fit fall back to the other zones (fewest
+ * instances of their DesiredLRP first). So a fallback never takes room that work of that zone
+ * needed. Work is placed largest first (memory, then disk), which keeps per-cell use even.
+ */
+export function auction(
+  batch: AuctionBatch,
+  cells: readonly CellState[],
+  config: AuctionConfig,
+): AuctionResult {
+  const colocationWeight = config.colocationWeight ?? 1;
+  const live = cells.filter((c) => !c.evacuating);
+  const n = live.length;
+
+  // Zones: the configured ones first (their order defines PreferredZone), then any zone a cell
+  // reports that the configuration does not know, usable only as a fallback.
+  const zoneNames: string[] = [...config.zones];
+  for (const z of [...new Set(live.map((c) => c.zone))].sort()) if (!zoneNames.includes(z)) zoneNames.push(z);
+  const nPreferred = config.zones.length > 0 ? config.zones.length : zoneNames.length;
+  const zoneOf = new Map(zoneNames.map((z, i) => [z, i]));
+
+  const memUsed = new Float64Array(n);
+  const diskUsed = new Float64Array(n);
+  const containersUsed = new Float64Array(n);
+  const load = new Float64Array(n);
+  const rank = new Int32Array(n);
+  const colocated: Map<string, number>[] = [];
+  const order = live
+    .map((_, i) => i)
+    .sort((a, b) => ((live[a] as CellState).cell_id < (live[b] as CellState).cell_id ? -1 : 1));
+  order.forEach((slot, r) => {
+    rank[slot] = r;
+  });
+
+  // Instances of each DesiredLRP per zone, for the zone half of the colocation rule.
+  const perZone = new Map<string, Int32Array>();
+  function zoneCounts(guid: string): Int32Array {
+    let counts = perZone.get(guid);
+    if (counts === undefined) {
+      counts = new Int32Array(zoneNames.length);
+      perZone.set(guid, counts);
+    }
+    return counts;
+  }
+
+  const groups = new Map<string, CellHeap>();
+  const groupKey = (zone: number, tags: string): string => `${zone}\u0001${tags}`;
+  const tagKeys = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const c = live[i] as CellState;
+    memUsed[i] = c.used.memory_mb;
+    diskUsed[i] = c.used.disk_mb;
+    containersUsed[i] = c.used.containers;
+    load[i] =
+      (fraction(c.used.memory_mb, c.capacity.memory_mb) + fraction(c.used.disk_mb, c.capacity.disk_mb)) / 2;
+    const z = zoneOf.get(c.zone) as number;
+    const counts = new Map<string, number>();
+    for (const [guid, count] of Object.entries(c.lrps)) {
+      if (count <= 0) continue;
+      counts.set(guid, count);
+      const zc = zoneCounts(guid);
+      zc[z] = (zc[z] as number) + count;
+    }
+    colocated.push(counts);
+    const tk = tagKey(c.placement_tags);
+    tagKeys.add(tk);
+    const key = groupKey(z, tk);
+    let heap = groups.get(key);
+    if (heap === undefined) {
+      heap = new CellHeap(load, rank);
+      groups.set(key, heap);
+    }
+    heap.push(i);
+  }
+
+  function fits(slot: number, w: AuctionWork): boolean {
+    const cap = (live[slot] as CellState).capacity;
+    return (
+      (memUsed[slot] as number) + w.memory_mb <= cap.memory_mb &&
+      (diskUsed[slot] as number) + w.disk_mb <= cap.disk_mb &&
+      (containersUsed[slot] as number) + 1 <= cap.containers
+    );
+  }
+
+  /**
+   * The best fitting cell of a heap for w, or -1. Cells come off the heap in (load, rank) order;
+   * since a score is never below its load, the search stops at the first cell whose load cannot
+   * beat the best score so far. Typically one or two pops.
+   */
+  function best(heap: CellHeap, w: AuctionWork, guid: string): { slot: number; score: number } {
+    const popped: number[] = [];
+    let bestSlot = -1;
+    let bestScore = Number.POSITIVE_INFINITY;
+    for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      const l = load[top] as number;
+      if (
+        l > bestScore ||
+        (l === bestScore && bestSlot >= 0 && (rank[top] as number) > (rank[bestSlot] as number))
+      )
+        break;
+      heap.pop();
+      popped.push(top);
+      if (!fits(top, w)) continue;
+      const score =
+        l +
+        (w.kind === 'lrp' ? colocationWeight * ((colocated[top] as Map<string, number>).get(guid) ?? 0) : 0);
+      if (score < bestScore || (score === bestScore && (rank[top] as number) < (rank[bestSlot] as number))) {
+        bestScore = score;
+        bestSlot = top;
+      }
+    }
+    for (const slot of popped) heap.push(slot);
+    return { slot: bestSlot, score: bestScore };
+  }
+
+  function place(slot: number, zone: number, w: AuctionWork, guid: string, heap: CellHeap): void {
+    // The chosen cell is in the heap; its key changes, so take it out and put it back.
+    const popped: number[] = [];
+    for (let top = heap.pop(); top !== undefined && top !== slot; top = heap.pop()) popped.push(top);
+    const c = live[slot] as CellState;
+    memUsed[slot] = (memUsed[slot] as number) + w.memory_mb;
+    diskUsed[slot] = (diskUsed[slot] as number) + w.disk_mb;
+    containersUsed[slot] = (containersUsed[slot] as number) + 1;
+    load[slot] =
+      (fraction(memUsed[slot] as number, c.capacity.memory_mb) +
+        fraction(diskUsed[slot] as number, c.capacity.disk_mb)) /
+      2;
+    heap.push(slot);
+    for (const s of popped) heap.push(s);
+    if (w.kind === 'lrp') {
+      const m = colocated[slot] as Map<string, number>;
+      m.set(guid, (m.get(guid) ?? 0) + 1);
+      const counts = zoneCounts(guid);
+      counts[zone] = (counts[zone] as number) + 1;
+    }
+    placements.push({ cell_id: c.cell_id, work: w });
+  }
+
+  const all: AuctionWork[] = [...batch.lrps, ...batch.tasks];
+  const sorted = all
+    .map((w, i) => ({ w, i }))
+    .sort((a, b) => {
+      const x = a.w;
+      const y = b.w;
+      if (x.memory_mb !== y.memory_mb) return y.memory_mb - x.memory_mb;
+      if (x.disk_mb !== y.disk_mb) return y.disk_mb - x.disk_mb;
+      const xi = x.kind === 'lrp' ? x.index : 0;
+      const yi = y.kind === 'lrp' ? y.index : 0;
+      if (xi !== yi) return xi - yi;
+      const xg = workGuid(x);
+      const yg = workGuid(y);
+      if (xg !== yg) return xg < yg ? -1 : 1;
+      return a.i - b.i;
+    })
+    .map((e) => e.w);
+
+  const placements: Placement[] = [];
+  const failures: PlacementFailure[] = [];
+  const fallback: { w: AuctionWork; preferred: number }[] = [];
+
+  // Pass 1: all work at home, in one largest-first order. (Placing index > 1 first would protect
+  // its room further, but a second largest-first sweep over a balanced zone undoes the balance.)
+  for (const w of sorted) {
+    const guid = workGuid(w);
+    const tk = tagKey(w.placement_tags);
+    if (!tagKeys.has(tk)) {
+      failures.push({ work: w, reason: noMatchingCellReason(w, n) });
+      continue;
+    }
+    const preferred =
+      nPreferred === 0 ? -1 : preferredZoneIndex(guid, w.kind === 'lrp' ? w.index : 0, nPreferred);
+    const heap = preferred < 0 ? undefined : groups.get(groupKey(preferred, tk));
+    if (heap !== undefined) {
+      const b = best(heap, w, guid);
+      if (b.slot >= 0) {
+        place(b.slot, preferred, w, guid, heap);
+        continue;
+      }
+    }
+    if (mayLeaveZone(w)) fallback.push({ w, preferred });
+    else failures.push({ work: w, reason: `no room in zone ${zoneNames[preferred] ?? '(none)'}` });
+  }
+
+  // Pass 2: index ≤ 1 and tasks that did not fit at home try the other zones.
+  for (const { w, preferred } of fallback) {
+    const guid = workGuid(w);
+    const tk = tagKey(w.placement_tags);
+    const counts = w.kind === 'lrp' ? zoneCounts(guid) : undefined;
+    let chosen: { slot: number; zone: number; heap: CellHeap; spread: number; score: number } | undefined;
+    for (let z = 0; z < zoneNames.length; z++) {
+      if (z === preferred) continue;
+      const heap = groups.get(groupKey(z, tk));
+      if (heap === undefined) continue;
+      const b = best(heap, w, guid);
+      if (b.slot < 0) continue;
+      const spread = counts === undefined ? 0 : (counts[z] as number);
+      if (
+        chosen === undefined ||
+        spread < chosen.spread ||
+        (spread === chosen.spread && b.score < chosen.score)
+      ) {
+        chosen = { slot: b.slot, zone: z, heap, spread, score: b.score };
+      }
+    }
+    if (chosen !== undefined) place(chosen.slot, chosen.zone, w, guid, chosen.heap);
+    else failures.push({ work: w, reason: 'insufficient resources: no cell in any zone has room' });
+  }
+
+  return { placements, failures };
+}
+
+function noMatchingCellReason(w: AuctionWork, liveCells: number): string {
+  if (liveCells === 0) return 'no cells available';
+  return `found no compatible cell for placement tags [${[...w.placement_tags].sort().join(', ')}]`;
+}
