@@ -31,21 +31,24 @@ export function mountOverlay(lower: string, upper: string, work: string, target:
   }
 }
 
-/** Mount points at or below `dir`, deepest first (the order they must be unmounted in). */
-export function mountsUnder(dir: string): string[] {
-  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
-  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+/** Every mount point of this mount namespace, decoded from /proc/self/mountinfo. */
+export function mountPoints(): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[4])
     .filter((p): p is string => p !== undefined)
-    .map((p) => p.replace(/\\(\d{3})/g, (_, oct: string) => String.fromCharCode(Number.parseInt(oct, 8))))
-    .filter((p) => p === dir || p.startsWith(prefix));
-  return points.sort((a, b) => b.length - a.length);
+    .map((p) => p.replace(/\\(\d{3})/g, (_, oct: string) => String.fromCharCode(Number.parseInt(oct, 8))));
+}
+
+/** Mount points at or below `dir`, deepest first (the order they must be unmounted in). */
+export function mountsUnder(dir: string, points: readonly string[] = mountPoints()): string[] {
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  return points.filter((p) => p === dir || p.startsWith(prefix)).sort((a, b) => b.length - a.length);
 }
 
 /** Unmounts everything at or below `dir`; lazily when busy, so cleanup never blocks on a user. */
-export function unmountAll(dir: string): void {
-  for (const point of mountsUnder(dir)) {
+export function unmountAll(dir: string, points?: readonly string[]): void {
+  for (const point of mountsUnder(dir, points)) {
     const result = spawnSync('umount', [point], { encoding: 'utf8' });
     if (result.status !== 0) spawnSync('umount', ['-l', point]);
   }

@@ -1,6 +1,7 @@
 import { closeSync, statSync } from 'node:fs';
 import { errnoCode } from '../core/index.js';
 import { openDirFd, tryLock } from './flock.js';
+import { mountPoints } from './mounts.js';
 import type { PodRuntime } from './pod-runtime.js';
 import type { PodPhase } from './pod-state.js';
 
@@ -95,14 +96,17 @@ export function collectGarbage(runtime: PodRuntime, options: GcOptions): GcRepor
   }
   if (options.markOnly) return report;
 
-  // Pass 2: sweep.
+  // Pass 2: sweep. Ages are measured now, after marking: a grace period of 0 sweeps what this
+  // run marked, and a pod marked by a concurrent gc a moment ago is never swept early.
+  const sweepNow = options.now ?? new Date();
+  const mounts = mountPoints();
   const sweep = (uuid: string, phase: PodPhase) => {
-    if (withLock(store.path({ uuid, phase }), 'exclusive', () => runtime.destroy({ uuid, phase }))) {
+    if (withLock(store.path({ uuid, phase }), 'exclusive', () => runtime.destroy({ uuid, phase }, mounts))) {
       report.deleted.push(uuid);
     }
   };
   for (const uuid of store.listPhase('exited-garbage')) {
-    const age = ageMs(store.path({ uuid, phase: 'exited-garbage' }), now);
+    const age = ageMs(store.path({ uuid, phase: 'exited-garbage' }), sweepNow);
     if (age !== undefined && age >= options.gracePeriodMs) sweep(uuid, 'exited-garbage');
   }
   for (const uuid of store.listPhase('garbage')) sweep(uuid, 'garbage');

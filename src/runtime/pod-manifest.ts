@@ -46,6 +46,8 @@ export interface PodStarted {
 /** Written by the stage-1 holder (or its watcher) before the pod's lock drops. */
 export interface PodExit {
   readonly exit_code: number | null;
+  /** Copied from started.json so an exited pod is described by pod.json and exit.json alone. */
+  readonly started_at?: string;
   readonly finished_at: string;
   /** Why the pod ended when it was not the app's own exit (holder killed, runc failed …). */
   readonly reason?: string;

@@ -347,10 +347,13 @@ export class PodRuntime {
     return info.uuid;
   }
 
-  /** Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. */
-  destroy(location: PodLocation): void {
+  /**
+   * Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. `mounts` is
+   * a snapshot of the host's mount points, so gc reads /proc/self/mountinfo once, not per pod.
+   */
+  destroy(location: PodLocation, mounts?: readonly string[]): void {
     const path = this.store.path(location);
-    unmountAll(path);
+    unmountAll(path, mounts);
     if (existsSync(netnsPath(location.uuid))) {
       detachNetwork(this.dataDir, location.uuid, this.store.readManifest(location)?.ports ?? []);
     }

@@ -177,15 +177,28 @@ export class PodStore {
       throw err;
     }
     const state = podState(location.phase, locked);
-    const running = state === 'running';
-    const pidText = running ? readFileText(join(dir, podFiles.pid)) : undefined;
+    const manifest = this.readManifest(location);
+    // Read only what the state can have: listing 10,000 pods is dominated by file reads.
+    const mayHaveRun = location.phase === 'run' || location.phase === 'exited-garbage';
+    const exit = mayHaveRun && state !== 'running' ? readJson<PodExit>(join(dir, podFiles.exit)) : undefined;
+    const started =
+      exit?.started_at !== undefined
+        ? { started_at: exit.started_at, pid: null }
+        : mayHaveRun
+          ? readJson<PodStarted>(join(dir, podFiles.started))
+          : undefined;
+    const network =
+      mayHaveRun && manifest?.net === 'private'
+        ? readJson<PodNetwork>(join(dir, podFiles.network))
+        : undefined;
+    const pidText = state === 'running' ? readFileText(join(dir, podFiles.pid)) : undefined;
     return {
       ...location,
       state,
-      manifest: this.readManifest(location),
-      started: readJson<PodStarted>(join(dir, podFiles.started)),
-      exit: readJson<PodExit>(join(dir, podFiles.exit)),
-      network: readJson<PodNetwork>(join(dir, podFiles.network)),
+      manifest,
+      started,
+      exit,
+      network,
       pid: pidText && /^\d+$/.test(pidText.trim()) ? Number(pidText.trim()) : null,
       phaseChangedAt: ctime,
     };

@@ -64,9 +64,11 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   const { dirs, podPath, manifest, lockFd } = options;
   const rootfs = join(podPath, podFiles.rootfs);
   const exitPath = join(podPath, podFiles.exit);
+  let startedAt: string | undefined;
   const finish = (exit: PodExit): PodExit => {
-    writeFileAtomic(exitPath, `${JSON.stringify(exit)}\n`);
-    return exit;
+    const record: PodExit = startedAt !== undefined ? { ...exit, started_at: startedAt } : exit;
+    writeFileAtomic(exitPath, `${JSON.stringify(record)}\n`);
+    return record;
   };
 
   const dataDir = dirs.root;
@@ -125,7 +127,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     },
   );
   options.onSpawn?.(runc);
-  const startedAt = new Date().toISOString();
+  const spawnedAt = new Date().toISOString();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
     (resolve) => {
       runc.once('error', (error) => resolve({ code: null, signal: null, error }));
@@ -140,8 +142,9 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     if (appStarted) return true;
     if (!existsSync(pidPath)) return false;
     appStarted = true;
+    startedAt = spawnedAt;
     const started: PodStarted = {
-      started_at: startedAt,
+      started_at: spawnedAt,
       pid: Number(readFileSync(pidPath, 'utf8').trim()) || null,
     };
     writeFileAtomic(join(podPath, podFiles.started), `${JSON.stringify(started)}\n`);

@@ -1,0 +1,32 @@
+import { spawnSync } from 'node:child_process';
+
+/** Runs `fn` `runs` times and returns the median wall time in ms. */
+export function medianMs(runs: number, fn: () => void): number {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    fn();
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] ?? Number.NaN;
+}
+
+export function hasCommand(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+}
+
+export function runOrThrow(cmd: string, args: readonly string[], env: Record<string, string> = {}): string {
+  const result = spawnSync(cmd, args, {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (result.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} failed (${result.status}): ${result.stderr}`);
+  return result.stdout;
+}
+
+export function fmt(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;
+}

@@ -1,0 +1,67 @@
+/**
+ * `npm run bench runtime-pods [COUNT]`: `berth list` and `berth gc` with COUNT (default 10,000)
+ * exited pods on disk, each as a real process. Pods are written as stage 1 leaves them after
+ * exit (run/<uuid> unlocked, with pod.json, started.json and exit.json) so no runc is involved.
+ * Goal (issue 2): each under 2 s.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fmt, medianMs, runOrThrow } from './bench-util.js';
+
+const count = Number(process.argv[2] ?? 10_000);
+const berth = new URL('../../bin/berth', import.meta.url).pathname;
+
+function writeExitedPods(dir: string): void {
+  for (const phase of ['embryo', 'prepare', 'prepared', 'run', 'exited-garbage', 'garbage']) {
+    mkdirSync(join(dir, 'pods', phase), { recursive: true });
+  }
+  mkdirSync(join(dir, 'runc'), { recursive: true });
+  const now = new Date().toISOString();
+  for (let i = 0; i < count; i++) {
+    const uuid = randomUUID();
+    const pod = join(dir, 'pods', 'run', uuid);
+    mkdirSync(pod);
+    const manifest = {
+      uuid,
+      name: '',
+      hostname: uuid.slice(0, 12),
+      image: { ref: 'bb:1', id: 'sha256:0', rootfs: '/nonexistent' },
+      app: { args: ['true'], env: [], cwd: '/', user: { uid: 0, gid: 0, additionalGids: [], home: '/root' } },
+      net: 'none',
+      ports: [],
+      memoryBytes: null,
+      pidsLimit: null,
+      labels: {},
+      created: now,
+    };
+    writeFileSync(join(pod, 'pod.json'), JSON.stringify(manifest));
+    writeFileSync(join(pod, 'started.json'), JSON.stringify({ started_at: now, pid: 1 }));
+    writeFileSync(join(pod, 'exit.json'), JSON.stringify({ exit_code: 0, finished_at: now }));
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-bench-pods-'));
+try {
+  writeExitedPods(dir);
+  const listJson = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir, '--format', 'json']));
+  const listTable = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir]));
+  const pods = (JSON.parse(runOrThrow(berth, ['list', '--dir', dir, '--format', 'json'])) as unknown[])
+    .length;
+  const gcMark = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--mark-only']));
+  const listMarked = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir, '--format', 'json']));
+  const gcSweep = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--grace-period', '0s']));
+  rmSync(join(dir, 'pods'), { recursive: true, force: true });
+  writeExitedPods(dir);
+  const gcFull = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--grace-period', '0s']));
+  console.log(`pods on disk: ${pods} exited (goal: each command under 2 s)`);
+  console.log(`berth list --format json   median ${fmt(listJson)}`);
+  console.log(`berth list (table)         median ${fmt(listTable)}`);
+  console.log(`berth gc --mark-only       ${fmt(gcMark)}  (${count} run/ → exited-garbage/)`);
+  console.log(`berth list (all marked)    median ${fmt(listMarked)}`);
+  console.log(`berth gc (sweep only)      ${fmt(gcSweep)}  (${count} deleted)`);
+  console.log(`berth gc (mark + sweep)    ${fmt(gcFull)}  (${count} marked and deleted in one run)`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
