@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { InvalidArgumentError } from '../core/index.js';
+import { ApiMetrics } from './api-metrics.js';
+import { buildApp } from './build-app.js';
+import { type Singleton, SingletonLease } from './singleton-lease.js';
+
+export interface BbsServerOptions {
+  /** SQLite path (":memory:" for tests) or a postgres:// URL. */
+  readonly db: string;
+  /** "HOST:PORT"; port 0 picks a free one (see `url` of the result). */
+  readonly listen: string;
+  /** A pino logger, or false for silence (tests). Default: JSON lines on stderr at "info". */
+  readonly logger?: Logger | false;
+  /** Singletons this server competes for; the BBS's own janitor is always one of them. */
+  readonly singletons?: readonly Singleton[];
+  readonly leaseTtlMs?: number;
+  /** Events older than this are pruned by the janitor (default 24h). */
+  readonly eventRetentionMs?: number;
+  readonly eventPollMs?: number;
+  readonly poolSize?: number;
+  readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
+}
+
+export interface BbsServer {
+  readonly url: string;
+  readonly store: SqlBbsStore;
+  readonly app: FastifyInstance;
+  /** This process's identity in leases. */
+  readonly holder: string;
+  /** Names of the singletons this server holds right now. */
+  heldSingletons(): string[];
+  /** Stops singletons (releasing their leases), stops listening, closes the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store, builds the app, listens, and competes for the singleton leases: everything
+ * `berth server` does, callable in-process by tests and by the embedded `berth up`.
+ */
+export async function startBbsServer(options: BbsServerOptions): Promise<BbsServer> {
+  const { host, port } = parseListen(options.listen);
+  const logger =
+    options.logger === undefined ? pino({ name: 'berth-server' }, pino.destination(2)) : options.logger;
+  const metrics = new ApiMetrics();
+  const store = await openBbsStore(options.db, {
+    onCasConflict: metrics.casConflict,
+    ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+  });
+  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const leases: SingletonLease[] = [];
+  const ttlMs = options.leaseTtlMs ?? 15_000;
+  const app = await buildApp({
+    store,
+    metrics,
+    logger: logger || false,
+    ...(options.eventPollMs !== undefined ? { eventPollMs: options.eventPollMs } : {}),
+    onEvents: (listener) => store.onEvents(listener),
+    health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
+    ...(options.plugins ? { plugins: options.plugins } : {}),
+  });
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const address = app.server.address();
+  const actualPort = typeof address === 'object' && address ? address.port : port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`;
+
+  const singletons = [janitor(store, options.eventRetentionMs ?? 86_400_000), ...(options.singletons ?? [])];
+  for (const singleton of singletons) {
+    const lease = new SingletonLease({
+      store,
+      singleton,
+      holder,
+      ttlMs,
+      onChange: (event, held) =>
+        logger?.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`),
+    });
+    leases.push(lease);
+    lease.start();
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    store,
+    app,
+    holder,
+    heldSingletons: () => leases.flatMap((l) => (l.held ? [l.held.name] : [])),
+    close: () => {
+      closing ??= (async () => {
+        await Promise.all(leases.map((l) => l.stop()));
+        await app.close();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The BBS's own singleton: prunes old events so the log does not grow without bound. */
+function janitor(store: SqlBbsStore, retentionMs: number): Singleton {
+  return {
+    name: 'bbs-janitor',
+    async run({ signal }) {
+      while (!signal.aborted) {
+        await store.pruneEvents({ before: new Date(Date.now() - retentionMs).toISOString() }).catch(() => 0);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 60_000);
+          signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+    },
+  };
+}
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen);
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port > 65535) {
+    throw new InvalidArgumentError(`Invalid --listen "${listen}": expected HOST:PORT, e.g. 127.0.0.1:8889`, {
+      flag: 'listen',
+    });
+  }
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}

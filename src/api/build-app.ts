@@ -1,0 +1,126 @@
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
+import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
+import { ApiMetrics } from './api-metrics.js';
+
+export interface AppDeps {
+  readonly store: BbsStore;
+  readonly metrics?: ApiMetrics;
+  /** A pino logger (the server's), or false for none (tests). */
+  readonly logger?: FastifyBaseLogger | false;
+  readonly eventPollMs?: number;
+  readonly onEvents?: (listener: () => void) => () => void;
+  /** Extra facts for `/healthz` (e.g. which singletons this server holds). */
+  readonly health?: () => Record<string, unknown>;
+  /** Later layers (auctioneer, converger, history, model) add their routes here. */
+  readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
+}
+
+/**
+ * Builds the whole HTTP API without listening (Hono's and fastify's `inject` style): tests call it
+ * in-process, and only `berth server` listens.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    // SSE streams and keep-alive clients must not hold a graceful shutdown open.
+    forceCloseConnections: true,
+    bodyLimit: 16 * 1024 * 1024,
+    ajv: {
+      customOptions: {
+        // "3" is not a number and an unknown field is a typo: both are 400s, never coerced/dropped.
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+      },
+    },
+  });
+  const metrics = deps.metrics ?? new ApiMetrics();
+  metrics.observeStore(deps.store);
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((err: FastifyError | BerthError | Error, request, reply) => {
+    const body = toErrorBody(err);
+    const status = httpStatusByCode[body.code];
+    if (status >= 500) request.log.error({ err }, 'request failed');
+    return reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      code: 'not_found',
+      message: `No route ${request.method} ${request.url.split('?')[0]}`,
+      details: { method: request.method, url: request.url },
+    }),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'berth BBS API',
+        description: 'The cluster state store of berth: DesiredLRPs, ActualLRPs, tasks, cells, events.',
+        version: '1',
+      },
+    },
+  });
+  await registerBbsRoutes(app, {
+    store: deps.store,
+    ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
+    ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
+  });
+  for (const plugin of deps.plugins ?? []) await plugin(app);
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    const text = await metrics.registry.metrics();
+    return reply.header('content-type', metrics.registry.contentType).send(text);
+  });
+  app.get(
+    '/healthz',
+    { schema: { tags: ['health'], summary: 'Liveness: answers once the store answers' } },
+    async () => {
+      await deps.store.listLeases();
+      return { status: 'ok', ...(deps.health?.() ?? {}) };
+    },
+  );
+  return app;
+}
+
+type ErrorBody = { code: BerthError['code']; message: string; details: Record<string, unknown> };
+
+function toErrorBody(err: FastifyError | Error): ErrorBody {
+  if (isBerthError(err)) return { code: err.code, message: err.message, details: { ...err.details } };
+  const fastifyError = err as FastifyError;
+  if (fastifyError.validation && fastifyError.validation.length > 0) {
+    // A union that matched no branch: name the union's field, not a branch's inner property.
+    const first =
+      fastifyError.validation.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ??
+      fastifyError.validation[0]!;
+    const params = first.params as { missingProperty?: string; additionalProperty?: string };
+    const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const field =
+      (params.missingProperty ?? params.additionalProperty)
+        ? [path, params.missingProperty ?? params.additionalProperty].filter(Boolean).join('.')
+        : path || fastifyError.validationContext || 'body';
+    const where = fastifyError.validationContext ?? 'body';
+    const reason = params.additionalProperty ? 'is not a known field' : (first.message ?? 'is invalid');
+    return {
+      code: 'invalid_argument',
+      message: `Invalid ${where}: ${field} ${reason}`,
+      details: { field, location: where },
+    };
+  }
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    // Malformed JSON, wrong content type, body too large: the client's fault, said plainly.
+    return { code: 'invalid_argument', message: err.message, details: { fastify_code: fastifyError.code } };
+  }
+  return { code: 'internal', message: err.message, details: {} };
+}

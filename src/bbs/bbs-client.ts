@@ -1,0 +1,235 @@
+import { BerthError, type ErrorCode, httpStatusByCode } from '../core/index.js';
+import type {
+  AckRequestsRequest,
+  AcquireLeaseRequest,
+  ActualLRPFilter,
+  ActualLRPGroup,
+  ActualLRPRef,
+  BbsEvent,
+  BbsSnapshot,
+  BbsStore,
+  CancelTaskRequest,
+  CasActualLRPRequest,
+  CasTaskRequest,
+  CellIdRequest,
+  ClaimActualLRPRequest,
+  CompleteTaskRequest,
+  CrashActualLRPRequest,
+  DesiredLRPDefinition,
+  DesiredLRPFilter,
+  EvacuateRunningActualLRPRequest,
+  FailActualLRPRequest,
+  FailTaskRequest,
+  HeartbeatCellRequest,
+  Lease,
+  LeaseResult,
+  ProcessGuidRequest,
+  PruneEventsRequest,
+  ReadEventsRequest,
+  RecordCounts,
+  ReleaseLeaseRequest,
+  RemoveActualLRPRequest,
+  RemoveDesiredLRPRequest,
+  RemoveEvacuatingActualLRPRequest,
+  RetireActualLRPResult,
+  StartActualLRPRequest,
+  StartRequestDelivery,
+  StartTaskRequest,
+  StopRequestDelivery,
+  TakeRequestsRequest,
+  TakeStopRequestsRequest,
+  TaskFilter,
+  TaskGuidRequest,
+  TaskStartRequestDelivery,
+  UpdateDesiredLRPRequest,
+  UpsertDomainRequest,
+} from './bbs-store.js';
+import type { ActualLRP, CellPresence, DesiredLRP, Domain, Task, TaskDefinition } from './bbs-types.js';
+import { CasConflictError } from './cas-conflict-error.js';
+import { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
+
+export interface BbsClientOptions {
+  /** Per-request timeout; a timeout is an `unavailable` error (retryable). */
+  readonly timeoutMs?: number;
+  readonly fetch?: typeof fetch;
+}
+
+/**
+ * The BBS over HTTP, implementing the same BbsStore as the SQL store: a component written against
+ * BbsStore runs in-process or against a remote `berth server` unchanged. Errors come back as the
+ * same BerthError codes (CasConflictError with `current` for a lost CAS).
+ */
+export class BbsClient implements BbsStore {
+  readonly baseUrl: string;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(baseUrl: string, options: BbsClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  desireLRP = (req: DesiredLRPDefinition): Promise<DesiredLRP> => this.call('desireLRP', req);
+  getDesiredLRP = (req: ProcessGuidRequest): Promise<DesiredLRP> => this.call('getDesiredLRP', req);
+  listDesiredLRPs = (req: DesiredLRPFilter = {}): Promise<DesiredLRP[]> => this.call('listDesiredLRPs', req);
+  updateDesiredLRP = (req: UpdateDesiredLRPRequest): Promise<DesiredLRP> =>
+    this.call('updateDesiredLRP', req);
+  removeDesiredLRP = (req: RemoveDesiredLRPRequest): Promise<void> => this.call('removeDesiredLRP', req);
+
+  listActualLRPs = (req: ActualLRPFilter = {}): Promise<ActualLRP[]> => this.call('listActualLRPs', req);
+  getActualLRP = (req: ActualLRPRef): Promise<ActualLRPGroup> => this.call('getActualLRP', req);
+  createActualLRP = (req: ActualLRPRef): Promise<ActualLRP> => this.call('createActualLRP', req);
+  claimActualLRP = (req: ClaimActualLRPRequest): Promise<ActualLRP> => this.call('claimActualLRP', req);
+  startActualLRP = (req: StartActualLRPRequest): Promise<ActualLRP> => this.call('startActualLRP', req);
+  crashActualLRP = (req: CrashActualLRPRequest): Promise<ActualLRP> => this.call('crashActualLRP', req);
+  failActualLRP = (req: FailActualLRPRequest): Promise<ActualLRP> => this.call('failActualLRP', req);
+  unclaimActualLRP = (req: CasActualLRPRequest): Promise<ActualLRP> => this.call('unclaimActualLRP', req);
+  removeActualLRP = (req: RemoveActualLRPRequest): Promise<void> => this.call('removeActualLRP', req);
+  retireActualLRP = (req: CasActualLRPRequest): Promise<RetireActualLRPResult> =>
+    this.call('retireActualLRP', req);
+  evacuateRunningActualLRP = (req: EvacuateRunningActualLRPRequest): Promise<ActualLRPGroup> =>
+    this.call('evacuateRunningActualLRP', req);
+  removeEvacuatingActualLRP = (req: RemoveEvacuatingActualLRPRequest): Promise<void> =>
+    this.call('removeEvacuatingActualLRP', req);
+
+  takeStartRequests = (req: TakeRequestsRequest): Promise<StartRequestDelivery[]> =>
+    this.call('takeStartRequests', req);
+  ackStartRequests = (req: AckRequestsRequest): Promise<void> => this.call('ackStartRequests', req);
+  takeTaskStartRequests = (req: TakeRequestsRequest): Promise<TaskStartRequestDelivery[]> =>
+    this.call('takeTaskStartRequests', req);
+  ackTaskStartRequests = (req: AckRequestsRequest): Promise<void> => this.call('ackTaskStartRequests', req);
+  takeStopRequests = (req: TakeStopRequestsRequest): Promise<StopRequestDelivery[]> =>
+    this.call('takeStopRequests', req);
+  ackStopRequests = (req: AckRequestsRequest): Promise<void> => this.call('ackStopRequests', req);
+
+  desireTask = (req: TaskDefinition): Promise<Task> => this.call('desireTask', req);
+  getTask = (req: TaskGuidRequest): Promise<Task> => this.call('getTask', req);
+  listTasks = (req: TaskFilter = {}): Promise<Task[]> => this.call('listTasks', req);
+  startTask = (req: StartTaskRequest): Promise<Task> => this.call('startTask', req);
+  completeTask = (req: CompleteTaskRequest): Promise<Task> => this.call('completeTask', req);
+  failTask = (req: FailTaskRequest): Promise<Task> => this.call('failTask', req);
+  cancelTask = (req: CancelTaskRequest): Promise<Task> => this.call('cancelTask', req);
+  resolvingTask = (req: CasTaskRequest): Promise<Task> => this.call('resolvingTask', req);
+  demoteResolvingTask = (req: CasTaskRequest): Promise<Task> => this.call('demoteResolvingTask', req);
+  deleteTask = (req: CasTaskRequest): Promise<void> => this.call('deleteTask', req);
+
+  upsertDomain = (req: UpsertDomainRequest): Promise<Domain> => this.call('upsertDomain', req);
+  listDomains = (): Promise<Domain[]> => this.call('listDomains', {});
+  heartbeatCell = (req: HeartbeatCellRequest): Promise<CellPresence> => this.call('heartbeatCell', req);
+  listCells = (): Promise<CellPresence[]> => this.call('listCells', {});
+  removeCell = (req: CellIdRequest): Promise<void> => this.call('removeCell', req);
+
+  acquireLease = (req: AcquireLeaseRequest): Promise<LeaseResult> => this.call('acquireLease', req);
+  releaseLease = (req: ReleaseLeaseRequest): Promise<void> => this.call('releaseLease', req);
+  listLeases = (): Promise<Lease[]> => this.call('listLeases', {});
+
+  readSnapshot = (): Promise<BbsSnapshot> => this.call('readSnapshot', {});
+  readEvents = (req: ReadEventsRequest): Promise<BbsEvent[]> => this.call('readEvents', req);
+  countRecords = (): Promise<RecordCounts> => this.call('countRecords', {});
+  pruneEvents = (req: PruneEventsRequest): Promise<number> => this.call('pruneEvents', req);
+
+  /** Nothing to release: fetch pools its own connections. */
+  async close(): Promise<void> {}
+
+  /**
+   * Follows `GET /v1/events` (SSE) from `after` until `signal` aborts, yielding each event once in
+   * order. The stream is resumed from the last event seen when the connection drops.
+   */
+  async *streamEvents(options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<BbsEvent> {
+    let cursor = options.after;
+    while (!options.signal?.aborted) {
+      let response: Response;
+      try {
+        response = await this.#fetch(`${this.baseUrl}/v1/events`, {
+          headers: { accept: 'text/event-stream', ...(cursor ? { 'last-event-id': cursor } : {}) },
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        void err;
+        continue;
+      }
+      if (!response.ok || !response.body) throw await errorFrom(response);
+      try {
+        for await (const event of parseSse(response.body)) {
+          cursor = event.id;
+          yield event;
+        }
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        void err;
+      }
+    }
+  }
+
+  private async call<T>(operation: BbsOperationName, body: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.baseUrl}${bbsOperationPaths[operation]}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (err) {
+      throw new BerthError('unavailable', `Cannot reach the BBS at ${this.baseUrl}: ${describe(err)}`, {
+        url: this.baseUrl,
+        operation,
+      });
+    }
+    if (response.status === 204) return undefined as T;
+    if (!response.ok) throw await errorFrom(response);
+    return (await response.json()) as T;
+  }
+}
+
+const codeByStatus = new Map<number, ErrorCode>(
+  (Object.entries(httpStatusByCode) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
+);
+
+async function errorFrom(response: Response): Promise<BerthError> {
+  const text = await response.text();
+  let body: { code?: string; message?: string; details?: Record<string, unknown> } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    body = { message: text };
+  }
+  const code = (body.code && body.code in httpStatusByCode ? body.code : codeByStatus.get(response.status)) as
+    | ErrorCode
+    | undefined;
+  const details = body.details ?? {};
+  if (code === 'cas_conflict') {
+    const expected = (details.expected ?? null) as ConstructorParameters<typeof CasConflictError>[2];
+    return new CasConflictError(String(details.kind), String(details.id), expected, details.current ?? null);
+  }
+  return new BerthError(code ?? 'internal', body.message ?? `HTTP ${response.status}`, details);
+}
+
+async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<BbsEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n');
+      if (data) yield JSON.parse(data) as BbsEvent;
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return `${err.message}${cause}`;
+  }
+  return String(err);
+}

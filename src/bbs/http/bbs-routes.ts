@@ -1,0 +1,285 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { BerthError, InvalidArgumentError } from '../../core/index.js';
+import type { BbsStore } from '../bbs-store.js';
+import type { ModificationTag, Monitor, Task, TaskState } from '../bbs-types.js';
+import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
+import { type BbsOperationName, bbsOperationPaths } from './bbs-operations.js';
+import {
+  DesiredLRPDefinitionSchema,
+  DesiredLRPUpdateSchema,
+  type MonitorSchema,
+  operationBodies,
+  TaskDefinitionSchema,
+} from './bbs-schemas.js';
+import { registerEventRoutes } from './event-routes.js';
+
+export interface BbsRoutesOptions {
+  readonly store: BbsStore;
+  /** How often an SSE stream looks for events written by other servers (ms). */
+  readonly eventPollMs?: number;
+  /** In-process wake-up when this server's store committed events. */
+  readonly onEvents?: (listener: () => void) => () => void;
+}
+
+/**
+ * The BBS's HTTP API: the public routes of issue 3 (snake_case JSON, ETag/If-Match on
+ * DesiredLRPs) and one internal POST route per store operation for reps, auctioneer and converger.
+ */
+export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoutesOptions): Promise<void> {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const { store } = options;
+
+  // ---- DesiredLRPs
+
+  app.post(
+    '/v1/desired_lrps',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Desire an LRP: creates its UNCLAIMED ActualLRPs and start requests',
+        body: DesiredLRPDefinitionSchema,
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const desired = await store.desireLRP({
+        process_guid: b.process_guid,
+        domain: b.domain,
+        instances: b.instances,
+        image: b.image,
+        ...(b.command !== undefined ? { command: b.command } : {}),
+        env: b.env ?? {},
+        memory_mb: b.memory_mb ?? 0,
+        disk_mb: b.disk_mb ?? 0,
+        ports: b.ports ?? [],
+        routes: b.routes ?? {},
+        annotation: b.annotation ?? '',
+        ...(b.monitor !== undefined ? { monitor: withMonitorDefaults(b.monitor) } : {}),
+        start_timeout_s: b.start_timeout_s ?? 60,
+        placement_tags: b.placement_tags ?? [],
+      });
+      return reply.code(201).header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.get(
+    '/v1/desired_lrps',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        querystring: Type.Object({ domain: Type.Optional(Type.String()) }, { additionalProperties: false }),
+      },
+    },
+    async (request) =>
+      store.listDesiredLRPs(request.query.domain !== undefined ? { domain: request.query.domain } : {}),
+  );
+
+  const ProcessGuidParams = Type.Object({ process_guid: Type.String({ minLength: 1 }) });
+  const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String()) });
+
+  app.get(
+    '/v1/desired_lrps/:process_guid',
+    { schema: { tags: ['desired_lrps'], params: ProcessGuidParams } },
+    async (request, reply) => {
+      const desired = await store.getDesiredLRP({ process_guid: request.params.process_guid });
+      return reply.header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.patch(
+    '/v1/desired_lrps/:process_guid',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Update instances, routes or annotation; If-Match: <ETag> makes it a CAS (412 when stale)',
+        params: ProcessGuidParams,
+        headers: IfMatch,
+        body: DesiredLRPUpdateSchema,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      const update = stripUndefined(request.body);
+      const desired = await asPrecondition(() =>
+        store.updateDesiredLRP({
+          process_guid: request.params.process_guid,
+          ...(expected ? { expected } : {}),
+          update,
+        }),
+      );
+      return reply.header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.delete(
+    '/v1/desired_lrps/:process_guid',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Remove a DesiredLRP and retire all its ActualLRPs',
+        params: ProcessGuidParams,
+        headers: IfMatch,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      await asPrecondition(() =>
+        store.removeDesiredLRP({
+          process_guid: request.params.process_guid,
+          ...(expected ? { expected } : {}),
+        }),
+      );
+      return reply.code(204).send();
+    },
+  );
+
+  // ---- ActualLRPs, tasks, cells, domains, leases (reads and consumer actions)
+
+  app.get(
+    '/v1/actual_lrps',
+    {
+      schema: {
+        tags: ['actual_lrps'],
+        summary: 'ActualLRPs, evacuating copies included (evacuating: true)',
+        querystring: operationBodies.listActualLRPs,
+      },
+    },
+    async (request) => store.listActualLRPs(stripUndefined(request.query)),
+  );
+
+  const TaskQuery = Type.Object(
+    {
+      domain: Type.Optional(Type.String()),
+      cell_id: Type.Optional(Type.String()),
+      state: Type.Optional(
+        Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
+      ),
+    },
+    { additionalProperties: false },
+  );
+  app.get('/v1/tasks', { schema: { tags: ['tasks'], querystring: TaskQuery } }, async (request) => {
+    const { state, ...rest } = stripUndefined(request.query);
+    return store.listTasks({ ...rest, ...(state !== undefined ? { state: state as TaskState } : {}) });
+  });
+
+  app.post(
+    '/v1/tasks',
+    { schema: { tags: ['tasks'], body: TaskDefinitionSchema } },
+    async (request, reply) => {
+      const b = request.body;
+      const task = await store.desireTask({
+        task_guid: b.task_guid,
+        domain: b.domain,
+        image: b.image,
+        ...(b.command !== undefined ? { command: b.command } : {}),
+        env: b.env ?? {},
+        memory_mb: b.memory_mb ?? 0,
+        disk_mb: b.disk_mb ?? 0,
+        result_file: b.result_file ?? '',
+        completion_callback_url: b.completion_callback_url ?? '',
+        placement_tags: b.placement_tags ?? [],
+      });
+      return reply.code(201).header('etag', etag(task.modification_tag)).send(task);
+    },
+  );
+
+  const TaskParams = Type.Object({ task_guid: Type.String({ minLength: 1 }) });
+  app.get(
+    '/v1/tasks/:task_guid',
+    { schema: { tags: ['tasks'], params: TaskParams } },
+    async (request, reply) => {
+      const task: Task = await store.getTask({ task_guid: request.params.task_guid });
+      return reply.header('etag', etag(task.modification_tag)).send(task);
+    },
+  );
+  app.post(
+    '/v1/tasks/:task_guid/cancel',
+    { schema: { tags: ['tasks'], params: TaskParams, headers: IfMatch } },
+    async (request) => {
+      const expected = ifMatch(request.headers['if-match']);
+      return asPrecondition(() =>
+        store.cancelTask({ task_guid: request.params.task_guid, ...(expected ? { expected } : {}) }),
+      );
+    },
+  );
+
+  app.get('/v1/cells', { schema: { tags: ['cells'], summary: 'Live cells' } }, async () => store.listCells());
+  app.get('/v1/domains', { schema: { tags: ['domains'], summary: 'Fresh domains' } }, async () =>
+    store.listDomains(),
+  );
+  app.put(
+    '/v1/domains/:domain',
+    {
+      schema: {
+        tags: ['domains'],
+        params: Type.Object({ domain: Type.String({ minLength: 1 }) }),
+        body: Type.Object({ ttl_ms: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+      },
+    },
+    async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
+  );
+  app.get('/v1/leases', { schema: { tags: ['leases'], summary: 'Singleton leases and holders' } }, async () =>
+    store.listLeases(),
+  );
+
+  // ---- internal: one route per store operation, for reps, auctioneer and converger
+
+  for (const name of Object.keys(bbsOperationPaths) as BbsOperationName[]) {
+    app.post(
+      bbsOperationPaths[name],
+      { schema: { tags: ['internal'], summary: `BbsStore.${name}`, body: operationBodies[name] } },
+      async (request, reply: FastifyReply) => {
+        const operation = store[name] as (req: unknown) => Promise<unknown>;
+        const result = await operation.call(store, request.body ?? {});
+        if (result === undefined) return reply.code(204).send();
+        return reply.send(result);
+      },
+    );
+  }
+
+  registerEventRoutes(app, options);
+}
+
+export function etag(tag: ModificationTag): string {
+  return `"${formatTag(tag)}"`;
+}
+
+function ifMatch(header: string | undefined): ModificationTag | undefined {
+  if (header === undefined || header.trim() === '*') return undefined;
+  const tag = parseTag(header);
+  if (!tag) {
+    throw new InvalidArgumentError(
+      `Invalid If-Match header "${header}": expected an ETag this API returned`,
+      {
+        field: 'if-match',
+      },
+    );
+  }
+  return tag;
+}
+
+/** On the public routes a stale If-Match is HTTP's 412, not the internal routes' 409. */
+async function asPrecondition<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof CasConflictError) {
+      throw new BerthError('precondition_failed', `${err.message}; read it again and retry`, err.details);
+    }
+    throw err;
+  }
+}
+
+function withMonitorDefaults(monitor: Static<typeof MonitorSchema>): Monitor {
+  if ('http' in monitor) return { http: { port: monitor.http.port, path: monitor.http.path ?? '/' } };
+  return monitor;
+}
+
+function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}

@@ -1,0 +1,47 @@
+import { join } from 'node:path';
+import { startBbsServer } from '../api/index.js';
+import { parseDuration } from '../core/index.js';
+import { type CommandSpec, dataDir, stringOption } from './command.js';
+
+const server: CommandSpec = {
+  name: 'server',
+  summary:
+    'Run the BBS: the cluster state store and its HTTP API (SQLite in the data dir, or PostgreSQL). Several servers on one PostgreSQL share the work; singletons run in one of them.',
+  usage:
+    'berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--lease-ttl 15s] [--event-retention 24h]',
+  options: {
+    listen: { type: 'string' },
+    db: { type: 'string' },
+    'lease-ttl': { type: 'string' },
+    'event-retention': { type: 'string' },
+    'event-poll': { type: 'string' },
+  },
+  async run(ctx) {
+    const db = stringOption(ctx.values, 'db') ?? join(dataDir(ctx.values), 'bbs.sqlite3');
+    const leaseTtl = stringOption(ctx.values, 'lease-ttl');
+    const retention = stringOption(ctx.values, 'event-retention');
+    const poll = stringOption(ctx.values, 'event-poll');
+    const running = await startBbsServer({
+      db,
+      listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
+      ...(leaseTtl !== undefined ? { leaseTtlMs: parseDuration(leaseTtl, '--lease-ttl') } : {}),
+      ...(retention !== undefined ? { eventRetentionMs: parseDuration(retention, '--event-retention') } : {}),
+      ...(poll !== undefined ? { eventPollMs: parseDuration(poll, '--event-poll') } : {}),
+    });
+    // The first line on stdout is the URL, so scripts (and tests) using port 0 can find it.
+    ctx.stdout.write(`${running.url}\n`);
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGTERM', stop);
+        process.off('SIGINT', stop);
+        resolve();
+      };
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
+    });
+    await running.close();
+    return 0;
+  },
+};
+
+export const commands: readonly CommandSpec[] = [server];
