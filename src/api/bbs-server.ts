@@ -79,8 +79,9 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
       singleton,
       holder,
       ttlMs,
-      onChange: (event, held) =>
-        logger?.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`),
+      onChange: (event, held) => {
+        if (logger) logger.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`);
+      },
     });
     leases.push(lease);
     lease.start();
