@@ -9,6 +9,7 @@ type Loader = () => Promise<{ readonly commands: readonly CommandSpec[] }>;
  */
 const modules: Readonly<Record<string, Loader>> = {
   version: () => import('./version-command.js'),
+  image: () => import('./image-commands.js'),
   server: () => import('./server-command.js'),
 };
 

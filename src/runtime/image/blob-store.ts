@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { open, rename, stat } from 'node:fs/promises';
+import { InvalidArgumentError } from '../../core/index.js';
+import { sha256Digest } from './digest.js';
+import type { SourceFile } from './image-source.js';
+import { tempName } from './store-files.js';
+import type { StoreLayout } from './store-layout.js';
+
+export interface StoredBlob {
+  readonly digest: string;
+  readonly size: number;
+}
+
+export class DigestMismatchError extends InvalidArgumentError {
+  constructor(what: string, expected: string, actual: string) {
+    super(`${what} has digest ${actual}, not the ${expected} its manifest names`, { expected, actual });
+  }
+}
+
+/**
+ * Content-addressed blobs in `blobs/sha256/<hex>`. A blob is only ever created by renaming a
+ * complete, fsynced, verified temp file from `tmp/`, so a blob file's name is always its digest.
+ * Writers of the same digest race harmlessly: both renames install identical bytes.
+ */
+export class BlobStore {
+  constructor(private readonly layout: StoreLayout) {}
+
+  path(digest: string): string {
+    return this.layout.blob(digest);
+  }
+
+  has(digest: string): boolean {
+    return existsSync(this.layout.blob(digest));
+  }
+
+  /**
+   * Puts a source file into the store, verifying it against `expected` (a manifest's digest and
+   * size) when given. A staged file is renamed in; a user's file is copied and hashed on the way.
+   */
+  async ingest(
+    file: SourceFile,
+    what: string,
+    expected?: { readonly digest: string; readonly size?: number },
+  ): Promise<StoredBlob> {
+    let digest = file.digest;
+    let size = file.size;
+    let tmp: string | undefined;
+    if (expected !== undefined && this.has(expected.digest) && !file.staged) {
+      // Already verified when it was written; copying the user's file again proves nothing new.
+      digest = expected.digest;
+      size = (await stat(this.path(digest))).size;
+    } else if (digest === undefined) {
+      tmp = tempName(this.layout, 'blob');
+      ({ digest, size } = await copyHashing(file.path, tmp));
+    }
+    if (expected !== undefined) {
+      if (digest !== expected.digest) throw new DigestMismatchError(what, expected.digest, digest);
+      if (expected.size !== undefined && expected.size !== size) {
+        throw new InvalidArgumentError(
+          `${what} is ${size} bytes, not the ${expected.size} its manifest names`,
+          { digest, size, expected: expected.size },
+        );
+      }
+    }
+    const target = this.path(digest);
+    if (tmp !== undefined) {
+      await rename(tmp, target);
+    } else if (file.staged) {
+      await rename(file.path, target);
+      file.path = target;
+    }
+    return { digest, size };
+  }
+
+  /** Writes bytes the store made itself (a synthesized manifest, an import-rootfs config). */
+  async write(data: Uint8Array): Promise<StoredBlob> {
+    const digest = sha256Digest(createHash('sha256').update(data).digest('hex'));
+    if (!this.has(digest)) {
+      const tmp = tempName(this.layout, 'blob');
+      const handle = await open(tmp, 'wx', 0o644);
+      try {
+        await handle.writeFile(data);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tmp, this.path(digest));
+    }
+    return { digest, size: data.length };
+  }
+}
+
+/** Copies `from` to a new file `to`, hashing on the way; fsyncs so a rename after it is durable. */
+export async function copyHashing(from: string, to: string): Promise<StoredBlob> {
+  const hash = createHash('sha256');
+  const handle = await open(to, 'wx', 0o644);
+  let size = 0;
+  try {
+    for await (const chunk of createReadStream(from)) {
+      const bytes = chunk as Buffer;
+      hash.update(bytes);
+      size += bytes.length;
+      await handle.write(bytes);
+    }
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { digest: sha256Digest(hash.digest('hex')), size };
+}

@@ -1,0 +1,285 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Transform } from 'node:stream';
+import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../../core/index.js';
+import { StagedArchive } from './archive-reader.js';
+import type { BlobStore } from './blob-store.js';
+import { openUncompressed, sniffCompression } from './compression.js';
+import { sha256Digest } from './digest.js';
+import { planDockerArchive } from './docker-archive-reader.js';
+import { parseImageConfig } from './image-config.js';
+import type { ImagePlan } from './image-plan.js';
+import { type ImageRecord, type LayerRecord, readRecord, writeRecord } from './image-record.js';
+import { normalizeImageName } from './image-reference.js';
+import type { ImageSource } from './image-source.js';
+import type { ImageSummary } from './image-types.js';
+import { LayerApplier } from './layer-extractor.js';
+import { LayoutDirSource } from './layout-dir-source.js';
+import { checkLayerMediaType, ociConfig, ociLayerGzip, ociLayerTar, ociManifest } from './media-types.js';
+import { readNames, writeNames } from './names-index.js';
+import { hostArchitecture, planOciLayout } from './oci-layout-reader.js';
+import { packRootfs } from './rootfs-archiver.js';
+import { makeWorkDir } from './store-files.js';
+import type { StoreLayout } from './store-layout.js';
+import type { StoreLocks } from './store-locks.js';
+
+/** podman's (and docker's) default PATH, which import-rootfs images carry in their Env. */
+const defaultPathEnv = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+export interface ImporterDeps {
+  readonly layout: StoreLayout;
+  readonly blobs: BlobStore;
+  readonly locks: StoreLocks;
+}
+
+/**
+ * Every import runs in a private work dir under `tmp/` with the gc lock held shared, and only
+ * its last step (publish) touches what readers see. On any failure the work dir goes, so a failed
+ * import leaves at most verified blobs nothing references (swept by the next gc).
+ */
+async function withWorkDir<T>(deps: ImporterDeps, fn: (work: string) => Promise<T>): Promise<T> {
+  const lease = await deps.locks.holdForWork();
+  let work: string | undefined;
+  try {
+    work = await makeWorkDir(deps.layout, 'import');
+    return await fn(work);
+  } finally {
+    if (work !== undefined) await rm(work, { recursive: true, force: true });
+    lease.release();
+  }
+}
+
+/** Re-states any failure as "Cannot import X: …", keeping the error's code (and so the exit code). */
+function describeFailure(err: unknown, what: string): unknown {
+  const prefix = `Cannot import ${what}`;
+  if (err instanceof BerthError) {
+    if (err.message.startsWith(prefix)) return err;
+    return new BerthError(err.code, `${prefix}: ${err.message}`, { ...err.details }, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (errnoCode(err) === 'ENOSPC') return new BerthError('resource_exhausted', `${prefix}: ${message}`);
+  return new BerthError('internal', `${prefix}: ${message}`, {}, { cause: err });
+}
+
+export async function importArchive(
+  deps: ImporterDeps,
+  path: string,
+  options: { readonly name?: string } = {},
+): Promise<ImageSummary> {
+  const what = `"${path}"`;
+  const wantedName = options.name === undefined ? undefined : normalizeImageName(options.name, '--name');
+  const info = await stat(path).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') throw new NotFoundError('file or directory', path);
+    throw err;
+  });
+  try {
+    return await withWorkDir(deps, async (work) => {
+      const source: ImageSource = info.isDirectory()
+        ? new LayoutDirSource(resolve(path))
+        : await StagedArchive.stage(path, work);
+      let plan: ImagePlan;
+      if (source.has('manifest.json')) plan = await planDockerArchive(source, wantedName);
+      else if (source.has('index.json')) plan = await planOciLayout(source, wantedName);
+      else {
+        throw new InvalidArgumentError(
+          'it has neither manifest.json (docker-archive) nor index.json (OCI layout / oci-archive)',
+        );
+      }
+      return await install(deps, plan, work);
+    });
+  } catch (err) {
+    throw describeFailure(err, what);
+  }
+}
+
+export async function importRootfs(deps: ImporterDeps, dir: string, name: string): Promise<ImageSummary> {
+  const normalized = normalizeImageName(name, '--name');
+  const what = `rootfs "${dir}"`;
+  const info = await stat(dir).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') throw new NotFoundError('directory', dir);
+    throw err;
+  });
+  if (!info.isDirectory()) throw new InvalidArgumentError(`Cannot import ${what}: it is not a directory`);
+  try {
+    return await withWorkDir(deps, async (work) => {
+      const layer = await packRootfs(dir, join(work, 'layer.tar'));
+      const created = new Date().toISOString();
+      const config = {
+        created,
+        architecture: hostArchitecture(),
+        os: 'linux',
+        config: { Env: [defaultPathEnv], Cmd: ['/bin/sh'] },
+        rootfs: { type: 'layers', diff_ids: [layer.digest] },
+        history: [{ created, created_by: `berth image import-rootfs ${dir}` }],
+      };
+      const configPath = join(work, 'config.json');
+      const configBytes = Buffer.from(JSON.stringify(config));
+      await writeFile(configPath, configBytes, { flag: 'wx', mode: 0o600 });
+      const configFile = {
+        path: configPath,
+        size: configBytes.length,
+        digest: sha256Digest(createHash('sha256').update(configBytes).digest('hex')),
+        staged: true,
+      };
+      return await install(
+        deps,
+        {
+          config: { file: configFile, what: 'the image config', mediaType: ociConfig },
+          layers: [{ file: layer, what: 'the rootfs layer', mediaType: ociLayerTar }],
+          names: [normalized],
+        },
+        work,
+      );
+    });
+  } catch (err) {
+    throw describeFailure(err, what);
+  }
+}
+
+/** The sha256 of a layer's uncompressed tar, extracting it into `applier`'s root on the way. */
+async function applyLayer(
+  blobPath: string,
+  what: string,
+  applier: LayerApplier | undefined,
+): Promise<string> {
+  const hash = createHash('sha256');
+  const uncompressed = await openUncompressed(blobPath, what);
+  if (applier === undefined) {
+    for await (const chunk of uncompressed) hash.update(chunk as Buffer);
+    return sha256Digest(hash.digest('hex'));
+  }
+  const tee = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  uncompressed.on('error', (err) => tee.destroy(err));
+  uncompressed.pipe(tee);
+  try {
+    await applier.apply(tee, what);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof BerthError) throw err;
+    if (
+      /Invalid tar header|Unexpected end of data|unexpected end of file|incorrect header check/i.test(message)
+    ) {
+      const reason = /end of (data|file)/i.test(message) ? 'is truncated' : 'is not a tar archive';
+      throw new InvalidArgumentError(`${what} ${reason} (${message})`);
+    }
+    throw err;
+  } finally {
+    uncompressed.destroy();
+  }
+  return sha256Digest(hash.digest('hex'));
+}
+
+async function install(deps: ImporterDeps, plan: ImagePlan, work: string): Promise<ImageSummary> {
+  const { layout, blobs } = deps;
+  const config = await blobs.ingest(plan.config.file, plan.config.what, plan.config.expected);
+  const id = config.digest;
+  const parsed = parseImageConfig(await readFile(blobs.path(id)), plan.config.what);
+  if (parsed.diffIds.length !== plan.layers.length) {
+    throw new InvalidArgumentError(
+      `${plan.config.what} lists ${parsed.diffIds.length} layers (rootfs.diff_ids), the manifest ${plan.layers.length}`,
+    );
+  }
+  const layers: LayerRecord[] = [];
+  for (const layer of plan.layers) {
+    if (layer.mediaType !== undefined) checkLayerMediaType(layer.mediaType, layer.what);
+    const stored = await blobs.ingest(layer.file, layer.what, layer.expected);
+    const sniffed = await sniffCompression(blobs.path(stored.digest), layer.what);
+    const mediaType = layer.mediaType ?? (sniffed === 'gzip' ? ociLayerGzip : ociLayerTar);
+    layers.push({ ...stored, mediaType, diffId: parsed.diffIds[layers.length] ?? '' });
+  }
+
+  // Re-importing an image whose rootfs exists verifies the layers without writing them again.
+  const published = layout.rootfs(id);
+  const rootfs = join(work, 'rootfs');
+  const applier = existsSync(published) ? undefined : new LayerApplier(rootfs);
+  if (applier !== undefined) await mkdir(rootfs, { mode: 0o755 });
+  for (const [i, layer] of layers.entries()) {
+    const what = plan.layers[i]?.what ?? `layer ${i + 1}`;
+    const diffId = await applyLayer(blobs.path(layer.digest), what, applier);
+    if (diffId !== layer.diffId) {
+      throw new InvalidArgumentError(
+        `${what} uncompresses to ${diffId}, not the diff_id ${layer.diffId} the image config names`,
+        { expected: layer.diffId, actual: diffId },
+      );
+    }
+  }
+  // The rootfs is written without per-file fsync; one syncfs(2) makes the whole tree durable
+  // before it is published. Best effort: a missing `sync -f` only weakens power-loss safety.
+  if (applier !== undefined) spawnSync('sync', ['-f', rootfs], { stdio: 'ignore' });
+
+  const manifest = plan.manifest ?? {
+    mediaType: ociManifest,
+    bytes: Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: ociManifest,
+        config: { mediaType: ociConfig, digest: id, size: config.size },
+        layers: layers.map((l) => ({ mediaType: l.mediaType, digest: l.digest, size: l.size })),
+      }),
+    ),
+  };
+  const manifestBlob = await blobs.write(manifest.bytes);
+  const record: ImageRecord = {
+    id,
+    manifestDigest: manifestBlob.digest,
+    manifestMediaType: manifest.mediaType,
+    configDigest: id,
+    layers,
+    size: layers.reduce((sum, l) => sum + l.size, 0),
+    created: new Date().toISOString(),
+    architecture: parsed.architecture,
+    os: parsed.os,
+    config: parsed.runtime,
+  };
+  return publish(deps, record, applier === undefined ? undefined : rootfs, plan.names);
+}
+
+/** The one step readers can see: rootfs, record and names appear under the names lock. */
+async function publish(
+  deps: ImporterDeps,
+  record: ImageRecord,
+  rootfs: string | undefined,
+  names: readonly string[],
+): Promise<ImageSummary> {
+  const { layout, locks } = deps;
+  return locks.withNamesLock(async () => {
+    const target = layout.rootfs(record.id);
+    // Another process may have published the same image meanwhile: its rootfs is identical.
+    if (rootfs !== undefined && !existsSync(target)) await rename(rootfs, target);
+    if (!existsSync(target)) {
+      throw new BerthError(
+        'conflict',
+        `the image ${record.id} was removed while it was being imported; retry`,
+      );
+    }
+    const existing = readRecord(layout, record.id);
+    const kept = existing ?? record;
+    if (existing === undefined) await writeRecord(layout, record);
+    const index = readNames(layout);
+    let changed = false;
+    for (const name of names) {
+      if (index[name] !== record.id) {
+        index[name] = record.id;
+        changed = true;
+      }
+    }
+    if (changed) await writeNames(layout, index);
+    return {
+      id: kept.id,
+      names: Object.keys(index)
+        .filter((n) => index[n] === kept.id)
+        .sort(),
+      manifestDigest: kept.manifestDigest,
+      size: kept.size,
+      created: kept.created,
+    };
+  });
+}

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, open, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { StoreLayout } from './store-layout.js';
+
+/** A fresh private directory under `tmp/` for one import or removal (mode 0700). */
+export function makeWorkDir(layout: StoreLayout, purpose: string): Promise<string> {
+  return mkdtemp(join(layout.tmp, `${purpose}-`));
+}
+
+export function tempName(layout: StoreLayout, hint: string): string {
+  return join(layout.tmp, `${hint}-${process.pid}-${randomBytes(6).toString('hex')}`);
+}
+
+/**
+ * Writes a store file atomically and durably: the temp file lives in `tmp/` (same filesystem,
+ * swept if this process dies before the rename), is fsynced, then renamed over the target.
+ */
+export async function writeStoreFile(
+  layout: StoreLayout,
+  path: string,
+  data: string | Uint8Array,
+): Promise<void> {
+  const tmp = tempName(layout, 'file');
+  const handle = await open(tmp, 'wx', 0o644);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, path);
+}
