@@ -1,2 +1,3 @@
 export * from './crash-policy.js';
 export * from './reconcile-table.js';
+export * from './rep-api.js';
