@@ -80,7 +80,8 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
       holder,
       ttlMs,
       onChange: (event, held) => {
-        if (logger) logger.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`);
+        if (logger)
+          logger.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`);
       },
     });
     leases.push(lease);
