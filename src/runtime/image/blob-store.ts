@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { open, rename, stat } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { InvalidArgumentError } from '../../core/index.js';
 import { sha256Digest } from './digest.js';
 import type { SourceFile } from './image-source.js';
-import { tempName } from './store-files.js';
+import { tempName, writeStoreFile } from './store-files.js';
 import type { StoreLayout } from './store-layout.js';
 
 export interface StoredBlob {
@@ -43,6 +43,24 @@ export class BlobStore {
     what: string,
     expected?: { readonly digest: string; readonly size?: number },
   ): Promise<StoredBlob> {
+    let tmp: string | undefined;
+    try {
+      return await this.ingestVia(file, what, expected, (path) => {
+        tmp = path;
+      });
+    } catch (err) {
+      // A refused or failed copy must not leave its temp file behind.
+      if (tmp !== undefined) await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  private async ingestVia(
+    file: SourceFile,
+    what: string,
+    expected: { readonly digest: string; readonly size?: number } | undefined,
+    onTemp: (path: string) => void,
+  ): Promise<StoredBlob> {
     let digest = file.digest;
     let size = file.size;
     let tmp: string | undefined;
@@ -52,6 +70,7 @@ export class BlobStore {
       size = (await stat(this.path(digest))).size;
     } else if (digest === undefined) {
       tmp = tempName(this.layout, 'blob');
+      onTemp(tmp);
       ({ digest, size } = await copyHashing(file.path, tmp));
     }
     if (expected !== undefined) {
@@ -77,15 +96,7 @@ export class BlobStore {
   async write(data: Uint8Array): Promise<StoredBlob> {
     const digest = sha256Digest(createHash('sha256').update(data).digest('hex'));
     if (!this.has(digest)) {
-      const tmp = tempName(this.layout, 'blob');
-      const handle = await open(tmp, 'wx', 0o644);
-      try {
-        await handle.writeFile(data);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tmp, this.path(digest));
+      await writeStoreFile(this.layout, this.path(digest), data);
     }
     return { digest, size: data.length };
   }

@@ -56,6 +56,8 @@ export interface LayoutOptions {
   /** Write these bytes as the layer blob, under the digest of the honest blob. */
   readonly tamperLayer?: (blob: Buffer) => Buffer;
   readonly platforms?: readonly string[];
+  /** Use these bytes as the layer blobs, honestly digested (e.g. a truncated gzip). */
+  readonly blobs?: readonly Buffer[];
 }
 
 export interface LayoutResult {
@@ -73,8 +75,8 @@ function writeBlob(dir: string, data: Buffer, as = sha256(data)): string {
 export function writeOciLayout(dir: string, options: LayoutOptions): LayoutResult {
   const gzip = options.gzip ?? true;
   const diffIds = options.diffIds ?? options.layers.map((l) => sha256(l));
-  const layerDescriptors = options.layers.map((layer) => {
-    const blob = gzip ? gzipSync(layer) : layer;
+  const layerDescriptors = options.layers.map((layer, i) => {
+    const blob = options.blobs?.[i] ?? (gzip ? gzipSync(layer) : layer);
     const digest = sha256(blob);
     writeBlob(dir, options.tamperLayer ? options.tamperLayer(blob) : blob, digest);
     return {

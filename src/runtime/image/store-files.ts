@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, open, rename } from 'node:fs/promises';
+import { mkdtemp, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { StoreLayout } from './store-layout.js';
 
@@ -22,12 +22,17 @@ export async function writeStoreFile(
   data: string | Uint8Array,
 ): Promise<void> {
   const tmp = tempName(layout, 'file');
-  const handle = await open(tmp, 'wx', 0o644);
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    const handle = await open(tmp, 'wx', 0o644);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
   }
-  await rename(tmp, path);
 }
