@@ -32,6 +32,16 @@ export function unitAgentStep(view: ModelView, unit: string, now: Date): AgentSt
   if (u.life === 'alive') {
     const dying = step(unitDyingForService(view, unit, now));
     if (dying) return dying;
+    // Seed 003 Relations: "When a relation becomes Dying, the UAs of units that have entered its
+    // scope are responsible for cleanly departing the relation".
+    for (const id of view.scopesOfUnit(unit)) {
+      if (view.relation(id)?.life === 'dying') return step(leaveScope(view, id, unit)) ?? idle;
+    }
+    // Seed 003 Units: "when a subordinate unit is Dead, it is removed from state by its principal's
+    // UA", whatever the principal's own life (a container relation may have taken the sidecar).
+    for (const sub of view.subordinatesOf(unit)) {
+      if (view.unit(sub)?.life === 'dead') return { kind: 'txn', txn: removeUnit(view, sub) };
+    }
     if (u.principal !== null) {
       const p = view.unit(u.principal);
       const rel = view.relation(principalRelationOf(view, u.service)?.id ?? '');

@@ -1,3 +1,4 @@
+import type { AgentStep } from './agent-rules.js';
 import { addCell, assignUnitToCell } from './cell-rules.js';
 import { type MemoryModel, MemoryModelTxnRunner } from './memory-model-txn-runner.js';
 import type { ModelTxn, ModelView, RelationScope } from './model-types.js';
@@ -27,6 +28,13 @@ export class ModelBuilder {
     const t = build(this.runner.model);
     if (t) this.runner.apply(t);
     return t;
+  }
+
+  /** Applies an agent's step when it is a transaction; returns what kind of step it was. */
+  step(build: (view: ModelView) => AgentStep): AgentStep['kind'] {
+    const s = build(this.runner.model);
+    if (s.kind === 'txn') this.runner.apply(s.txn);
+    return s.kind;
   }
 
   cell(id: string): this {
