@@ -49,13 +49,7 @@ describe('berth image (CLI, real processes)', () => {
     const json = JSON.parse((await runBerth(['image', 'list', '--format=json', '--dir', dir])).stdout) as {
       names: string[];
     }[];
-    assert.deepEqual(
-      json
-        .map((i) => i.names)
-        .flat()
-        .sort(),
-      ['busybox:test', 'renamed:2'],
-    );
+    assert.deepEqual(json.flatMap((i) => i.names).sort(), ['busybox:test', 'renamed:2']);
   });
 
   it('rm by name untags and deletes the last name', async () => {
