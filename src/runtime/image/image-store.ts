@@ -1,8 +1,8 @@
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { readdir, rename, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errnoCode, InvalidArgumentError, NotFoundError } from '../../core/index.js';
-import { BlobStore } from './blob-store.js';
+import type { BlobStore } from './blob-store.js';
 import { digestHex, isDigest } from './digest.js';
 import { type ImageRecord, readRecord, recordBlobs } from './image-record.js';
 import { isImageName, normalizeImageName } from './image-reference.js';
@@ -42,12 +42,10 @@ const hexPrefix = /^[a-f0-9]{4,64}$/;
  */
 export class ImageStore {
   private readonly layout: StoreLayout;
-  private readonly blobs: BlobStore;
   private readonly locks: StoreLocks;
 
   constructor(readonly dataDir: string) {
     this.layout = new StoreLayout(dataDir);
-    this.blobs = new BlobStore(this.layout);
     this.locks = new StoreLocks(this.layout);
     for (const dir of [this.layout.blobs, this.layout.rootfsDir, this.layout.records]) {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -58,13 +56,13 @@ export class ImageStore {
   /** Imports a docker-archive or oci-archive tarball (plain or gzip) or an OCI layout directory. */
   async importArchive(path: string, options: { readonly name?: string } = {}): Promise<ImageSummary> {
     const { importArchive } = await import('./image-importer.js');
-    return importArchive(this.deps(), path, options);
+    return importArchive(await this.deps(), path, options);
   }
 
   /** Makes a single-layer image of a directory (Env PATH default, Cmd ["/bin/sh"]). */
   async importRootfs(dir: string, name: string): Promise<ImageSummary> {
     const { importRootfs } = await import('./image-importer.js');
-    return importRootfs(this.deps(), dir, name);
+    return importRootfs(await this.deps(), dir, name);
   }
 
   list(): ImageSummary[] {
@@ -122,7 +120,7 @@ export class ImageStore {
    * is under way in any process, since their blobs are not referenced yet.
    */
   async gc(): Promise<GcResult> {
-    const lease = this.locks.tryHoldForGc();
+    const lease = await this.locks.tryHoldForGc();
     if (lease === undefined) return { ran: false, blobsRemoved: 0, rootfsRemoved: 0, tmpRemoved: 0 };
     try {
       const tmpRemoved = await this.locks.sweepTmp();
@@ -151,15 +149,17 @@ export class ImageStore {
 
   /** Path of a blob in the store (whether or not it is there), for the registry to serve. */
   blobPath(digest: string): string {
-    return this.blobs.path(digest);
+    return this.layout.blob(digest);
   }
 
   hasBlob(digest: string): boolean {
-    return this.blobs.has(digest);
+    return existsSync(this.layout.blob(digest));
   }
 
-  private deps(): { layout: StoreLayout; blobs: BlobStore; locks: StoreLocks } {
-    return { layout: this.layout, blobs: this.blobs, locks: this.locks };
+  /** The blob writer (and node:crypto with it) loads only for imports, off the pod hot path. */
+  private async deps(): Promise<{ layout: StoreLayout; blobs: BlobStore; locks: StoreLocks }> {
+    const { BlobStore } = await import('./blob-store.js');
+    return { layout: this.layout, blobs: new BlobStore(this.layout), locks: this.locks };
   }
 
   private records(): ImageRecord[] {

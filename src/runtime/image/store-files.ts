@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { StoreLayout } from './store-layout.js';
@@ -9,7 +8,10 @@ export function makeWorkDir(layout: StoreLayout, purpose: string): Promise<strin
 }
 
 export function tempName(layout: StoreLayout, hint: string): string {
-  return join(layout.tmp, `${hint}-${process.pid}-${randomBytes(6).toString('hex')}`);
+  // Unique enough with the pid; files are opened O_EXCL ('wx') anyway. No node:crypto: this
+  // module is on the pod hot path's import graph.
+  const random = Math.floor(Math.random() * 2 ** 48).toString(16);
+  return join(layout.tmp, `${hint}-${process.pid}-${random}`);
 }
 
 /**

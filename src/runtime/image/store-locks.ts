@@ -1,7 +1,6 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tryLock, waitLock } from '../flock.js';
 import type { StoreLayout } from './store-layout.js';
 
 /** A held flock(2); closing the fd releases it, and so does the kernel if the process dies. */
@@ -10,6 +9,11 @@ export interface Lease {
 }
 
 /** libuv opens every fd with O_CLOEXEC, so runc and other children never inherit these locks. */
+/** fs-ext is a native addon: loaded on first lock, so `resolve` on the pod hot path never pays for it. */
+function flock() {
+  return import('../flock.js');
+}
+
 function openLockFile(path: string): number {
   return openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
 }
@@ -43,6 +47,7 @@ export class StoreLocks {
    * which is harmless: this process has nothing in `tmp/` yet.
    */
   async holdForWork(): Promise<Lease> {
+    const { tryLock, waitLock } = await flock();
     const fd = openLockFile(this.layout.gcLock);
     try {
       if (tryLock(fd, 'exclusive')) await this.sweepTmp();
@@ -55,7 +60,8 @@ export class StoreLocks {
   }
 
   /** Exclusive gc lease, or undefined at once when any import or removal is under way. */
-  tryHoldForGc(): Lease | undefined {
+  async tryHoldForGc(): Promise<Lease | undefined> {
+    const { tryLock } = await flock();
     const fd = openLockFile(this.layout.gcLock);
     if (tryLock(fd, 'exclusive')) return lease(fd);
     closeSync(fd);
@@ -63,6 +69,7 @@ export class StoreLocks {
   }
 
   async withNamesLock<T>(fn: () => Promise<T>): Promise<T> {
+    const { waitLock } = await flock();
     const fd = openLockFile(this.layout.namesLock);
     try {
       await waitLock(fd, 'exclusive');
