@@ -59,8 +59,8 @@ function initialSchema(kind: SqlDialectKind): string[] {
     `CREATE TABLE events (
       id ${idColumn[kind]}, txid ${txidColumn[kind]}, type TEXT NOT NULL, data TEXT NOT NULL,
       created_at TEXT NOT NULL)`,
-    'CREATE INDEX events_order ON events (txid, id)',
-    'CREATE INDEX events_created ON events (created_at)',
+    // SQLite reads events by id alone (its rowid); PostgreSQL reads them in (txid, id) order.
+    ...(kind === 'postgres' ? ['CREATE INDEX events_order ON events (txid, id)'] : []),
     `CREATE TABLE leases (
       name TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL, expires_at TEXT NOT NULL)`,
   ];

@@ -10,6 +10,12 @@ export interface PostgresBackendOptions {
   readonly poolSize?: number;
 }
 
+/** `?` placeholders → `$1, $2, …` (the SQL given to readRows never has a literal "?"). */
+export function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
 /** Arbitrary but fixed: every berth server takes this advisory lock to migrate. */
 const migrationLockKey = 0x62_65_72_74_68; // "berth"
 const retryableCodes = new Set(['40001', '40P01']);
@@ -61,6 +67,27 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
           AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
         ORDER BY txid, id LIMIT ${limit}`.execute(tx);
       return result.rows;
+    },
+    async readRows(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const result = await fn(async (text, params = []) => {
+          const res = await client.query<unknown[]>({
+            text: numbered(text),
+            values: [...params],
+            rowMode: 'array',
+          });
+          return res.rows;
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
     },
     isUniqueViolation: (err) => errnoCode(err) === '23505',
     close: () => db.destroy(),

@@ -11,6 +11,8 @@ export interface RawEventRow {
   readonly created_at: string;
 }
 
+export type RowQuery = (text: string, params?: readonly unknown[]) => Promise<unknown[][]>;
+
 /**
  * What differs between SQLite and PostgreSQL beyond SQL text: how a transaction begins, how rows
  * are locked, how the event log is read in commit order, which errors mean "retry" or "duplicate".
@@ -34,6 +36,12 @@ export interface SqlBackend {
     afterId: number,
     limit: number,
   ): Promise<RawEventRow[]>;
+  /**
+   * A consistent read-only snapshot whose queries return positional rows (arrays), bypassing the
+   * query builder: the convergence read of 250,000 ActualLRPs spends its time creating values, and
+   * arrays cost half of keyed row objects. SQL is written with `?` placeholders.
+   */
+  readRows<T>(fn: (query: RowQuery) => Promise<T>): Promise<T>;
   isUniqueViolation(err: unknown): boolean;
   close(): Promise<void>;
 }

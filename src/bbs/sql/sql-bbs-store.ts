@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import { BerthError, InvalidArgumentError, NotFoundError } from '../../core/index.js';
 import { actualLrpStates, assertActualLRPTransition } from '../actual-lrp-transitions.js';
 import type {
@@ -66,9 +66,41 @@ import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import { assertTaskTransition, taskDeletableStates, taskStates } from '../task-transitions.js';
 import type { ActualLrpRow, BbsDatabase, DesiredLrpRow, TaskRow } from './bbs-database.js';
 import { applyMigrations } from './bbs-migrations.js';
-import type { SqlBackend } from './sql-backend.js';
+import { numbered } from './postgres-backend.js';
+import type { RowQuery, SqlBackend } from './sql-backend.js';
 
 type Db = Kysely<BbsDatabase>;
+
+/**
+ * The statements every CAS runs, as constant SQL. Building them with the query builder cost more
+ * CPU than SQLite spent running them; constant text also hits the prepared-statement cache.
+ * Written with `?` and numbered for PostgreSQL once.
+ */
+const actualColumns =
+  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, ' +
+  'crash_reason, since, placement_error, address, ports, tag_epoch, tag_index';
+const hotSql = {
+  selectActual: `SELECT ${actualColumns} FROM actual_lrps WHERE process_guid = ? AND idx = ? AND evacuating = ?`,
+  updateActual:
+    'UPDATE actual_lrps SET domain = ?, instance_guid = ?, cell_id = ?, state = ?, crash_count = ?, ' +
+    'last_crashed_at = ?, crash_reason = ?, since = ?, placement_error = ?, address = ?, ports = ?, ' +
+    'tag_epoch = ?, tag_index = ? ' +
+    'WHERE process_guid = ? AND idx = ? AND evacuating = ? AND tag_epoch = ? AND tag_index = ?',
+  insertEvent: 'INSERT INTO events (type, data, created_at) VALUES (?, ?, ?)',
+} as const;
+type HotQuery = keyof typeof hotSql;
+
+const hotSqlByKind: Readonly<
+  Record<'sqlite' | 'postgres', Readonly<Record<HotQuery | 'selectActualForUpdate', string>>>
+> = {
+  sqlite: { ...hotSql, selectActualForUpdate: hotSql.selectActual },
+  postgres: {
+    selectActual: numbered(hotSql.selectActual),
+    selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
+    updateActual: numbered(hotSql.updateActual),
+    insertEvent: numbered(hotSql.insertEvent),
+  },
+};
 
 export interface SqlBbsStoreOptions {
   /** The store's clock; tests inject one. */
@@ -100,9 +132,11 @@ export class SqlBbsStore implements BbsStore {
   readonly #now: () => Date;
   readonly #onCasConflict: (operation: string) => void;
   readonly #listeners = new Set<() => void>();
+  readonly #sql: (typeof hotSqlByKind)['sqlite'];
 
   private constructor(backend: SqlBackend, options: SqlBbsStoreOptions) {
     this.backend = backend;
+    this.#sql = hotSqlByKind[backend.kind];
     this.#now = options.now ?? (() => new Date());
     this.#onCasConflict = options.onCasConflict ?? (() => {});
   }
@@ -138,7 +172,13 @@ export class SqlBbsStore implements BbsStore {
         const date = this.#now();
         const tx: Tx = { db, now: date.toISOString(), nowMs: date.getTime(), events: [] };
         const value = await fn(tx);
-        if (tx.events.length > 0) {
+        if (tx.events.length === 1) {
+          const { type, ...data } = tx.events[0]!;
+          await db.executeQuery(
+            CompiledQuery.raw(this.#sql.insertEvent, [type, JSON.stringify(data), tx.now]),
+          );
+          appended = true;
+        } else if (tx.events.length > 1) {
           for (let i = 0; i < tx.events.length; i += insertChunk) {
             await db
               .insertInto('events')
@@ -208,6 +248,7 @@ export class SqlBbsStore implements BbsStore {
   }
 
   async listDesiredLRPs(req: DesiredLRPFilter = {}): Promise<DesiredLRP[]> {
+    if (req.domain === undefined) return this.backend.readRows(readAllDesired);
     return listDesired(this.backend.db, req);
   }
 
@@ -299,6 +340,9 @@ export class SqlBbsStore implements BbsStore {
   // ---------------------------------------------------------------- ActualLRPs: reads
 
   async listActualLRPs(req: ActualLRPFilter = {}): Promise<ActualLRP[]> {
+    const unfiltered =
+      req.process_guid === undefined && req.domain === undefined && req.cell_id === undefined;
+    if (unfiltered) return this.backend.readRows(readAllActual);
     return listActual(this.backend.db, req);
   }
 
@@ -949,11 +993,18 @@ export class SqlBbsStore implements BbsStore {
 
   async readSnapshot(): Promise<BbsSnapshot> {
     const now = this.#now().toISOString();
-    return this.backend.read(async (db) => ({
-      desired_lrps: await listDesired(db, {}),
-      actual_lrps: await listActual(db, {}),
-      domains: await listFreshDomains(db, now),
-      cells: await listLiveCells(db, now),
+    return this.backend.readRows(async (query) => ({
+      desired_lrps: await readAllDesired(query),
+      actual_lrps: await readAllActual(query),
+      domains: (
+        await query('SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain', [now])
+      ).map(([domain, fresh_until]) => ({ domain: domain as string, fresh_until: fresh_until as string })),
+      cells: (
+        await query(
+          'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at FROM cells WHERE expires_at > ? ORDER BY cell_id',
+          [now],
+        )
+      ).map(arrayToCell),
       now,
     }));
   }
@@ -970,7 +1021,18 @@ export class SqlBbsStore implements BbsStore {
 
   async pruneEvents(req: PruneEventsRequest): Promise<number> {
     return this.mutate('pruneEvents', async (tx) => {
-      const result = await tx.db.deleteFrom('events').where('created_at', '<', req.before).executeTakeFirst();
+      // Ids grow with time, so the first event young enough to keep bounds what goes; no index on
+      // created_at is needed (one fewer index to update on every write).
+      const firstKept = await tx.db
+        .selectFrom('events')
+        .select('id')
+        .where('created_at', '>=', req.before)
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst();
+      let query = tx.db.deleteFrom('events');
+      if (firstKept) query = query.where('id', '<', firstKept.id);
+      const result = await query.executeTakeFirst();
       return Number(result.numDeletedRows);
     });
   }
@@ -1046,14 +1108,11 @@ export class SqlBbsStore implements BbsStore {
   }
 
   private async loadActual(db: Db, ref: ActualLRPRef, evacuating: boolean, lock: boolean) {
-    let query = db
-      .selectFrom('actual_lrps')
-      .selectAll()
-      .where('process_guid', '=', ref.process_guid)
-      .where('idx', '=', ref.index)
-      .where('evacuating', '=', evacuating ? 1 : 0);
-    if (lock && this.backend.lockRows) query = query.forUpdate();
-    const row = await query.executeTakeFirst();
+    const text = lock ? this.#sql.selectActualForUpdate : this.#sql.selectActual;
+    const result = await db.executeQuery<ActualLrpRow>(
+      CompiledQuery.raw(text, [ref.process_guid, ref.index, evacuating ? 1 : 0]),
+    );
+    const row = result.rows[0];
     return row ? rowToActual(row) : undefined;
   }
 
@@ -1110,17 +1169,30 @@ export class SqlBbsStore implements BbsStore {
           ? nextTag(before.modification_tag)
           : changes.modification_tag,
     };
-    const { process_guid, idx, evacuating, ...row } = actualToRow(after);
-    const result = await tx.db
-      .updateTable('actual_lrps')
-      .set(row)
-      .where('process_guid', '=', process_guid)
-      .where('idx', '=', idx)
-      .where('evacuating', '=', evacuating)
-      .where('tag_epoch', '=', before.modification_tag.epoch)
-      .where('tag_index', '=', before.modification_tag.index)
-      .executeTakeFirst();
-    if (result.numUpdatedRows !== 1n) {
+    const r = actualToRow(after);
+    const result = await tx.db.executeQuery(
+      CompiledQuery.raw(this.#sql.updateActual, [
+        r.domain,
+        r.instance_guid,
+        r.cell_id,
+        r.state,
+        r.crash_count,
+        r.last_crashed_at,
+        r.crash_reason,
+        r.since,
+        r.placement_error,
+        r.address,
+        r.ports,
+        r.tag_epoch,
+        r.tag_index,
+        r.process_guid,
+        r.idx,
+        r.evacuating,
+        before.modification_tag.epoch,
+        before.modification_tag.index,
+      ]),
+    );
+    if (result.numAffectedRows !== 1n) {
       const current = await this.loadActual(tx.db, before, before.evacuating, false);
       if (!current) throw new NotFoundError('ActualLRP', refName(before));
       throw new CasConflictError('ActualLRP', refName(before), before.modification_tag, current);
@@ -1290,6 +1362,66 @@ async function listLiveCells(db: Db, now: string): Promise<CellPresence[]> {
     placement_tags: JSON.parse(r.placement_tags) as string[],
     expires_at: r.expires_at,
   }));
+}
+
+// ------------------------------------------------------------------ full reads (positional rows)
+
+const desiredColumns =
+  'process_guid, domain, instances, definition, routes, annotation, created_at, tag_epoch, tag_index';
+
+async function readAllDesired(query: RowQuery): Promise<DesiredLRP[]> {
+  const rows = await query(`SELECT ${desiredColumns} FROM desired_lrps ORDER BY process_guid`);
+  return rows.map((r) =>
+    rowToDesired({
+      process_guid: r[0] as string,
+      domain: r[1] as string,
+      instances: Number(r[2]),
+      definition: r[3] as string,
+      routes: r[4] as string,
+      annotation: r[5] as string,
+      created_at: r[6] as string,
+      tag_epoch: r[7] as string,
+      tag_index: Number(r[8]),
+    }),
+  );
+}
+
+async function readAllActual(query: RowQuery): Promise<ActualLRP[]> {
+  const rows = await query(`SELECT ${actualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`);
+  return rows.map(arrayToActual);
+}
+
+/** Column order of `actualColumns`; one object literal so every ActualLRP shares a hidden class. */
+function arrayToActual(r: unknown[]): ActualLRP {
+  const ports = r[13] as string;
+  return {
+    process_guid: r[0] as string,
+    index: r[1] as number,
+    domain: r[3] as string,
+    instance_guid: r[4] as string,
+    cell_id: r[5] as string,
+    state: r[6] as ActualLRPState,
+    crash_count: r[7] as number,
+    last_crashed_at: r[8] as string | null,
+    crash_reason: r[9] as string,
+    since: r[10] as string,
+    placement_error: r[11] as string,
+    address: r[12] as string,
+    ports: ports === '[]' ? [] : (JSON.parse(ports) as PortMapping[]),
+    evacuating: r[2] === 1,
+    modification_tag: { epoch: r[14] as string, index: r[15] as number },
+  };
+}
+
+function arrayToCell(r: unknown[]): CellPresence {
+  return {
+    cell_id: r[0] as string,
+    zone: r[1] as string,
+    capacity: JSON.parse(r[2] as string) as CellPresence['capacity'],
+    rep_url: r[3] as string,
+    placement_tags: JSON.parse(r[4] as string) as string[],
+    expires_at: r[5] as string,
+  };
 }
 
 // ------------------------------------------------------------------ row mapping

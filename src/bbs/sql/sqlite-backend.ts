@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { Kysely, type Kysely as KyselyType, SqliteDialect, sql } from 'kysely';
+import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import { BerthError, errnoCode } from '../../core/index.js';
 import type { BbsDatabase } from './bbs-database.js';
 import type { RawEventRow, SqlBackend } from './sql-backend.js';
@@ -22,7 +22,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
   database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
   // NORMAL in WAL mode: a power loss can drop the last commits but never corrupts the file.
   database.pragma('synchronous = NORMAL');
-  const db = new Kysely<BbsDatabase>({ dialect: new SqliteDialect({ database }) });
+  const statements = cachingStatements(database);
+  const db = new Kysely<BbsDatabase>({ dialect: new SqliteDialect({ database: statements }) });
 
   async function inTransaction<T>(
     begin: string,
@@ -63,8 +64,44 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
         .limit(limit)
         .execute();
     },
+    readRows: (fn) =>
+      inTransaction('BEGIN', async () =>
+        // Holding kysely's connection (its mutex) makes direct use of the handle safe here.
+        fn(async (text, params = []) => statements.rawStatement(text).all(...params) as unknown[][]),
+      ),
     isUniqueViolation: (err) => errnoCode(err)?.startsWith('SQLITE_CONSTRAINT') === true,
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * kysely's SQLite driver prepares every statement anew; preparing costs about as much as running
+ * a small statement. The query builder produces a handful of distinct SQL texts, so a small LRU of
+ * prepared statements removes that cost from every CAS.
+ */
+function cachingStatements(
+  database: Database.Database,
+): SqliteDatabase & { rawStatement(text: string): Database.Statement } {
+  const cache = new Map<string, Database.Statement>();
+  const limit = 256;
+  // One cache for both kinds, keyed apart: a statement in raw (array) mode stays in it.
+  const statement = (text: string, raw: boolean): Database.Statement => {
+    const key = `${raw ? 'a' : 'o'}${text}`;
+    let cached = cache.get(key);
+    if (cached) {
+      cache.delete(key);
+    } else {
+      cached = database.prepare(text);
+      if (raw) cached.raw(true);
+      if (cache.size >= limit) cache.delete(cache.keys().next().value as string);
+    }
+    cache.set(key, cached);
+    return cached;
+  };
+  return {
+    close: () => database.close(),
+    prepare: (text: string) => statement(text, false) as unknown as ReturnType<SqliteDatabase['prepare']>,
+    rawStatement: (text: string) => statement(text, true),
   };
 }
 

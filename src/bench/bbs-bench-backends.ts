@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface BenchBackend {
+  readonly name: 'SQLite' | 'PostgreSQL';
+  readonly db: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * The two backends every BBS benchmark runs on: a SQLite file in a temp dir, and a PostgreSQL
+ * server — `BERTH_BENCH_POSTGRES_URL` when given, else a throw-away one started by the test
+ * harness (loaded dynamically: benchmarks, like tests, may start one; production code never does).
+ */
+export async function benchBackends(): Promise<BenchBackend[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'));
+  const backends: BenchBackend[] = [
+    {
+      name: 'SQLite',
+      db: join(dir, 'bbs.sqlite3'),
+      cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+    },
+  ];
+  const url = process.env.BERTH_BENCH_POSTGRES_URL;
+  if (url) {
+    backends.push({ name: 'PostgreSQL', db: url, cleanup: async () => {} });
+    return backends;
+  }
+  const harnessPath = new URL('../testing/postgres-harness.js', import.meta.url).href;
+  const harness = (await import(harnessPath)) as typeof import('../testing/postgres-harness.js');
+  const skip = harness.postgresSkipReason();
+  if (skip) {
+    process.stdout.write(`PostgreSQL skipped: ${skip}\n`);
+    return backends;
+  }
+  const server = await harness.startPostgres('bench');
+  backends.push({ name: 'PostgreSQL', db: server.url, cleanup: () => server.stop() });
+  return backends;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
