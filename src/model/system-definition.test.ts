@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  type DefinitionProblem,
+  InvalidDefinitionError,
+  parseSystemDefinition,
+  validateSystemDefinition,
+} from './system-definition.js';
+
+const issueExample = `
+system: shop
+services:
+  /web/api:
+    image: bb:1
+    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/"]
+    instances: 2
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 32
+    relations: ["/db"]
+  /db:
+    image: bb:1
+    command: ["/bin/sleep", "100000"]
+  /log-shipper:
+    image: bb:1
+    command: ["/bin/sleep", "100000"]
+    subordinate_to: /web/api
+jobs:
+  /migrate:
+    image: bb:1
+    command: ["/bin/true"]
+`;
+
+function problems(value: unknown): DefinitionProblem[] {
+  const r = validateSystemDefinition(value);
+  assert.equal(r.ok, false, 'expected a refusal');
+  return r.ok ? [] : r.problems;
+}
+
+function has(list: readonly DefinitionProblem[], path: string, field: string, message: RegExp): void {
+  assert.ok(
+    list.some((p) => p.path === path && p.field === field && message.test(p.message)),
+    `expected ${path} ${field} ~ ${message} in ${JSON.stringify(list, null, 1)}`,
+  );
+}
+
+const ok = { image: 'bb:1' };
+
+describe('system definition (issue 8 YAML)', () => {
+  it('parses the issue\'s example with defaults filled in', () => {
+    const d = parseSystemDefinition(issueExample);
+    assert.equal(d.system, 'shop');
+    assert.deepEqual(
+      d.services.map((s) => s.path),
+      ['/db', '/log-shipper', '/web/api'],
+    );
+    const api = d.services.find((s) => s.path === '/web/api')!;
+    assert.deepEqual(api.monitor, { tcp: 8080 });
+    assert.equal(api.instances, 2);
+    assert.equal(api.disk_mb, 1024);
+    assert.deepEqual(api.relations, ['/db']);
+    const db = d.services.find((s) => s.path === '/db')!;
+    assert.equal(db.instances, 1);
+    assert.equal(db.memory_mb, 128);
+    assert.deepEqual(db.env, {});
+    assert.equal(d.services.find((s) => s.path === '/log-shipper')?.subordinate_to, '/web/api');
+    assert.deepEqual(d.jobs, [{ path: '/migrate', image: 'bb:1', command: ['/bin/true'], env: {}, memory_mb: 128, disk_mb: 1024, annotation: '' }]);
+  });
+
+  it('lists every problem at once, not the first one', () => {
+    const list = problems({
+      system: 'Shop!',
+      extra: 1,
+      services: {
+        '/a': { image: 'bb:1', instances: -1, ports: [80, 80, 70000], colour: 'red', relations: ['/nope'] },
+        '/b': { command: 'sleep' },
+      },
+    });
+    has(list, '/', 'system', /expected string to match/);
+    has(list, '/', 'extra', /unknown field/);
+    has(list, '/a', 'instances', /greater or equal to 0/);
+    has(list, '/a', 'ports.2', /less or equal to 65535/);
+    has(list, '/a', 'colour', /unknown field/);
+    has(list, '/b', 'image', /required/);
+    has(list, '/b', 'command', /array/);
+    assert.ok(list.length >= 7, JSON.stringify(list));
+  });
+
+  it('checks references once the shapes are right, all of them', () => {
+    const list = problems({
+      system: 'shop',
+      services: {
+        '/a': { ...ok, relations: ['/nope', '/job', '/a', '/b', '/b'] },
+        '/b': { ...ok, subordinate_to: '/job' },
+        '/c': { ...ok, subordinate_to: '/missing' },
+        '/d': { ...ok, subordinate_to: '/d' },
+        '/e': { ...ok, ports: [80, 81, 80], monitor: { http: { port: 8080, path: '/' } } },
+      },
+      jobs: { '/job': ok },
+    });
+    has(list, '/a', 'relations', /\/nope is not a service/);
+    has(list, '/a', 'relations', /\/job is a job/);
+    has(list, '/a', 'relations', /relates to itself/);
+    has(list, '/a', 'relations', /\/b is listed twice/);
+    has(list, '/b', 'subordinate_to', /\/job is a job/);
+    has(list, '/c', 'subordinate_to', /\/missing is not a service/);
+    has(list, '/d', 'subordinate_to', /itself/);
+    has(list, '/e', 'ports', /port 80 is listed twice/);
+    has(list, '/e', 'monitor', /port 8080 is not in ports/);
+  });
+
+  it('refuses sidecar cycles and sidecars of sidecars', () => {
+    const list = problems({
+      system: 'shop',
+      services: {
+        '/a': { ...ok, subordinate_to: '/b' },
+        '/b': { ...ok, subordinate_to: '/a' },
+        '/p': ok,
+        '/q': { ...ok, subordinate_to: '/p' },
+        '/r': { ...ok, subordinate_to: '/q', instances: 3 },
+      },
+    });
+    has(list, '/a', 'subordinate_to', /cycle: \/a → \/b → \/a/);
+    has(list, '/b', 'subordinate_to', /cycle: \/b → \/a → \/b/);
+    has(list, '/r', 'subordinate_to', /\/q is itself a sidecar/);
+    has(list, '/r', 'instances', /one unit per principal/);
+    assert.ok(!list.some((p) => p.path === '/q'), 'a sidecar of a plain service is fine');
+  });
+
+  it('a path that is both a service and a prefix of a job is fine; the same path twice is not', () => {
+    const good = validateSystemDefinition({ system: 'shop', services: { '/web': ok }, jobs: { '/web/migrate': ok } });
+    assert.equal(good.ok, true);
+    has(problems({ system: 'shop', services: { '/web': ok }, jobs: { '/web': ok } }), '/web', '', /both as a service and as a job/);
+    assert.throws(
+      () => parseSystemDefinition('system: shop\nservices:\n  /a: {image: x}\n  /a: {image: y}\n'),
+      (err: unknown) => err instanceof InvalidDefinitionError && /YAML line 4: Map keys must be unique/.test(err.problems[0]?.message ?? ''),
+    );
+  });
+
+  it('refuses bad paths, bad monitors, bad env names and fields that only services have on jobs', () => {
+    const list = problems({
+      system: 'shop',
+      services: {
+        'web': ok,
+        '/Web': ok,
+        '/a': { ...ok, monitor: { udp: 53 }, env: { 'BAD-NAME': 'x', GOOD: 1 } },
+      },
+      jobs: { '/j': { ...ok, ports: [80], instances: 2 } },
+    });
+    has(list, 'web', '', /paths like/);
+    has(list, '/Web', '', /paths like/);
+    has(list, '/a', 'monitor', /one of \{tcp/);
+    has(list, '/a', 'env.BAD-NAME', /variable name/);
+    has(list, '/a', 'env.GOOD', /string/);
+    has(list, '/j', 'ports', /unknown field/);
+    has(list, '/j', 'instances', /unknown field/);
+  });
+
+  it('the error is an invalid_argument listing path, field and reason on its own line each', () => {
+    try {
+      parseSystemDefinition('system: shop\nservices:\n  /a: {instances: two}\n');
+      assert.fail('expected a refusal');
+    } catch (err) {
+      assert.ok(err instanceof InvalidDefinitionError);
+      assert.equal(err.code, 'invalid_argument');
+      assert.match(err.message, /2 problem\(s\)\n {2}\/a image: required\n {2}\/a instances: expected integer/);
+    }
+  });
+
+  it('refuses a document that is not a mapping', () => {
+    assert.throws(() => parseSystemDefinition('- a\n- b\n'), InvalidDefinitionError);
+  });
+});

@@ -1,0 +1,301 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { parseDocument } from 'yaml';
+import type { Monitor } from '../bbs/index.js';
+import { InvalidArgumentError } from '../core/index.js';
+import { isTreePath } from './tree-path.js';
+
+/** One reason a definition is refused. `path` is the service or job (or `/` for the file itself). */
+export interface DefinitionProblem {
+  readonly path: string;
+  readonly field: string;
+  readonly message: string;
+}
+
+/** Refused before anything changes, with every problem listed (issue 8). */
+export class InvalidDefinitionError extends InvalidArgumentError {
+  readonly problems: readonly DefinitionProblem[];
+
+  constructor(problems: readonly DefinitionProblem[]) {
+    super(
+      `Cannot accept the system definition: ${problems.length} problem(s)\n${problems
+        .map((p) => `  ${p.path}${p.field ? ` ${p.field}` : ''}: ${p.message}`)
+        .join('\n')}`,
+      { problems },
+    );
+    this.name = 'InvalidDefinitionError';
+    this.problems = problems;
+  }
+}
+
+export interface ServiceDefinition {
+  readonly path: string;
+  readonly image: string;
+  /** The whole argv; absent → the image's Entrypoint + Cmd (as in the BBS). */
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Sidecars have one unit per principal unit; their `instances` is that count, set at deploy. */
+  readonly instances: number;
+  readonly ports: readonly number[];
+  readonly monitor?: Monitor;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly routes: Readonly<Record<string, unknown>>;
+  readonly annotation: string;
+  /** Paths of services this one has a global relation with, sorted. */
+  readonly relations: readonly string[];
+  /** The principal service's path when this service is a sidecar. */
+  readonly subordinate_to?: string;
+}
+
+export interface JobDefinition {
+  readonly path: string;
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly annotation: string;
+}
+
+export interface SystemDefinition {
+  readonly system: string;
+  readonly services: readonly ServiceDefinition[];
+  readonly jobs: readonly JobDefinition[];
+}
+
+export const definitionDefaults = { instances: 1, memory_mb: 128, disk_mb: 1024 } as const;
+
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+const Argv = Type.Array(Type.String({ minLength: 1 }), { minItems: 1 });
+const Env = Type.Record(Type.String(), Type.String());
+const MonitorSchema = Type.Union([
+  Type.Object({ tcp: Port }, { additionalProperties: false }),
+  Type.Object(
+    { http: Type.Object({ port: Port, path: Type.String({ pattern: '^/' }) }, { additionalProperties: false }) },
+    { additionalProperties: false },
+  ),
+  Type.Object({ command: Argv }, { additionalProperties: false }),
+]);
+
+const common = {
+  image: Type.String({ minLength: 1 }),
+  command: Type.Optional(Argv),
+  env: Type.Optional(Env),
+  memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
+  disk_mb: Type.Optional(Type.Integer({ minimum: 1 })),
+  annotation: Type.Optional(Type.String()),
+};
+
+const ServiceSchema = Type.Object(
+  {
+    ...common,
+    instances: Type.Optional(Type.Integer({ minimum: 0 })),
+    ports: Type.Optional(Type.Array(Port)),
+    monitor: Type.Optional(MonitorSchema),
+    routes: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    relations: Type.Optional(Type.Array(Type.String())),
+    subordinate_to: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+const JobSchema = Type.Object(common, { additionalProperties: false });
+
+const TopSchema = Type.Object(
+  {
+    system: Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }),
+    services: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    jobs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+
+type RawService = Static<typeof ServiceSchema>;
+type RawJob = Static<typeof JobSchema>;
+
+const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function schemaProblems(schema: TSchema, value: unknown, path: string): DefinitionProblem[] {
+  const out: DefinitionProblem[] = [];
+  for (const e of Value.Errors(schema, value)) {
+    const parts = e.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const field = parts.join('.');
+    if (parts[0] === 'monitor' && parts.length === 1 && e.message === 'Expected union value') {
+      out.push({ path, field, message: 'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}' });
+    } else if (e.message === 'Unexpected property') {
+      out.push({ path, field, message: 'unknown field' });
+    } else if (e.value === undefined && e.message.startsWith('Expected')) {
+      out.push({ path, field, message: 'required' });
+    } else {
+      out.push({ path, field, message: e.message.toLowerCase() });
+    }
+  }
+  // A union reports each branch and then itself; the one line above says it all.
+  return out.filter((p, i) => out.findIndex((q) => q.path === p.path && q.field === p.field) === i);
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/**
+ * Validates a parsed definition: shape (TypeBox, every error), then the references between entries.
+ * Returns the normalized definition (defaults filled in, sorted by path) or every problem found.
+ */
+export function validateSystemDefinition(
+  value: unknown,
+): { readonly ok: true; readonly definition: SystemDefinition } | { readonly ok: false; readonly problems: DefinitionProblem[] } {
+  const problems: DefinitionProblem[] = [];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, problems: [{ path: '/', field: '', message: 'must be a mapping with system, services, jobs' }] };
+  }
+  problems.push(...schemaProblems(TopSchema, value, '/'));
+  const top = value as Record<string, unknown>;
+  const rawServices = asRecord(top.services);
+  const rawJobs = asRecord(top.jobs);
+  const services = new Map<string, RawService>();
+  const jobs = new Map<string, RawJob>();
+  for (const [section, raws, schema] of [
+    ['services', rawServices, ServiceSchema],
+    ['jobs', rawJobs, JobSchema],
+  ] as const) {
+    for (const [path, raw] of Object.entries(raws)) {
+      if (path === '/' || !isTreePath(path)) {
+        problems.push({ path, field: '', message: `${section} keys are paths like /web/api (lower-case segments)` });
+        continue;
+      }
+      const found = schemaProblems(schema, raw, path);
+      problems.push(...found);
+      if (found.length === 0) {
+        if (section === 'services') services.set(path, raw as RawService);
+        else jobs.set(path, raw as RawJob);
+      }
+      for (const key of Object.keys(asRecord(asRecord(raw).env))) {
+        if (!envName.test(key)) problems.push({ path, field: `env.${key}`, message: 'not a valid variable name' });
+      }
+    }
+  }
+  for (const path of Object.keys(rawJobs)) {
+    if (path in rawServices) problems.push({ path, field: '', message: 'declared both as a service and as a job' });
+  }
+  for (const [path, svc] of services) problems.push(...referenceProblems(path, svc, rawServices, rawJobs));
+  problems.push(...cycleProblems(services));
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    definition: {
+      system: top.system as string,
+      services: [...services].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, s]) => normalizeService(path, s)),
+      jobs: [...jobs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, j]) => normalizeJob(path, j)),
+    },
+  };
+}
+
+function referenceProblems(
+  path: string,
+  svc: RawService,
+  rawServices: Record<string, unknown>,
+  rawJobs: Record<string, unknown>,
+): DefinitionProblem[] {
+  const out: DefinitionProblem[] = [];
+  const target = (field: string, to: string, what: string) => {
+    if (to === path) out.push({ path, field, message: `${what} itself` });
+    else if (to in rawJobs && !(to in rawServices)) out.push({ path, field, message: `${to} is a job, not a service` });
+    else if (!(to in rawServices)) out.push({ path, field, message: `${to} is not a service of this system` });
+    else return true;
+    return false;
+  };
+  const seen = new Set<string>();
+  for (const to of svc.relations ?? []) {
+    if (seen.has(to)) out.push({ path, field: 'relations', message: `${to} is listed twice` });
+    seen.add(to);
+    target('relations', to, 'relates to');
+  }
+  if (svc.subordinate_to !== undefined) {
+    if (target('subordinate_to', svc.subordinate_to, 'is subordinate to')) {
+      if (svc.instances !== undefined) {
+        out.push({ path, field: 'instances', message: 'a sidecar has one unit per principal unit; drop instances' });
+      }
+    }
+  }
+  const ports = svc.ports ?? [];
+  const dup = ports.filter((p, i) => ports.indexOf(p) !== i);
+  for (const p of new Set(dup)) out.push({ path, field: 'ports', message: `port ${p} is listed twice` });
+  const monitorPort = svc.monitor && 'tcp' in svc.monitor ? svc.monitor.tcp : svc.monitor && 'http' in svc.monitor ? svc.monitor.http.port : undefined;
+  if (monitorPort !== undefined && !ports.includes(monitorPort)) {
+    out.push({ path, field: 'monitor', message: `port ${monitorPort} is not in ports` });
+  }
+  return out;
+}
+
+/**
+ * Sidecars of sidecars are refused (Juju: a subordinate's principal is never a subordinate), and a
+ * chain that loops is reported as the cycle it is, on every member.
+ */
+function cycleProblems(services: ReadonlyMap<string, RawService>): DefinitionProblem[] {
+  const out: DefinitionProblem[] = [];
+  for (const [path, svc] of services) {
+    const to = svc.subordinate_to;
+    if (to === undefined || to === path || !services.has(to)) continue;
+    const chain = [path];
+    let at: string | undefined = to;
+    while (at !== undefined && !chain.includes(at) && services.has(at)) {
+      chain.push(at);
+      at = services.get(at)?.subordinate_to;
+    }
+    if (at === path) {
+      out.push({ path, field: 'subordinate_to', message: `cycle: ${[...chain, at].join(' → ')}` });
+    } else if (services.get(to)?.subordinate_to !== undefined) {
+      out.push({ path, field: 'subordinate_to', message: `${to} is itself a sidecar` });
+    }
+  }
+  return out;
+}
+
+function normalizeService(path: string, s: RawService): ServiceDefinition {
+  return {
+    path,
+    image: s.image,
+    ...(s.command ? { command: s.command } : {}),
+    env: s.env ?? {},
+    instances: s.instances ?? definitionDefaults.instances,
+    ports: s.ports ?? [],
+    ...(s.monitor ? { monitor: s.monitor } : {}),
+    memory_mb: s.memory_mb ?? definitionDefaults.memory_mb,
+    disk_mb: s.disk_mb ?? definitionDefaults.disk_mb,
+    routes: s.routes ?? {},
+    annotation: s.annotation ?? '',
+    relations: [...new Set(s.relations ?? [])].sort(),
+    ...(s.subordinate_to !== undefined ? { subordinate_to: s.subordinate_to } : {}),
+  };
+}
+
+function normalizeJob(path: string, j: RawJob): JobDefinition {
+  return {
+    path,
+    image: j.image,
+    ...(j.command ? { command: j.command } : {}),
+    env: j.env ?? {},
+    memory_mb: j.memory_mb ?? definitionDefaults.memory_mb,
+    disk_mb: j.disk_mb ?? definitionDefaults.disk_mb,
+    annotation: j.annotation ?? '',
+  };
+}
+
+/** Parses the YAML form of issue 8; throws `InvalidDefinitionError` listing every problem. */
+export function parseSystemDefinition(text: string): SystemDefinition {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new InvalidDefinitionError(
+      doc.errors.map((e) => ({
+        path: '/',
+        field: '',
+        message: `YAML line ${(e.linePos?.[0]?.line ?? 0) || '?'}: ${e.message.split('\n')[0]}`,
+      })),
+    );
+  }
+  const result = validateSystemDefinition(doc.toJS());
+  if (!result.ok) throw new InvalidDefinitionError(result.problems);
+  return result.definition;
+}
