@@ -285,13 +285,13 @@ function normalizeJob(path: string, j: RawJob): JobDefinition {
 
 /** Parses the YAML form of issue 8; throws `InvalidDefinitionError` listing every problem. */
 export function parseSystemDefinition(text: string): SystemDefinition {
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new InvalidDefinitionError(
       doc.errors.map((e) => ({
         path: '/',
         field: '',
-        message: `YAML line ${(e.linePos?.[0]?.line ?? 0) || '?'}: ${e.message.split('\n')[0]}`,
+        message: `YAML line ${e.linePos?.[0]?.line ?? '?'}: ${e.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '')}`,
       })),
     );
   }
