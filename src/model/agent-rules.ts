@@ -1,4 +1,4 @@
-import { removeCell, ensureCellDead } from './cell-rules.js';
+import { ensureCellDead, removeCell } from './cell-rules.js';
 import type { ModelTxn, ModelView } from './model-types.js';
 import { enterScope, leaveScope, scopesToEnter } from './relation-rules.js';
 import { addSidecarUnit, destroySidecarUnit, principalRelationOf } from './sidecar-rules.js';
@@ -45,12 +45,17 @@ export function unitAgentStep(view: ModelView, unit: string, now: Date): AgentSt
     if (u.principal !== null) {
       const p = view.unit(u.principal);
       const rel = view.relation(principalRelationOf(view, u.service)?.id ?? '');
-      if (!p || p.life !== 'alive' || !rel || rel.life !== 'alive') return step(destroySidecarUnit(view, unit, now)) ?? idle;
+      if (p?.life !== 'alive' || !rel || rel.life !== 'alive')
+        return step(destroySidecarUnit(view, unit, now)) ?? idle;
     } else if (u.cell_id !== null) {
       for (const svc of view.services()) {
         if (!svc.subordinate || svc.life !== 'alive') continue;
         const rel = principalRelationOf(view, svc.name);
-        if (rel?.life === 'alive' && rel.endpoints[0] === u.service && !view.unit(unitName(svc.name, u.index))) {
+        if (
+          rel?.life === 'alive' &&
+          rel.endpoints[0] === u.service &&
+          !view.unit(unitName(svc.name, u.index))
+        ) {
           return { kind: 'txn', txn: addSidecarUnit(view, unit, svc.name) };
         }
       }
@@ -78,7 +83,11 @@ export function unitAgentStep(view: ModelView, unit: string, now: Date): AgentSt
  * state, and setting it to Dead". Units never placed on a cell are stepped with `cell` null by the
  * server on their behalf.
  */
-export function cellAgentStep(view: ModelView, cell: string | null, unassigned: Iterable<string> = []): AgentStep {
+export function cellAgentStep(
+  view: ModelView,
+  cell: string | null,
+  unassigned: Iterable<string> = [],
+): AgentStep {
   const units = cell === null ? unassigned : view.unitsOnCell(cell);
   for (const name of units) {
     const u = view.unit(name);
@@ -87,7 +96,8 @@ export function cellAgentStep(view: ModelView, cell: string | null, unassigned: 
   if (cell === null) return idle;
   const c = view.cell(cell);
   if (c?.life === 'dying') {
-    if (view.count('units-on-cell', cell) > 0) return { kind: 'wait', reason: `units are still on cell ${cell}` };
+    if (view.count('units-on-cell', cell) > 0)
+      return { kind: 'wait', reason: `units are still on cell ${cell}` };
     return step(ensureCellDead(view, cell)) ?? idle;
   }
   return idle;

@@ -31,7 +31,10 @@ describe('seed 003 Machines (berth cells)', () => {
     m.apply((v) => assignUnitToCell(v, unitName('web', 0), 'c1'));
     assert.equal(m.view.unit(unitName('web', 0))?.cell_id, 'c1');
     m.apply((v) => destroyCell(v, 'c2'));
-    assert.equal(code(() => assignUnitToCell(m.view, unitName('web', 1), 'c2')), 'conflict');
+    assert.equal(
+      code(() => assignUnitToCell(m.view, unitName('web', 1), 'c2')),
+      'conflict',
+    );
   });
 
   it('an assignment built while the cell was Alive aborts if the cell started dying meanwhile (the race the seed cites)', () => {
@@ -68,7 +71,11 @@ describe('seed 003 Machines (berth cells)', () => {
 
   it('"Once a machine has been set to Dying, the corresponding Machine Agent (MA) is responsible for setting it to Dead"', () => {
     const m = new ModelBuilder().cell('c1');
-    assert.equal(code(() => ensureCellDead(m.view, 'c1')), 'conflict', 'not while Alive');
+    assert.equal(
+      code(() => ensureCellDead(m.view, 'c1')),
+      'conflict',
+      'not while Alive',
+    );
     m.apply((v) => destroyCell(v, 'c1'));
     const s = cellAgentStep(m.view, 'c1');
     assert.equal(s.kind, 'txn');
@@ -80,7 +87,10 @@ describe('seed 003 Machines (berth cells)', () => {
   it('"When the Provisioning Agent (PA) observes that the machine has become Dead, it ... removes the machine"', () => {
     const m = new ModelBuilder().cell('c1');
     assert.equal(provisionerStep(m.view, 'c1').kind, 'idle');
-    assert.equal(code(() => removeCell(m.view, 'c1')), 'conflict');
+    assert.equal(
+      code(() => removeCell(m.view, 'c1')),
+      'conflict',
+    );
     m.apply((v) => destroyCell(v, 'c1'));
     m.apply((v) => ensureCellDead(v, 'c1'));
     const s = provisionerStep(m.view, 'c1');
@@ -92,7 +102,10 @@ describe('seed 003 Machines (berth cells)', () => {
   it('a cell id cannot be reused until the old cell is removed', () => {
     const m = new ModelBuilder().cell('c1');
     m.apply((v) => destroyCell(v, 'c1'));
-    assert.equal(code(() => addCell(m.view, 'c1')), 'already_exists');
+    assert.equal(
+      code(() => addCell(m.view, 'c1')),
+      'already_exists',
+    );
     m.apply((v) => ensureCellDead(v, 'c1'));
     m.apply((v) => removeCell(v, 'c1'));
     m.apply((v) => addCell(v, 'c1'));
@@ -110,6 +123,9 @@ describe('seed 003 Machines (berth cells)', () => {
     assert.equal(m.view.unit(u), undefined);
     m.apply((v) => destroyCell(v, 'c1'));
     assert.equal(m.view.cell('c1')?.life, 'dying');
-    assert.equal(code(() => addUnit(m.view, 'web', 0)), 'none');
+    assert.equal(
+      code(() => addUnit(m.view, 'web', 0)),
+      'none',
+    );
   });
 });

@@ -24,14 +24,21 @@ export function assignUnitToCell(view: ModelView, unit: string, cellId: string):
   const u: UnitDoc | undefined = view.unit(unit);
   if (!u) throw new NotFoundError('unit', unit);
   const cell = mustCell(view, cellId);
-  if (u.principal !== null) throw new ModelRuleError('assign', `unit ${unit}`, 'a sidecar goes where its principal is');
-  if (cell.life !== 'alive') throw new ModelRuleError('assign', `unit ${unit}`, `cell ${cellId} is ${cell.life}`);
+  if (u.principal !== null)
+    throw new ModelRuleError('assign', `unit ${unit}`, 'a sidecar goes where its principal is');
+  if (cell.life !== 'alive')
+    throw new ModelRuleError('assign', `unit ${unit}`, `cell ${cellId} is ${cell.life}`);
   if (u.life !== 'alive') throw new ModelRuleError('assign', `unit ${unit}`, `it is ${u.life}`);
-  if (u.cell_id !== null) throw new ModelRuleError('assign', `unit ${unit}`, `it is already on cell ${u.cell_id}`);
+  if (u.cell_id !== null)
+    throw new ModelRuleError('assign', `unit ${unit}`, `it is already on cell ${u.cell_id}`);
   return txn(
     'assign-unit',
     part(
-      [lifeIn('cell', cellId, 'alive'), lifeIn('unit', unit, 'alive'), { kind: 'unit-cell', unit, cell_id: null }],
+      [
+        lifeIn('cell', cellId, 'alive'),
+        lifeIn('unit', unit, 'alive'),
+        { kind: 'unit-cell', unit, cell_id: null },
+      ],
       [{ op: 'assign-unit', unit, cell_id: cellId }],
     ),
   );
@@ -78,6 +85,9 @@ export function removeCell(view: ModelView, id: string): ModelTxn {
   if (cell.life !== 'dead') throw new ModelRuleError('remove', `cell ${id}`, `it is ${cell.life}, not Dead`);
   return txn(
     'remove-cell',
-    part([lifeIn('cell', id, 'dead'), countEq('units-on-cell', id, 0)], [{ op: 'remove', entity: { kind: 'cell', id } }]),
+    part(
+      [lifeIn('cell', id, 'dead'), countEq('units-on-cell', id, 0)],
+      [{ op: 'remove', entity: { kind: 'cell', id } }],
+    ),
   );
 }

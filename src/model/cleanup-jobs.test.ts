@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { cleanupStep, dueCleanups, runDueCleanups } from './cleanup-jobs.js';
 import { MemoryModel, MemoryModelTxnRunner } from './memory-model-txn-runner.js';
 import { ModelBuilder } from './model-builder.js';
-import type { ModelTxn, ModelView } from './model-types.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
+import type { ModelTxn, ModelView } from './model-types.js';
 import { destroyService } from './service-rules.js';
 import { cleanupId, unitName } from './txn-parts.js';
 import { destroyUnit, forceDestroyUnit } from './unit-rules.js';
@@ -42,7 +42,10 @@ describe('cleanup jobs (DESIGN.md: cascade one entity at a time, retried until t
     const a = cleanupStep(m.view, job, { now, batchSize: 2 });
     const b = cleanupStep(m.view, job, { now, batchSize: 2 });
     m.runner.apply(a);
-    assert.throws(() => m.runner.apply(b), (err: unknown) => err instanceof Error && err.name === 'TxnAbortedError');
+    assert.throws(
+      () => m.runner.apply(b),
+      (err: unknown) => err instanceof Error && err.name === 'TxnAbortedError',
+    );
     const c = cleanupStep(m.view, job, { now, batchSize: 2 });
     assert.deepEqual(
       c.ops.map((o) => (o.op === 'set-life' ? o.entity.id : o.op)),
@@ -69,7 +72,8 @@ describe('cleanup jobs (DESIGN.md: cascade one entity at a time, retried until t
     const flaky: ModelTxnRunner = {
       read: () => inner.read(),
       run: async (t: ModelTxn) => {
-        if (t.ops.some((o) => o.op === 'set-life' && o.entity.id === unitName('web', 0))) throw new Error('disk full');
+        if (t.ops.some((o) => o.op === 'set-life' && o.entity.id === unitName('web', 0)))
+          throw new Error('disk full');
         await inner.run(t);
       },
     };

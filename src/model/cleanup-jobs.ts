@@ -1,9 +1,20 @@
-import type { CleanupJob, ModelTxn, ModelView } from './model-types.js';
 import { type ModelTxnRunner, runTxn } from './model-txn-runner.js';
+import type { CleanupJob, ModelTxn, ModelView } from './model-types.js';
 import { destroyRelationPart } from './relation-rules.js';
 import { leaveScopePart, unitRemovalPart } from './removal-parts.js';
 import { destroySidecarUnit } from './sidecar-rules.js';
-import { countEq, first, lifeIn, part, removeOp, setLife, take, type TxnPart, txn, combine } from './txn-parts.js';
+import {
+  combine,
+  countEq,
+  first,
+  lifeIn,
+  part,
+  removeOp,
+  setLife,
+  type TxnPart,
+  take,
+  txn,
+} from './txn-parts.js';
 import { unitDyingPart } from './unit-rules.js';
 
 /** How many units one `service-dying` step makes Dying: the bound on its transaction's size. */
@@ -47,15 +58,20 @@ export function cleanupStep(view: ModelView, job: CleanupJob, options: CleanupOp
 function serviceDyingStep(view: ModelView, job: CleanupJob, options: CleanupOptions): ModelTxn {
   const name = job.target;
   const svc = view.service(name);
-  if (!svc || svc.life !== 'dying') return finish(job, 'service gone');
+  if (svc?.life !== 'dying') return finish(job, 'service gone');
   const dying = part([lifeIn('service', name, 'dying')], []);
   for (const id of view.relationsOfService(name)) {
     const rel = view.relation(id);
-    if (rel?.life === 'alive') return txn('cleanup service-dying: relation', dying, destroyRelationPart(view, rel, options.now));
+    if (rel?.life === 'alive')
+      return txn('cleanup service-dying: relation', dying, destroyRelationPart(view, rel, options.now));
   }
   const batch = take(view.unitsOfService(name, 'alive'), options.batchSize ?? defaultCleanupBatchSize);
   if (batch.length > 0) {
-    return txn('cleanup service-dying: units', dying, ...batch.map((u) => unitDyingPart(view, u, options.now)));
+    return txn(
+      'cleanup service-dying: units',
+      dying,
+      ...batch.map((u) => unitDyingPart(view, u, options.now)),
+    );
   }
   const units = view.count('units-of-service', name);
   const relations = view.count('relations-of-service', name);
@@ -93,7 +109,7 @@ function unitDyingStep(view: ModelView, job: CleanupJob, options: CleanupOptions
 /** Seed 003 References: "destroying a container relation destroys all subordinates in the relation". */
 function relationDyingStep(view: ModelView, job: CleanupJob, options: CleanupOptions): ModelTxn {
   const rel = view.relation(job.target);
-  if (!rel || rel.life !== 'dying' || rel.scope !== 'container') return finish(job, 'relation gone');
+  if (rel?.life !== 'dying' || rel.scope !== 'container') return finish(job, 'relation gone');
   const sidecarService = rel.endpoints[1];
   const next = first(view.unitsOfService(sidecarService, 'alive'));
   if (next !== undefined) {
@@ -133,14 +149,23 @@ function forcedStepFor(view: ModelView, unit: string): ModelTxn | null {
     return txn('cleanup force-unit: remove sidecar', unitRemovalPart(view, unit));
   }
   if (view.count('subordinates-of-unit', unit) > 0) return null;
-  if (u.life === 'alive') return txn('cleanup force-unit: dying', part([lifeIn('unit', unit, 'alive')], [setLife('unit', unit, 'dying')]));
+  if (u.life === 'alive')
+    return txn(
+      'cleanup force-unit: dying',
+      part([lifeIn('unit', unit, 'alive')], [setLife('unit', unit, 'dying')]),
+    );
   if (u.life === 'dying') {
     return txn(
       'cleanup force-unit: dead',
       combine(
-        part([lifeIn('unit', unit, 'dying'), countEq('subordinates-of-unit', unit, 0), countEq('scopes-of-unit', unit, 0)], [
-          setLife('unit', unit, 'dead'),
-        ]),
+        part(
+          [
+            lifeIn('unit', unit, 'dying'),
+            countEq('subordinates-of-unit', unit, 0),
+            countEq('scopes-of-unit', unit, 0),
+          ],
+          [setLife('unit', unit, 'dead')],
+        ),
       ),
     );
   }
@@ -152,7 +177,9 @@ export function dueCleanups(view: ModelView, now: Date): CleanupJob[] {
   const at = now.toISOString();
   return [...view.cleanups()]
     .filter((j) => j.due_at <= at)
-    .sort((a, b) => (a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .sort((a, b) =>
+      a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+    );
 }
 
 export interface CleanupRunReport {
@@ -172,7 +199,10 @@ export interface RunCleanupsOptions extends CleanupOptions {
  * (Juju's cleanup worker). A job that fails otherwise is reported and left for the next run; the
  * other jobs go on (DESIGN.md: errors are collected, the job is retried until it succeeds).
  */
-export async function runDueCleanups(runner: ModelTxnRunner, options: RunCleanupsOptions): Promise<CleanupRunReport> {
+export async function runDueCleanups(
+  runner: ModelTxnRunner,
+  options: RunCleanupsOptions,
+): Promise<CleanupRunReport> {
   const maxTxns = options.maxTxns ?? Number.MAX_SAFE_INTEGER;
   let txns = 0;
   const finished: string[] = [];

@@ -95,10 +95,12 @@ function checkIntegrity(v: ModelView): void {
       if (u.cell_id !== null) assert.ok(v.cell(u.cell_id), `${name}'s cell exists`);
       if (u.principal !== null) assert.ok(v.unit(u.principal), `${name}'s principal exists`);
       if (u.life === 'dead') assert.equal(v.count('scopes-of-unit', name), 0, `Dead ${name} is in no scope`);
-      if (u.life === 'dead') assert.equal(v.count('subordinates-of-unit', name), 0, `Dead ${name} has no sidecars`);
+      if (u.life === 'dead')
+        assert.equal(v.count('subordinates-of-unit', name), 0, `Dead ${name} has no sidecars`);
     }
   }
-  for (const r of v.relations()) for (const s of r.endpoints) assert.ok(v.service(s), `${r.id}'s ${s} exists`);
+  for (const r of v.relations())
+    for (const s of r.endpoints) assert.ok(v.service(s), `${r.id}'s ${s} exists`);
   for (const c of v.cells()) if (c.life !== 'alive') assert.equal(v.count('units-on-cell', c.id), 0);
 }
 
@@ -139,10 +141,14 @@ describe('property: life never goes back (seed 003 "No such thing can ever chang
           const next = lives(m.view);
           for (const [key, before] of seen) {
             const after = next.get(key) ?? 'removed';
-            assert.ok(lifeRank(after) >= lifeRank(before), `${key} went from ${before} back to ${after} (${t?.rule})`);
+            assert.ok(
+              lifeRank(after) >= lifeRank(before),
+              `${key} went from ${before} back to ${after} (${t?.rule})`,
+            );
           }
           // A name that reappears is a new incarnation, and every incarnation starts Alive.
-          for (const [key, after] of next) if (!seen.has(key)) assert.equal(after, 'alive', `${key} was born ${after}`);
+          for (const [key, after] of next)
+            if (!seen.has(key)) assert.equal(after, 'alive', `${key} was born ${after}`);
           checkIntegrity(m.view);
           seen = next;
         }

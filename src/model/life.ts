@@ -23,12 +23,13 @@ export const entityKinds: readonly EntityKind[] = ['cell', 'unit', 'service', 'r
  * relations exist when a service is destroyed, the service is removed from state immediately", and
  * the same for "a relation destroyed with no units in scope".
  */
-export const lifeTransitions: Readonly<Record<EntityKind, Readonly<Record<LifeStep, readonly LifeStep[]>>>> = {
-  cell: { alive: ['dying'], dying: ['dead'], dead: ['removed'], removed: [] },
-  unit: { alive: ['dying'], dying: ['dead'], dead: ['removed'], removed: [] },
-  service: { alive: ['dying', 'removed'], dying: ['removed'], dead: [], removed: [] },
-  relation: { alive: ['dying', 'removed'], dying: ['removed'], dead: [], removed: [] },
-};
+export const lifeTransitions: Readonly<Record<EntityKind, Readonly<Record<LifeStep, readonly LifeStep[]>>>> =
+  {
+    cell: { alive: ['dying'], dying: ['dead'], dead: ['removed'], removed: [] },
+    unit: { alive: ['dying'], dying: ['dead'], dead: ['removed'], removed: [] },
+    service: { alive: ['dying', 'removed'], dying: ['removed'], dead: [], removed: [] },
+    relation: { alive: ['dying', 'removed'], dying: ['removed'], dead: [], removed: [] },
+  };
 
 export function canMoveLife(kind: EntityKind, from: LifeStep, to: LifeStep): boolean {
   return lifeTransitions[kind][from].includes(to);

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { type LifecycleAction, type LockMode, checkLocks, lockCompatibility, lockModes, lockRowsFor, planLocks, releaseLocks } from './lock-table.js';
+import {
+  checkLocks,
+  type LifecycleAction,
+  type LockMode,
+  lockCompatibility,
+  lockModes,
+  lockRowsFor,
+  planLocks,
+  releaseLocks,
+} from './lock-table.js';
 import { LockHeldError } from './model-errors.js';
 import { ancestors, containsPath } from './tree-path.js';
 
@@ -44,7 +53,7 @@ function conflict(held: readonly [string, LifecycleAction], wanted: readonly [st
   return checkLocks(lockRowsFor('shop', held[0], held[1]), lockRowsFor('shop', wanted[0], wanted[1]));
 }
 
-describe('checkLocks: the seed\'s semantics', () => {
+describe("checkLocks: the seed's semantics", () => {
   it('"if a single teardown is running, all attempts to deploy or teardown will fail"', () => {
     const t: [string, LifecycleAction] = ['t1', { kind: 'teardown' }];
     assert.equal(conflict(t, ['d1', { kind: 'deploy', path: '/a' }]).ok, false);
@@ -61,13 +70,23 @@ describe('checkLocks: the seed\'s semantics', () => {
     }
   });
   it('sibling deploys /a/b and /a/c run together', () => {
-    assert.equal(conflict(['d1', { kind: 'deploy', path: '/a/b' }], ['d2', { kind: 'deploy', path: '/a/c' }]).ok, true);
+    assert.equal(
+      conflict(['d1', { kind: 'deploy', path: '/a/b' }], ['d2', { kind: 'deploy', path: '/a/c' }]).ok,
+      true,
+    );
   });
   it('"there is no deploy running whose path is an ancestor": /a/b is refused while /a deploys, and /a while /a/b does', () => {
-    assert.equal(conflict(['d1', { kind: 'deploy', path: '/a' }], ['d2', { kind: 'deploy', path: '/a/b' }]).ok, false);
+    assert.equal(
+      conflict(['d1', { kind: 'deploy', path: '/a' }], ['d2', { kind: 'deploy', path: '/a/b' }]).ok,
+      false,
+    );
     const r = conflict(['d1', { kind: 'deploy', path: '/a/b' }], ['d2', { kind: 'deploy', path: '/a' }]);
     assert.equal(r.ok, false);
-    if (!r.ok) assert.match(r.error.message, /Cannot deploy \/a in system "shop": deploy d1 of \/a\/b holds IX on \/a/);
+    if (!r.ok)
+      assert.match(
+        r.error.message,
+        /Cannot deploy \/a in system "shop": deploy d1 of \/a\/b holds IX on \/a/,
+      );
   });
   it('locks of another system never conflict, and a released action frees its rows', () => {
     const held = lockRowsFor('other', 'd1', { kind: 'teardown' });
@@ -78,7 +97,9 @@ describe('checkLocks: the seed\'s semantics', () => {
 
   it('property: two deploys conflict exactly when one path contains the other (or they are equal)', () => {
     const seg = fc.constantFrom('a', 'b', 'c');
-    const path = fc.array(seg, { minLength: 0, maxLength: 4 }).map((s) => (s.length === 0 ? '/' : `/${s.join('/')}`));
+    const path = fc
+      .array(seg, { minLength: 0, maxLength: 4 })
+      .map((s) => (s.length === 0 ? '/' : `/${s.join('/')}`));
     fc.assert(
       fc.property(path, path, (p, q) => {
         const r = conflict(['d1', { kind: 'deploy', path: p }], ['d2', { kind: 'deploy', path: q }]);

@@ -21,7 +21,9 @@ export const lockCompatibility: Readonly<Record<LockMode, Readonly<Record<LockMo
   X: { IX: false, X: false },
 };
 
-export type LifecycleAction = { readonly kind: 'deploy'; readonly path: string } | { readonly kind: 'teardown' };
+export type LifecycleAction =
+  | { readonly kind: 'deploy'; readonly path: string }
+  | { readonly kind: 'teardown' };
 
 export interface LockRequest {
   readonly path: string;
@@ -45,15 +47,26 @@ export interface LockRow extends LockRequest {
 export function planLocks(action: LifecycleAction): LockRequest[] {
   if (action.kind === 'teardown') return [{ path: '/', mode: 'X' }];
   if (!isTreePath(action.path)) {
-    throw new InvalidArgumentError(`Cannot lock "${action.path}": not a path like /web/api`, { path: action.path });
+    throw new InvalidArgumentError(`Cannot lock "${action.path}": not a path like /web/api`, {
+      path: action.path,
+    });
   }
-  return [...ancestors(action.path).map((path) => ({ path, mode: 'IX' as const })), { path: action.path, mode: 'X' }];
+  return [
+    ...ancestors(action.path).map((path) => ({ path, mode: 'IX' as const })),
+    { path: action.path, mode: 'X' },
+  ];
 }
 
 /** The rows an action writes when it is accepted. */
 export function lockRowsFor(system: string, actionId: string, action: LifecycleAction): LockRow[] {
   const actionPath = action.kind === 'teardown' ? '/' : action.path;
-  return planLocks(action).map((r) => ({ ...r, system, action_id: actionId, action: action.kind, action_path: actionPath }));
+  return planLocks(action).map((r) => ({
+    ...r,
+    system,
+    action_id: actionId,
+    action: action.kind,
+    action_path: actionPath,
+  }));
 }
 
 export type LockCheck = { readonly ok: true } | { readonly ok: false; readonly error: LockHeldError };

@@ -211,14 +211,16 @@ export class MemoryModel implements ModelView {
         if (u.principal !== null && !this.unitDocs.has(u.principal)) {
           throw integrity(rule, `principal ${u.principal} is missing`);
         }
-        if (u.cell_id !== null && !this.cellDocs.has(u.cell_id)) throw integrity(rule, `cell ${u.cell_id} is missing`);
+        if (u.cell_id !== null && !this.cellDocs.has(u.cell_id))
+          throw integrity(rule, `cell ${u.cell_id} is missing`);
         this.putUnit(u);
         return () => this.dropUnit(u);
       }
       case 'insert-relation': {
         const r = op.relation;
         if (this.relationDocs.has(r.id)) throw integrity(rule, `relation ${r.id} exists`);
-        for (const s of r.endpoints) if (!this.serviceDocs.has(s)) throw integrity(rule, `service ${s} is missing`);
+        for (const s of r.endpoints)
+          if (!this.serviceDocs.has(s)) throw integrity(rule, `service ${s} is missing`);
         this.relationDocs.set(r.id, r);
         for (const s of r.endpoints) addTo(this.relationsByService, s, r.id);
         return () => {
@@ -301,7 +303,8 @@ export class MemoryModel implements ModelView {
     assertLifeMove(entity.kind, from, 'removed', entity.id);
     // Seed 003 "References": where X references Y, Y cannot go while X exists.
     const referrers = this.referrers(entity.kind, entity.id);
-    if (referrers > 0) throw integrity(rule, `${entity.kind} ${entity.id} is still referenced ${referrers} times`);
+    if (referrers > 0)
+      throw integrity(rule, `${entity.kind} ${entity.id} is still referenced ${referrers} times`);
     switch (entity.kind) {
       case 'cell': {
         const before = this.cellDocs.get(entity.id)!;
@@ -377,7 +380,10 @@ export class MemoryModel implements ModelView {
 
   /** Every record as plain data, sorted, for comparisons and status output. */
   toData(): ModelData {
-    const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+    const byKey =
+      <T>(key: (t: T) => string) =>
+      (a: T, b: T) =>
+        key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
     const scopes: [string, string][] = [];
     for (const [relation, units] of this.scopeUnits) for (const unit of units) scopes.push([relation, unit]);
     return {
@@ -418,7 +424,7 @@ function describeAssert(a: Assert): string {
 export interface TxnRunnerStats {
   readonly txns: number;
   readonly aborted: number;
-  readonly largest_txn_ops: number;
+  readonly largest_txn_size: number;
   readonly largest_txn_rule: string;
 }
 
@@ -467,11 +473,19 @@ export class MemoryModelTxnRunner implements ModelTxnRunner {
     }
   }
 
+  /** Starts counting afresh (a benchmark measures one phase). */
+  resetStats(): void {
+    this.txns = 0;
+    this.aborted = 0;
+    this.largest = 0;
+    this.largestRule = '';
+  }
+
   stats(): TxnRunnerStats {
     return {
       txns: this.txns,
       aborted: this.aborted,
-      largest_txn_ops: this.largest,
+      largest_txn_size: this.largest,
       largest_txn_rule: this.largestRule,
     };
   }

@@ -1,7 +1,7 @@
-import { cellAgentStep, provisionerStep, unitAgentStep, type AgentStep } from './agent-rules.js';
+import { type AgentStep, cellAgentStep, provisionerStep, unitAgentStep } from './agent-rules.js';
 import { runDueCleanups } from './cleanup-jobs.js';
-import type { ModelView } from './model-types.js';
 import { type ModelTxnRunner, runTxn } from './model-txn-runner.js';
+import type { ModelView } from './model-types.js';
 
 export interface SettleOptions {
   readonly now: Date;
@@ -38,7 +38,8 @@ export async function settleModel(runner: ModelTxnRunner, options: SettleOptions
   const errors: unknown[] = [];
   const maxPasses = options.maxPasses ?? 100;
   let passes = 0;
-  for (; passes < maxPasses; passes++) {
+  while (passes < maxPasses) {
+    passes++;
     let moved = 0;
     const cleanups = await runDueCleanups(runner, options);
     moved += cleanups.txns;

@@ -1,5 +1,5 @@
-import type { ModelTxn, ModelView } from './model-types.js';
 import { TxnAbortedError } from './model-errors.js';
+import type { ModelTxn, ModelView } from './model-types.js';
 
 /**
  * Applies model transactions all or nothing: every assert is checked against the current state

@@ -79,7 +79,13 @@ export type CountKind =
 export type Assert =
   | { readonly kind: 'life'; readonly entity: EntityRef; readonly in: readonly Life[] }
   | { readonly kind: 'absent'; readonly entity: EntityRef }
-  | { readonly kind: 'count'; readonly of: CountKind; readonly id: string; readonly op: 'eq' | 'gt'; readonly value: number }
+  | {
+      readonly kind: 'count';
+      readonly of: CountKind;
+      readonly id: string;
+      readonly op: 'eq' | 'gt';
+      readonly value: number;
+    }
   | { readonly kind: 'in-scope'; readonly relation: string; readonly unit: string; readonly is: boolean }
   | { readonly kind: 'unit-cell'; readonly unit: string; readonly cell_id: string | null }
   /** At least one holds: Juju's "$or", used for "this is not the last reference". */

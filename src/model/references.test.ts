@@ -15,10 +15,14 @@ const now = new Date('2024-05-01T12:00:00.000Z');
 const web0 = unitName('web', 0);
 const log0 = unitName('log', 0);
 
-function refused(m: ModelBuilder, op: { op: 'remove'; entity: { kind: 'cell' | 'unit' | 'service' | 'relation'; id: string } }): void {
+function refused(
+  m: ModelBuilder,
+  op: { op: 'remove'; entity: { kind: 'cell' | 'unit' | 'service' | 'relation'; id: string } },
+): void {
   assert.throws(
     () => m.runner.apply({ rule: 'test', asserts: [], ops: [op] }),
-    (err: unknown) => err instanceof BerthError && (err.code === 'internal' || err.code === 'illegal_transition'),
+    (err: unknown) =>
+      err instanceof BerthError && (err.code === 'internal' || err.code === 'illegal_transition'),
   );
 }
 
@@ -87,8 +91,12 @@ describe('seed 003 References ("where X references Y, the life state of an X may
     assert.equal(m.view.unit(log0), undefined);
     assert.equal(m.view.relation(relationId('web', 'db')), undefined);
     assert.equal(m.view.relation(relationId('web', 'log')), undefined);
-    assert.equal(m.view.service('log')?.life, 'alive', 'the sidecar service itself stays (it was not destroyed)');
-    assert.equal(m.view.unit(unitName('db', 0))?.life, 'alive', 'the other side\'s units stay');
+    assert.equal(
+      m.view.service('log')?.life,
+      'alive',
+      'the sidecar service itself stays (it was not destroyed)',
+    );
+    assert.equal(m.view.unit(unitName('db', 0))?.life, 'alive', "the other side's units stay");
   });
 
   it('user view: "destroying a container relation destroys all subordinates in the relation"', async () => {
@@ -113,7 +121,10 @@ describe('seed 003 Agents (berth: the rep of each cell)', () => {
   it('UA: "detecting its service\'s Dying state, and setting its own Dying state"', () => {
     const m = system();
     m.apply((v) => destroyService(v, 'db', now));
-    assert.equal(m.step((v) => unitAgentStep(v, unitName('db', 0), now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, unitName('db', 0), now)),
+      'txn',
+    );
     assert.equal(m.view.unit(unitName('db', 0))?.life, 'dying');
   });
 
@@ -122,14 +133,27 @@ describe('seed 003 Agents (berth: the rep of each cell)', () => {
     m.apply((v) => destroyService(v, 'db', now));
     await runDueCleanups(m.runner, { now });
     // db#0 leaves the Dying relation; web#0 is still in it, so it stays.
-    assert.equal(m.step((v) => unitAgentStep(v, unitName('db', 0), now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, unitName('db', 0), now)),
+      'txn',
+    );
     assert.equal(m.view.relation(relationId('web', 'db'))?.life, 'dying');
-    assert.equal(m.step((v) => unitAgentStep(v, unitName('db', 0), now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, unitName('db', 0), now)),
+      'txn',
+    );
     assert.equal(m.view.unit(unitName('db', 0))?.life, 'dead');
-    assert.equal(m.step((v) => cellAgentStep(v, 'c1')), 'txn', 'MA removes the Dead principal');
+    assert.equal(
+      m.step((v) => cellAgentStep(v, 'c1')),
+      'txn',
+      'MA removes the Dead principal',
+    );
     assert.equal(m.view.service('db')?.life, 'dying', 'the relation still holds it');
     // web#0 (Alive, another service) is the last one out of the Dying relation: relation and db go.
-    assert.equal(m.step((v) => unitAgentStep(v, web0, now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, web0, now)),
+      'txn',
+    );
     assert.equal(m.view.relation(relationId('web', 'db')), undefined);
     assert.equal(m.view.service('db'), undefined);
   });
@@ -141,16 +165,28 @@ describe('seed 003 Agents (berth: the rep of each cell)', () => {
     await settleModel(m.runner, { now });
     assert.equal(m.view.count('units-on-cell', 'c1'), 0);
     m.apply((v) => destroyCell(v, 'c1'));
-    assert.equal(m.step((v) => cellAgentStep(v, 'c1')), 'txn');
+    assert.equal(
+      m.step((v) => cellAgentStep(v, 'c1')),
+      'txn',
+    );
     assert.equal(m.view.cell('c1')?.life, 'dead');
-    assert.equal(m.step((v) => provisionerStep(v, 'c1')), 'txn');
+    assert.equal(
+      m.step((v) => provisionerStep(v, 'c1')),
+      'txn',
+    );
     assert.equal(m.view.cell('c1'), undefined);
   });
 
   it('UA ("the easy side"): an Alive unit enters the scopes of its Alive relations', () => {
     const m = new ModelBuilder().service('web').service('db').units('web', 1).relate('web', 'db');
-    assert.equal(m.step((v) => unitAgentStep(v, web0, now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, web0, now)),
+      'txn',
+    );
     assert.ok(m.view.isInScope(relationId('web', 'db'), web0));
-    assert.equal(m.step((v) => unitAgentStep(v, web0, now)), 'idle');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, web0, now)),
+      'idle',
+    );
   });
 });

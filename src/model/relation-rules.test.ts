@@ -5,7 +5,14 @@ import { unitAgentStep } from './agent-rules.js';
 import { runDueCleanups } from './cleanup-jobs.js';
 import { ModelBuilder } from './model-builder.js';
 import { TxnAbortedError } from './model-errors.js';
-import { addRelation, destroyRelation, enterScope, leaveScope, scopePeers, scopesToEnter } from './relation-rules.js';
+import {
+  addRelation,
+  destroyRelation,
+  enterScope,
+  leaveScope,
+  scopePeers,
+  scopesToEnter,
+} from './relation-rules.js';
 import { destroyService } from './service-rules.js';
 import { relationId, unitName } from './txn-parts.js';
 import { destroyUnit, ensureUnitDead, removeUnit } from './unit-rules.js';
@@ -34,7 +41,12 @@ describe('seed 003 Relations', () => {
   it('"A relation, like a service, has no corresponding agent and cannot be Dead"', () => {
     const m = related();
     assert.throws(
-      () => m.runner.apply({ rule: 't', asserts: [], ops: [{ op: 'set-life', entity: { kind: 'relation', id: rel }, to: 'dead' }] }),
+      () =>
+        m.runner.apply({
+          rule: 't',
+          asserts: [],
+          ops: [{ op: 'set-life', entity: { kind: 'relation', id: rel }, to: 'dead' }],
+        }),
       (err: unknown) => err instanceof BerthError && err.code === 'illegal_transition',
     );
   });
@@ -45,10 +57,18 @@ describe('seed 003 Relations', () => {
     m.apply((v) => enterScope(v, rel, web0));
     assert.ok(m.view.isInScope(rel, web0));
     assert.equal(enterScope(m.view, rel, web0), null, 'entering twice changes nothing');
-    assert.equal(code(() => enterScope(m.view, rel, unitName('other', 0))), 'conflict', 'not a unit of an endpoint');
+    assert.equal(
+      code(() => enterScope(m.view, rel, unitName('other', 0))),
+      'conflict',
+      'not a unit of an endpoint',
+    );
     m.apply((v) => enterScope(v, rel, db0));
     m.apply((v) => destroyRelation(v, rel, now));
-    assert.equal(code(() => enterScope(m.view, rel, db1)), 'conflict', 'not once Dying');
+    assert.equal(
+      code(() => enterScope(m.view, rel, db1)),
+      'conflict',
+      'not once Dying',
+    );
   });
 
   it('an enter built while Alive aborts if the relation started dying meanwhile', () => {
@@ -86,9 +106,16 @@ describe('seed 003 Relations', () => {
   it('"When a relation becomes Dying, the UAs of units that have entered its scope are responsible for cleanly departing"', () => {
     const m = related().enter('web', 'db', web0).enter('web', 'db', db0);
     m.apply((v) => destroyRelation(v, rel, now));
-    assert.equal(m.step((v) => unitAgentStep(v, web0, now)), 'txn');
+    assert.equal(
+      m.step((v) => unitAgentStep(v, web0, now)),
+      'txn',
+    );
     assert.equal(m.view.isInScope(rel, web0), false, 'an Alive unit departs a Dying relation');
-    assert.equal(m.view.unit(web0)?.life, 'alive', 'and stays Alive: a global relation destroys nothing else');
+    assert.equal(
+      m.view.unit(web0)?.life,
+      'alive',
+      'and stays Alive: a global relation destroys nothing else',
+    );
   });
 
   it('"When the last unit leaves the scope of a Dying relation, it must remove the relation from state"', () => {
@@ -127,14 +154,21 @@ describe('seed 003 Relations', () => {
   it('a relation between the same services cannot be created again until the old one is removed', () => {
     const m = related().enter('web', 'db', web0);
     m.apply((v) => destroyRelation(v, rel, now));
-    assert.equal(code(() => addRelation(m.view, 'db', 'web')), 'already_exists');
+    assert.equal(
+      code(() => addRelation(m.view, 'db', 'web')),
+      'already_exists',
+    );
     m.apply((v) => leaveScope(v, rel, web0));
     m.apply((v) => addRelation(v, 'db', 'web'));
     assert.equal(m.view.relation(rel)?.life, 'alive');
   });
 
-  it('global scope: each unit sees the units of the other service in scope, not its own service\'s', () => {
-    const m = related().units('web', 1, [], 1).enter('web', 'db', web0).enter('web', 'db', unitName('web', 1)).enter('web', 'db', db0);
+  it("global scope: each unit sees the units of the other service in scope, not its own service's", () => {
+    const m = related()
+      .units('web', 1, [], 1)
+      .enter('web', 'db', web0)
+      .enter('web', 'db', unitName('web', 1))
+      .enter('web', 'db', db0);
     assert.deepEqual(scopePeers(m.view, rel, web0), [db0]);
     assert.deepEqual(scopePeers(m.view, rel, db0), [web0, unitName('web', 1)].sort());
     assert.deepEqual(scopePeers(m.view, rel, db1), [], 'not in scope: sees nothing');
@@ -150,17 +184,30 @@ describe('seed 003 Relations', () => {
       .sidecar(web0, 'log')
       .sidecar(unitName('web', 1), 'log');
     const crel = relationId('web', 'log');
-    for (const u of [web0, unitName('web', 1), unitName('log', 0), unitName('log', 1)]) m.apply((v) => enterScope(v, crel, u));
+    for (const u of [web0, unitName('web', 1), unitName('log', 0), unitName('log', 1)])
+      m.apply((v) => enterScope(v, crel, u));
     assert.deepEqual(scopePeers(m.view, crel, web0), [unitName('log', 0)]);
     assert.deepEqual(scopePeers(m.view, crel, unitName('log', 1)), [unitName('web', 1)]);
   });
 
   it('a container relation needs a sidecar service on the second endpoint, and one principal service per sidecar service', () => {
     const m = new ModelBuilder().service('web').service('api').service('log', true);
-    assert.equal(code(() => addRelation(m.view, 'web', 'api', 'container')), 'conflict');
-    assert.equal(code(() => addRelation(m.view, 'log', 'web', 'container')), 'conflict');
+    assert.equal(
+      code(() => addRelation(m.view, 'web', 'api', 'container')),
+      'conflict',
+    );
+    assert.equal(
+      code(() => addRelation(m.view, 'log', 'web', 'container')),
+      'conflict',
+    );
     m.apply((v) => addRelation(v, 'web', 'log', 'container'));
-    assert.equal(code(() => addRelation(m.view, 'api', 'log', 'container')), 'conflict');
-    assert.equal(code(() => addRelation(m.view, 'web', 'web')), 'invalid_argument');
+    assert.equal(
+      code(() => addRelation(m.view, 'api', 'log', 'container')),
+      'conflict',
+    );
+    assert.equal(
+      code(() => addRelation(m.view, 'web', 'web')),
+      'invalid_argument',
+    );
   });
 });

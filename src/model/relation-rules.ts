@@ -2,14 +2,30 @@ import { InvalidArgumentError, NotFoundError } from '../core/index.js';
 import { ModelRuleError, NameInUseError } from './model-errors.js';
 import type { ModelTxn, ModelView, RelationDoc, RelationScope, UnitDoc } from './model-types.js';
 import { leaveScopePart, relationRemovalPart } from './removal-parts.js';
-import { absent, cleanupId, countEq, countGt, lifeIn, part, relationId, setLife, type TxnPart, txn } from './txn-parts.js';
+import {
+  absent,
+  cleanupId,
+  countEq,
+  countGt,
+  lifeIn,
+  part,
+  relationId,
+  setLife,
+  type TxnPart,
+  txn,
+} from './txn-parts.js';
 
 /**
  * Seed 003 Services: "When a service is Alive ... the service's endpoints can be added to relations."
  * A container relation is [principal service, sidecar service]; berth gives a sidecar service one
  * principal service, so a second container relation for it is refused.
  */
-export function addRelation(view: ModelView, a: string, b: string, scope: RelationScope = 'global'): ModelTxn {
+export function addRelation(
+  view: ModelView,
+  a: string,
+  b: string,
+  scope: RelationScope = 'global',
+): ModelTxn {
   if (a === b) throw new InvalidArgumentError(`Cannot relate service ${a} to itself`, { service: a });
   const id = relationId(a, b);
   const existing = view.relation(id);
@@ -21,10 +37,13 @@ export function addRelation(view: ModelView, a: string, b: string, scope: Relati
   }
   const asserts = [absent('relation', id), lifeIn('service', a, 'alive'), lifeIn('service', b, 'alive')];
   if (scope === 'container') {
-    if (view.service(a)?.subordinate) throw new ModelRuleError('add relation', id, `${a} is a sidecar service`);
-    if (!view.service(b)?.subordinate) throw new ModelRuleError('add relation', id, `${b} is not a sidecar service`);
+    if (view.service(a)?.subordinate)
+      throw new ModelRuleError('add relation', id, `${a} is a sidecar service`);
+    if (!view.service(b)?.subordinate)
+      throw new ModelRuleError('add relation', id, `${b} is not a sidecar service`);
     const others = [...view.relationsOfService(b)].filter((r) => view.relation(r)?.scope === 'container');
-    if (others.length > 0) throw new ModelRuleError('add relation', id, `${b} already has principal relation ${others[0]}`);
+    if (others.length > 0)
+      throw new ModelRuleError('add relation', id, `${b} already has principal relation ${others[0]}`);
     asserts.push(countEq('relations-of-service', b, view.count('relations-of-service', b)));
   }
   const relation: RelationDoc = { id, endpoints: [a, b], scope, life: 'alive' };
@@ -42,7 +61,10 @@ export function destroyRelation(view: ModelView, id: string, now: Date): ModelTx
   const rel = view.relation(id);
   if (!rel) throw new NotFoundError('relation', id);
   if (rel.life !== 'alive') return null;
-  const rule = view.count('scope-of-relation', id) === 0 ? 'destroy-relation: remove at once' : 'destroy-relation: dying';
+  const rule =
+    view.count('scope-of-relation', id) === 0
+      ? 'destroy-relation: remove at once'
+      : 'destroy-relation: dying';
   return txn(rule, destroyRelationPart(view, rel, now));
 }
 
@@ -92,13 +114,18 @@ export function enterScope(view: ModelView, relation: string, unit: string): Mod
   const u = view.unit(unit);
   if (!u) throw new NotFoundError('unit', unit);
   if (view.isInScope(relation, unit)) return null;
-  if (!unitFitsRelation(view, rel, u)) throw new ModelRuleError('enter scope of', relation, `unit ${unit} is not part of it`);
+  if (!unitFitsRelation(view, rel, u))
+    throw new ModelRuleError('enter scope of', relation, `unit ${unit} is not part of it`);
   if (rel.life !== 'alive') throw new ModelRuleError('enter scope of', relation, `it is ${rel.life}`);
   if (u.life !== 'alive') throw new ModelRuleError('enter scope of', relation, `unit ${unit} is ${u.life}`);
   return txn(
     'enter-scope',
     part(
-      [lifeIn('relation', relation, 'alive'), lifeIn('unit', unit, 'alive'), { kind: 'in-scope', relation, unit, is: false }],
+      [
+        lifeIn('relation', relation, 'alive'),
+        lifeIn('unit', unit, 'alive'),
+        { kind: 'in-scope', relation, unit, is: false },
+      ],
       [{ op: 'enter-scope', relation, unit }],
     ),
   );
@@ -117,11 +144,12 @@ export function leaveScope(view: ModelView, relation: string, unit: string): Mod
 /** Relations the (Alive) unit should be in scope of but is not: the UA's "entering relevant scopes". */
 export function scopesToEnter(view: ModelView, unit: string): string[] {
   const u = view.unit(unit);
-  if (!u || u.life !== 'alive') return [];
+  if (u?.life !== 'alive') return [];
   const out: string[] = [];
   for (const id of view.relationsOfService(u.service)) {
     const rel = view.relation(id);
-    if (rel && rel.life === 'alive' && !view.isInScope(id, unit) && unitFitsRelation(view, rel, u)) out.push(id);
+    if (rel && rel.life === 'alive' && !view.isInScope(id, unit) && unitFitsRelation(view, rel, u))
+      out.push(id);
   }
   return out.sort();
 }

@@ -1,8 +1,8 @@
 import type { ModelView } from './model-types.js';
 import {
   anyOf,
-  combine,
   cleanupId,
+  combine,
   countEq,
   countGt,
   lifeIn,

@@ -32,7 +32,12 @@ describe('seed 003 Services', () => {
     const m = new ModelBuilder().service('web').units('web', 1);
     m.apply((v) => destroyService(v, 'web', now));
     assert.throws(
-      () => m.runner.apply({ rule: 'test', asserts: [], ops: [{ op: 'set-life', entity: { kind: 'service', id: 'web' }, to: 'dead' }] }),
+      () =>
+        m.runner.apply({
+          rule: 'test',
+          asserts: [],
+          ops: [{ op: 'set-life', entity: { kind: 'service', id: 'web' }, to: 'dead' }],
+        }),
       (err: unknown) => err instanceof BerthError && err.code === 'illegal_transition',
     );
     assert.equal(m.view.service('web')?.life, 'dying');
@@ -42,15 +47,24 @@ describe('seed 003 Services', () => {
     const m = new ModelBuilder().service('web').service('db').units('web', 1);
     m.apply((v) => addUnit(v, 'web', 1));
     m.apply((v) => destroyService(v, 'web', now));
-    assert.equal(code(() => addUnit(m.view, 'web', 2)), 'conflict');
-    assert.equal(code(() => addRelation(m.view, 'web', 'db')), 'conflict');
+    assert.equal(
+      code(() => addUnit(m.view, 'web', 2)),
+      'conflict',
+    );
+    assert.equal(
+      code(() => addRelation(m.view, 'web', 'db')),
+      'conflict',
+    );
   });
 
   it('an addUnit built while Alive aborts when the service started dying meanwhile', () => {
     const m = new ModelBuilder().service('web').units('web', 1);
     const add = addUnit(m.view, 'web', 1);
     m.apply((v) => destroyService(v, 'web', now));
-    assert.throws(() => m.runner.apply(add), (err: unknown) => err instanceof BerthError && err.retryable);
+    assert.throws(
+      () => m.runner.apply(add),
+      (err: unknown) => err instanceof BerthError && err.retryable,
+    );
   });
 
   it('"A service can become dying at any time ... This causes all the units to become Dying ... and ... all relations ... to become Dying"', async () => {
@@ -65,7 +79,10 @@ describe('seed 003 Services', () => {
       .enter('web', 'db', unitName('db', 0));
     m.apply((v) => destroyService(v, 'web', now));
     assert.equal(m.view.service('web')?.life, 'dying');
-    assert.ok(m.view.cleanup(cleanupId('service-dying', 'web')), 'the cascade is a cleanup job, not this txn');
+    assert.ok(
+      m.view.cleanup(cleanupId('service-dying', 'web')),
+      'the cascade is a cleanup job, not this txn',
+    );
     assert.equal(m.view.unit(unitName('web', 0))?.life, 'alive');
     await runDueCleanups(m.runner, { now });
     for (let i = 0; i < 3; i++) assert.equal(m.view.unit(unitName('web', i))?.life, 'dying');
@@ -85,7 +102,10 @@ describe('seed 003 Services', () => {
     const m = new ModelBuilder().service('web');
     const destroy = destroyService(m.view, 'web', now)!;
     m.apply((v) => addUnit(v, 'web', 0));
-    assert.throws(() => m.runner.apply(destroy), (err: unknown) => err instanceof BerthError && err.code === 'cas_conflict');
+    assert.throws(
+      () => m.runner.apply(destroy),
+      (err: unknown) => err instanceof BerthError && err.code === 'cas_conflict',
+    );
     assert.equal(m.view.service('web')?.life, 'alive');
   });
 
@@ -119,7 +139,10 @@ describe('seed 003 Services', () => {
     m.apply((v) => destroyService(v, 'web', now));
     await runDueCleanups(m.runner, { now });
     killUnit(m, unitName('web', 0));
-    assert.equal(m.step((v) => cellAgentStep(v, null, [unitName('web', 0)])), 'txn');
+    assert.equal(
+      m.step((v) => cellAgentStep(v, null, [unitName('web', 0)])),
+      'txn',
+    );
     assert.equal(m.view.service('web')?.life, 'dying', 'the relation still references it');
     m.apply((v) => leaveScope(v, relationId('web', 'db'), unitName('db', 0)));
     assert.equal(m.view.service('web')?.life, 'dying');
@@ -133,10 +156,16 @@ describe('seed 003 Services', () => {
   it('a service name cannot be reused until the old service is removed', async () => {
     const m = new ModelBuilder().service('web').units('web', 1);
     m.apply((v) => destroyService(v, 'web', now));
-    assert.equal(code(() => addService(m.view, 'web')), 'already_exists');
+    assert.equal(
+      code(() => addService(m.view, 'web')),
+      'already_exists',
+    );
     await runDueCleanups(m.runner, { now });
     killUnit(m, unitName('web', 0));
-    assert.equal(m.step((v) => cellAgentStep(v, null, [unitName('web', 0)])), 'txn');
+    assert.equal(
+      m.step((v) => cellAgentStep(v, null, [unitName('web', 0)])),
+      'txn',
+    );
     assert.equal(m.view.service('web'), undefined);
     m.apply((v) => addService(v, 'web'));
     assert.equal(m.view.service('web')?.life, 'alive');
@@ -149,7 +178,11 @@ describe('seed 003 Services', () => {
     await runDueCleanups(m.runner, { now });
     await runDueCleanups(m.runner, { now: new Date(now.getTime() + 3_600_000) });
     assert.equal(m.view.service('web')?.life, 'dying');
-    assert.equal(unitAgentStep(m.view, unitName('web', 0), now).kind, 'txn', 'the unit\'s agent is what moves');
+    assert.equal(
+      unitAgentStep(m.view, unitName('web', 0), now).kind,
+      'txn',
+      "the unit's agent is what moves",
+    );
   });
 
   it('destroying a service with many units goes Dying in bounded batches (batch size is a parameter)', async () => {

@@ -1,13 +1,28 @@
 import { NotFoundError } from '../core/index.js';
 import { NameInUseError } from './model-errors.js';
 import type { ModelTxn, ModelView } from './model-types.js';
-import { absent, anyOf, cleanupId, countEq, countGt, lifeIn, part, removeOp, setLife, txn } from './txn-parts.js';
+import {
+  absent,
+  anyOf,
+  cleanupId,
+  countEq,
+  countGt,
+  lifeIn,
+  part,
+  removeOp,
+  setLife,
+  txn,
+} from './txn-parts.js';
 
 /**
  * Seed 003: "All such things start existence Alive." A name still held by a Dying service is
  * refused: it cannot be reused until the old service is removed.
  */
-export function addService(view: ModelView, name: string, options: { readonly subordinate?: boolean } = {}): ModelTxn {
+export function addService(
+  view: ModelView,
+  name: string,
+  options: { readonly subordinate?: boolean } = {},
+): ModelTxn {
   const existing = view.service(name);
   if (existing) throw new NameInUseError('service', name, existing.life);
   return txn(
@@ -59,7 +74,12 @@ export function destroyService(view: ModelView, name: string, now: Date): ModelT
         setLife('service', name, 'dying'),
         {
           op: 'insert-cleanup',
-          job: { id: cleanupId('service-dying', name), kind: 'service-dying', target: name, due_at: now.toISOString() },
+          job: {
+            id: cleanupId('service-dying', name),
+            kind: 'service-dying',
+            target: name,
+            due_at: now.toISOString(),
+          },
         },
       ],
     ),

@@ -34,14 +34,18 @@ function base(): ModelBuilder {
 }
 
 describe('sidecars: one unit per principal unit, on the same cell', () => {
-  it('every placed Alive principal without its sidecar is listed, and the principal\'s UA creates it', () => {
+  it("every placed Alive principal without its sidecar is listed, and the principal's UA creates it", () => {
     const m = base().units('web', 1, [], 3);
     assert.deepEqual(
       sidecarsToCreate(m.view).map((s) => s.principal),
       [web(0), web(1), web(2)],
       'web#3 has no cell yet, so no sidecar yet',
     );
-    for (let i = 0; i < 3; i++) assert.equal(m.step((v) => unitAgentStep(v, web(i), now)), 'txn');
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        m.step((v) => unitAgentStep(v, web(i), now)),
+        'txn',
+      );
     assert.deepEqual(sidecarsToCreate(m.view), []);
     for (let i = 0; i < 3; i++) {
       assert.equal(m.view.unit(log(i))?.cell_id, m.view.unit(web(i))?.cell_id);
@@ -51,14 +55,27 @@ describe('sidecars: one unit per principal unit, on the same cell', () => {
 
   it('a second sidecar for the same principal is refused (the name is taken)', () => {
     const m = base().sidecar(web(0), 'log');
-    assert.equal(code(() => addSidecarUnit(m.view, web(0), 'log')), 'already_exists');
+    assert.equal(
+      code(() => addSidecarUnit(m.view, web(0), 'log')),
+      'already_exists',
+    );
   });
 
   it('sidecar services get no units of their own, and sidecars cannot be destroyed directly', () => {
     const m = base().sidecar(web(0), 'log');
-    assert.equal(code(() => addUnit(m.view, 'log', 9)), 'conflict');
-    assert.equal(code(() => destroyUnit(m.view, log(0), now)), 'conflict');
-    assert.equal(code(() => destroySidecarUnit(m.view, log(0), now)), 'conflict', 'its principal and relation are Alive');
+    assert.equal(
+      code(() => addUnit(m.view, 'log', 9)),
+      'conflict',
+    );
+    assert.equal(
+      code(() => destroyUnit(m.view, log(0), now)),
+      'conflict',
+    );
+    assert.equal(
+      code(() => destroySidecarUnit(m.view, log(0), now)),
+      'conflict',
+      'its principal and relation are Alive',
+    );
   });
 
   it('a principal going Dying lists its sidecar for destruction, and the cleanup makes it Dying', async () => {
@@ -75,12 +92,19 @@ describe('sidecars: one unit per principal unit, on the same cell', () => {
     const m = base();
     const add = addSidecarUnit(m.view, web(0), 'log');
     m.apply((v) => destroyUnit(v, web(0), now));
-    assert.throws(() => m.runner.apply(add), (err: unknown) => err instanceof BerthError && err.code === 'cas_conflict');
+    assert.throws(
+      () => m.runner.apply(add),
+      (err: unknown) => err instanceof BerthError && err.code === 'cas_conflict',
+    );
   });
 
   it('destroying the container relation makes every sidecar Dying, one per transaction', async () => {
     const m = base().sidecar(web(0), 'log').sidecar(web(1), 'log').sidecar(web(2), 'log');
-    m.apply((v) => ({ rule: 'enter', asserts: [], ops: [{ op: 'enter-scope', relation: relationId('web', 'log'), unit: web(0) }] }));
+    m.apply((_v) => ({
+      rule: 'enter',
+      asserts: [],
+      ops: [{ op: 'enter-scope', relation: relationId('web', 'log'), unit: web(0) }],
+    }));
     m.apply((v) => destroyRelation(v, relationId('web', 'log'), now));
     assert.deepEqual(sidecarsToDestroy(m.view, 'log'), [log(0), log(1), log(2)]);
     const report = await runDueCleanups(m.runner, { now });

@@ -1,8 +1,8 @@
 import { NotFoundError } from '../core/index.js';
 import { ModelRuleError, NameInUseError } from './model-errors.js';
 import type { ModelTxn, ModelView, RelationDoc, UnitDoc } from './model-types.js';
-import { unitDyingPart } from './unit-rules.js';
 import { absent, anyOf, combine, lifeIn, part, relationId, txn, unitName } from './txn-parts.js';
+import { unitDyingPart } from './unit-rules.js';
 
 /** The container relation that makes `sidecarService` a sidecar of its principal service, if any. */
 export function principalRelationOf(view: ModelView, sidecarService: string): RelationDoc | undefined {
@@ -27,9 +27,14 @@ export function addSidecarUnit(view: ModelView, principal: string, sidecarServic
   const relId = relationId(p.service, sidecarService);
   const rel = view.relation(relId);
   const subject = `sidecar of ${principal} in ${sidecarService}`;
-  if (!svc.subordinate) throw new ModelRuleError('add', subject, `${sidecarService} is not a sidecar service`);
-  if (!rel || rel.scope !== 'container' || rel.endpoints[0] !== p.service) {
-    throw new ModelRuleError('add', subject, `no container relation between ${p.service} and ${sidecarService}`);
+  if (!svc.subordinate)
+    throw new ModelRuleError('add', subject, `${sidecarService} is not a sidecar service`);
+  if (rel?.scope !== 'container' || rel.endpoints[0] !== p.service) {
+    throw new ModelRuleError(
+      'add',
+      subject,
+      `no container relation between ${p.service} and ${sidecarService}`,
+    );
   }
   if (p.principal !== null) throw new ModelRuleError('add', subject, `${principal} is itself a sidecar`);
   if (p.life !== 'alive') throw new ModelRuleError('add', subject, `principal ${principal} is ${p.life}`);
@@ -77,7 +82,8 @@ export function sidecarsToCreate(view: ModelView): SidecarToCreate[] {
     for (const name of view.unitsOfService(principalService, 'alive')) {
       const p = view.unit(name);
       if (!p || p.cell_id === null || p.principal !== null) continue;
-      if (!view.unit(unitName(sidecarService, p.index))) out.push({ principal: name, service: sidecarService });
+      if (!view.unit(unitName(sidecarService, p.index)))
+        out.push({ principal: name, service: sidecarService });
     }
   }
   return out.sort((a, b) => (a.principal < b.principal ? -1 : a.principal > b.principal ? 1 : 0));
@@ -87,9 +93,10 @@ export function sidecarsToCreate(view: ModelView): SidecarToCreate[] {
 function sidecarEndReason(view: ModelView, unit: UnitDoc): string | null {
   if (unit.principal === null) return null;
   const p = view.unit(unit.principal);
-  if (!p || p.life !== 'alive') return `principal ${unit.principal} is ${p?.life ?? 'gone'}`;
+  if (p?.life !== 'alive') return `principal ${unit.principal} is ${p?.life ?? 'gone'}`;
   const rel = view.relation(relationId(p.service, unit.service));
-  if (!rel || rel.life !== 'alive') return `container relation ${relationId(p.service, unit.service)} is ${rel?.life ?? 'gone'}`;
+  if (rel?.life !== 'alive')
+    return `container relation ${relationId(p.service, unit.service)} is ${rel?.life ?? 'gone'}`;
   return null;
 }
 
@@ -116,7 +123,8 @@ export function destroySidecarUnit(view: ModelView, unit: string, now: Date): Mo
   if (!u) throw new NotFoundError('unit', unit);
   if (u.life !== 'alive' || u.principal === null) return null;
   const reason = sidecarEndReason(view, u);
-  if (reason === null) throw new ModelRuleError('destroy', `sidecar ${unit}`, 'its principal and relation are Alive');
+  if (reason === null)
+    throw new ModelRuleError('destroy', `sidecar ${unit}`, 'its principal and relation are Alive');
   const p = view.unit(u.principal);
   const relId = relationId(p?.service ?? '', u.service);
   return txn(

@@ -47,7 +47,7 @@ function has(list: readonly DefinitionProblem[], path: string, field: string, me
 const ok = { image: 'bb:1' };
 
 describe('system definition (issue 8 YAML)', () => {
-  it('parses the issue\'s example with defaults filled in', () => {
+  it("parses the issue's example with defaults filled in", () => {
     const d = parseSystemDefinition(issueExample);
     assert.equal(d.system, 'shop');
     assert.deepEqual(
@@ -64,7 +64,17 @@ describe('system definition (issue 8 YAML)', () => {
     assert.equal(db.memory_mb, 128);
     assert.deepEqual(db.env, {});
     assert.equal(d.services.find((s) => s.path === '/log-shipper')?.subordinate_to, '/web/api');
-    assert.deepEqual(d.jobs, [{ path: '/migrate', image: 'bb:1', command: ['/bin/true'], env: {}, memory_mb: 128, disk_mb: 1024, annotation: '' }]);
+    assert.deepEqual(d.jobs, [
+      {
+        path: '/migrate',
+        image: 'bb:1',
+        command: ['/bin/true'],
+        env: {},
+        memory_mb: 128,
+        disk_mb: 1024,
+        annotation: '',
+      },
+    ]);
   });
 
   it('lists every problem at once, not the first one', () => {
@@ -128,12 +138,23 @@ describe('system definition (issue 8 YAML)', () => {
   });
 
   it('a path that is both a service and a prefix of a job is fine; the same path twice is not', () => {
-    const good = validateSystemDefinition({ system: 'shop', services: { '/web': ok }, jobs: { '/web/migrate': ok } });
+    const good = validateSystemDefinition({
+      system: 'shop',
+      services: { '/web': ok },
+      jobs: { '/web/migrate': ok },
+    });
     assert.equal(good.ok, true);
-    has(problems({ system: 'shop', services: { '/web': ok }, jobs: { '/web': ok } }), '/web', '', /both as a service and as a job/);
+    has(
+      problems({ system: 'shop', services: { '/web': ok }, jobs: { '/web': ok } }),
+      '/web',
+      '',
+      /both as a service and as a job/,
+    );
     assert.throws(
       () => parseSystemDefinition('system: shop\nservices:\n  /a: {image: x}\n  /a: {image: y}\n'),
-      (err: unknown) => err instanceof InvalidDefinitionError && /YAML line 4: Map keys must be unique/.test(err.problems[0]?.message ?? ''),
+      (err: unknown) =>
+        err instanceof InvalidDefinitionError &&
+        /YAML line 4: Map keys must be unique/.test(err.problems[0]?.message ?? ''),
     );
   });
 
@@ -141,7 +162,7 @@ describe('system definition (issue 8 YAML)', () => {
     const list = problems({
       system: 'shop',
       services: {
-        'web': ok,
+        web: ok,
         '/Web': ok,
         '/a': { ...ok, monitor: { udp: 53 }, env: { 'BAD-NAME': 'x', GOOD: 1 } },
       },
@@ -163,7 +184,10 @@ describe('system definition (issue 8 YAML)', () => {
     } catch (err) {
       assert.ok(err instanceof InvalidDefinitionError);
       assert.equal(err.code, 'invalid_argument');
-      assert.match(err.message, /2 problem\(s\)\n {2}\/a image: required\n {2}\/a instances: expected integer/);
+      assert.match(
+        err.message,
+        /2 problem\(s\)\n {2}\/a image: required\n {2}\/a instances: expected integer/,
+      );
     }
   });
 

@@ -72,7 +72,12 @@ const Env = Type.Record(Type.String(), Type.String());
 const MonitorSchema = Type.Union([
   Type.Object({ tcp: Port }, { additionalProperties: false }),
   Type.Object(
-    { http: Type.Object({ port: Port, path: Type.String({ pattern: '^/' }) }, { additionalProperties: false }) },
+    {
+      http: Type.Object(
+        { port: Port, path: Type.String({ pattern: '^/' }) },
+        { additionalProperties: false },
+      ),
+    },
     { additionalProperties: false },
   ),
   Type.Object({ command: Argv }, { additionalProperties: false }),
@@ -119,10 +124,17 @@ const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 function schemaProblems(schema: TSchema, value: unknown, path: string): DefinitionProblem[] {
   const out: DefinitionProblem[] = [];
   for (const e of Value.Errors(schema, value)) {
-    const parts = e.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = e.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const field = parts.join('.');
     if (parts[0] === 'monitor' && parts.length === 1 && e.message === 'Expected union value') {
-      out.push({ path, field, message: 'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}' });
+      out.push({
+        path,
+        field,
+        message: 'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}',
+      });
     } else if (e.message === 'Unexpected property') {
       out.push({ path, field, message: 'unknown field' });
     } else if (e.value === undefined && e.message.startsWith('Expected')) {
@@ -136,7 +148,9 @@ function schemaProblems(schema: TSchema, value: unknown, path: string): Definiti
 }
 
 function asRecord(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }
 
 /**
@@ -145,10 +159,15 @@ function asRecord(value: unknown): Record<string, unknown> {
  */
 export function validateSystemDefinition(
   value: unknown,
-): { readonly ok: true; readonly definition: SystemDefinition } | { readonly ok: false; readonly problems: DefinitionProblem[] } {
+):
+  | { readonly ok: true; readonly definition: SystemDefinition }
+  | { readonly ok: false; readonly problems: DefinitionProblem[] } {
   const problems: DefinitionProblem[] = [];
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { ok: false, problems: [{ path: '/', field: '', message: 'must be a mapping with system, services, jobs' }] };
+    return {
+      ok: false,
+      problems: [{ path: '/', field: '', message: 'must be a mapping with system, services, jobs' }],
+    };
   }
   problems.push(...schemaProblems(TopSchema, value, '/'));
   const top = value as Record<string, unknown>;
@@ -162,7 +181,11 @@ export function validateSystemDefinition(
   ] as const) {
     for (const [path, raw] of Object.entries(raws)) {
       if (path === '/' || !isTreePath(path)) {
-        problems.push({ path, field: '', message: `${section} keys are paths like /web/api (lower-case segments)` });
+        problems.push({
+          path,
+          field: '',
+          message: `${section} keys are paths like /web/api (lower-case segments)`,
+        });
         continue;
       }
       const found = schemaProblems(schema, raw, path);
@@ -172,12 +195,14 @@ export function validateSystemDefinition(
         else jobs.set(path, raw as RawJob);
       }
       for (const key of Object.keys(asRecord(asRecord(raw).env))) {
-        if (!envName.test(key)) problems.push({ path, field: `env.${key}`, message: 'not a valid variable name' });
+        if (!envName.test(key))
+          problems.push({ path, field: `env.${key}`, message: 'not a valid variable name' });
       }
     }
   }
   for (const path of Object.keys(rawJobs)) {
-    if (path in rawServices) problems.push({ path, field: '', message: 'declared both as a service and as a job' });
+    if (path in rawServices)
+      problems.push({ path, field: '', message: 'declared both as a service and as a job' });
   }
   for (const [path, svc] of services) problems.push(...referenceProblems(path, svc, rawServices, rawJobs));
   problems.push(...cycleProblems(services));
@@ -186,7 +211,9 @@ export function validateSystemDefinition(
     ok: true,
     definition: {
       system: top.system as string,
-      services: [...services].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, s]) => normalizeService(path, s)),
+      services: [...services]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([path, s]) => normalizeService(path, s)),
       jobs: [...jobs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, j]) => normalizeJob(path, j)),
     },
   };
@@ -201,8 +228,10 @@ function referenceProblems(
   const out: DefinitionProblem[] = [];
   const target = (field: string, to: string, what: string) => {
     if (to === path) out.push({ path, field, message: `${what} itself` });
-    else if (to in rawJobs && !(to in rawServices)) out.push({ path, field, message: `${to} is a job, not a service` });
-    else if (!(to in rawServices)) out.push({ path, field, message: `${to} is not a service of this system` });
+    else if (to in rawJobs && !(to in rawServices))
+      out.push({ path, field, message: `${to} is a job, not a service` });
+    else if (!(to in rawServices))
+      out.push({ path, field, message: `${to} is not a service of this system` });
     else return true;
     return false;
   };
@@ -215,14 +244,23 @@ function referenceProblems(
   if (svc.subordinate_to !== undefined) {
     if (target('subordinate_to', svc.subordinate_to, 'is subordinate to')) {
       if (svc.instances !== undefined) {
-        out.push({ path, field: 'instances', message: 'a sidecar has one unit per principal unit; drop instances' });
+        out.push({
+          path,
+          field: 'instances',
+          message: 'a sidecar has one unit per principal unit; drop instances',
+        });
       }
     }
   }
   const ports = svc.ports ?? [];
   const dup = ports.filter((p, i) => ports.indexOf(p) !== i);
   for (const p of new Set(dup)) out.push({ path, field: 'ports', message: `port ${p} is listed twice` });
-  const monitorPort = svc.monitor && 'tcp' in svc.monitor ? svc.monitor.tcp : svc.monitor && 'http' in svc.monitor ? svc.monitor.http.port : undefined;
+  const monitorPort =
+    svc.monitor && 'tcp' in svc.monitor
+      ? svc.monitor.tcp
+      : svc.monitor && 'http' in svc.monitor
+        ? svc.monitor.http.port
+        : undefined;
   if (monitorPort !== undefined && !ports.includes(monitorPort)) {
     out.push({ path, field: 'monitor', message: `port ${monitorPort} is not in ports` });
   }

@@ -59,10 +59,14 @@ describe('seed 003 Units', () => {
   it('"While a principal unit is alive, it can be assigned to machines and can have subordinate units added"', () => {
     const m = withSidecar();
     assert.equal(m.view.unit(log0)?.principal, web0);
-    assert.equal(m.view.unit(log0)?.cell_id, 'c1', 'the sidecar is on its principal\'s cell');
+    assert.equal(m.view.unit(log0)?.cell_id, 'c1', "the sidecar is on its principal's cell");
     m.apply((v) => addUnit(v, 'web', 1));
     m.apply((v) => destroyUnit(v, unitName('web', 1), now));
-    assert.equal(code(() => addSidecarUnit(m.view, unitName('web', 1), 'log')), 'conflict', 'not once Dying');
+    assert.equal(
+      code(() => addSidecarUnit(m.view, unitName('web', 1), 'log')),
+      'conflict',
+      'not once Dying',
+    );
   });
 
   it('"A unit can become Dying at any time": assigned or not, in scope or not', () => {
@@ -81,12 +85,18 @@ describe('seed 003 Units', () => {
     assert.equal(m.view.count('scopes-of-unit', web0), 0);
     assert.throws(
       () => ensureUnitDead(m.view, web0),
-      (err: unknown) => err instanceof BerthError && err.code === 'conflict' && /subordinate/.test(err.message),
+      (err: unknown) =>
+        err instanceof BerthError && err.code === 'conflict' && /subordinate/.test(err.message),
     );
   });
 
   it('"... or when the unit is in scope for any relation"', () => {
-    const m = new ModelBuilder().service('web').service('db').units('web', 1).relate('web', 'db').enter('web', 'db', web0);
+    const m = new ModelBuilder()
+      .service('web')
+      .service('db')
+      .units('web', 1)
+      .relate('web', 'db')
+      .enter('web', 'db', web0);
     m.apply((v) => destroyUnit(v, web0, now));
     assert.throws(
       () => ensureUnitDead(m.view, web0),
@@ -96,7 +106,11 @@ describe('seed 003 Units', () => {
 
   it('setting Dead asserts the unit is Dying: an Alive unit is refused, a replayed txn aborts', () => {
     const m = new ModelBuilder().service('web').units('web', 1);
-    assert.equal(code(() => ensureUnitDead(m.view, web0)), 'conflict', 'an Alive unit must be destroyed first');
+    assert.equal(
+      code(() => ensureUnitDead(m.view, web0)),
+      'conflict',
+      'an Alive unit must be destroyed first',
+    );
     m.apply((v) => destroyUnit(v, web0, now));
     const dead = ensureUnitDead(m.view, web0)!;
     m.runner.apply(dead);
@@ -126,7 +140,10 @@ describe('seed 003 Units', () => {
   it('"When a principal unit becomes Dying, all its subordinates must also become Dying"', async () => {
     const m = withSidecar();
     m.apply((v) => destroyUnit(v, web0, now));
-    assert.ok(m.view.cleanup(cleanupId('unit-dying', web0)), 'a cleanup job is written beside the life change');
+    assert.ok(
+      m.view.cleanup(cleanupId('unit-dying', web0)),
+      'a cleanup job is written beside the life change',
+    );
     assert.equal(m.view.unit(log0)?.life, 'alive', 'not in the same transaction');
     const report = await runDueCleanups(m.runner, { now });
     assert.deepEqual(report.errors, []);
@@ -168,13 +185,19 @@ describe('seed 003 Units', () => {
 
   it('removeUnit refuses a unit that is not Dead', () => {
     const m = new ModelBuilder().service('web').units('web', 1);
-    assert.equal(code(() => removeUnit(m.view, web0)), 'conflict');
+    assert.equal(
+      code(() => removeUnit(m.view, web0)),
+      'conflict',
+    );
   });
 
   it('a unit name cannot be reused until the old unit is removed', () => {
     const m = new ModelBuilder().service('web').units('web', 1);
     m.apply((v) => destroyUnit(v, web0, now));
-    assert.equal(code(() => addUnit(m.view, 'web', 0)), 'already_exists');
+    assert.equal(
+      code(() => addUnit(m.view, 'web', 0)),
+      'already_exists',
+    );
     m.apply((v) => ensureUnitDead(v, web0));
     m.apply((v) => removeUnit(v, web0));
     m.apply((v) => addUnit(v, 'web', 0));
@@ -198,7 +221,12 @@ describe('seed 003 Units', () => {
   });
 
   it('forced destruction removes Dying relations and a Dying service on the far side as the last one out', async () => {
-    const m = new ModelBuilder().service('web').service('db').units('web', 1).relate('web', 'db').enter('web', 'db', web0);
+    const m = new ModelBuilder()
+      .service('web')
+      .service('db')
+      .units('web', 1)
+      .relate('web', 'db')
+      .enter('web', 'db', web0);
     m.apply((v) => destroyService(v, 'db', now));
     await runDueCleanups(m.runner, { now });
     assert.equal(m.view.service('db')?.life, 'dying', 'kept alive by the relation web#0 is in');

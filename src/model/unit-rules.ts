@@ -2,7 +2,18 @@ import { NotFoundError } from '../core/index.js';
 import { ModelRuleError, NameInUseError } from './model-errors.js';
 import type { ModelTxn, ModelView, Op, UnitDoc } from './model-types.js';
 import { unitRemovalPart } from './removal-parts.js';
-import { absent, cleanupId, combine, countEq, lifeIn, part, setLife, type TxnPart, txn, unitName } from './txn-parts.js';
+import {
+  absent,
+  cleanupId,
+  combine,
+  countEq,
+  lifeIn,
+  part,
+  setLife,
+  type TxnPart,
+  txn,
+  unitName,
+} from './txn-parts.js';
 
 /** DESIGN.md: `--force` schedules a backstop cleanup at now + max-wait, default one minute. */
 export const defaultForceMaxWaitMs = 60_000;
@@ -24,12 +35,20 @@ export function addUnit(view: ModelView, service: string, index: number): ModelT
   const name = unitName(service, index);
   const existing = view.unit(name);
   if (existing) throw new NameInUseError('unit', name, existing.life);
-  if (svc.life !== 'alive') throw new ModelRuleError('add unit to', `service ${service}`, `it is ${svc.life}`);
+  if (svc.life !== 'alive')
+    throw new ModelRuleError('add unit to', `service ${service}`, `it is ${svc.life}`);
   if (svc.subordinate) {
-    throw new ModelRuleError('add unit to', `service ${service}`, 'it is a sidecar service: its units follow principals');
+    throw new ModelRuleError(
+      'add unit to',
+      `service ${service}`,
+      'it is a sidecar service: its units follow principals',
+    );
   }
   const unit: UnitDoc = { name, service, index, life: 'alive', cell_id: null, principal: null };
-  return txn('add-unit', part([lifeIn('service', service, 'alive'), absent('unit', name)], [{ op: 'insert-unit', unit }]));
+  return txn(
+    'add-unit',
+    part([lifeIn('service', service, 'alive'), absent('unit', name)], [{ op: 'insert-unit', unit }]),
+  );
 }
 
 /**
@@ -58,7 +77,11 @@ export function unitDyingPart(view: ModelView, unit: string, now: Date): TxnPart
 export function destroyUnit(view: ModelView, unit: string, now: Date): ModelTxn | null {
   const u = mustUnit(view, unit);
   if (u.principal !== null) {
-    throw new ModelRuleError('destroy', `unit ${unit}`, `it is a sidecar of ${u.principal}; destroy the principal`);
+    throw new ModelRuleError(
+      'destroy',
+      `unit ${unit}`,
+      `it is a sidecar of ${u.principal}; destroy the principal`,
+    );
   }
   if (u.life !== 'alive') return null;
   return txn('destroy-unit', unitDyingPart(view, unit, now));
@@ -85,15 +108,22 @@ export function unitDyingForService(view: ModelView, unit: string, now: Date): M
 export function ensureUnitDead(view: ModelView, unit: string): ModelTxn | null {
   const u = mustUnit(view, unit);
   if (u.life === 'dead') return null;
-  if (u.life === 'alive') throw new ModelRuleError('set Dead', `unit ${unit}`, 'it is Alive; destroy it first');
+  if (u.life === 'alive')
+    throw new ModelRuleError('set Dead', `unit ${unit}`, 'it is Alive; destroy it first');
   const subs = view.count('subordinates-of-unit', unit);
-  if (subs > 0) throw new ModelRuleError('set Dead', `unit ${unit}`, `${subs} subordinate unit(s) still exist`);
+  if (subs > 0)
+    throw new ModelRuleError('set Dead', `unit ${unit}`, `${subs} subordinate unit(s) still exist`);
   const scopes = view.count('scopes-of-unit', unit);
-  if (scopes > 0) throw new ModelRuleError('set Dead', `unit ${unit}`, `it is in scope of ${scopes} relation(s)`);
+  if (scopes > 0)
+    throw new ModelRuleError('set Dead', `unit ${unit}`, `it is in scope of ${scopes} relation(s)`);
   return txn(
     'unit-dead',
     part(
-      [lifeIn('unit', unit, 'dying'), countEq('subordinates-of-unit', unit, 0), countEq('scopes-of-unit', unit, 0)],
+      [
+        lifeIn('unit', unit, 'dying'),
+        countEq('subordinates-of-unit', unit, 0),
+        countEq('scopes-of-unit', unit, 0),
+      ],
       [setLife('unit', unit, 'dead')],
     ),
   );
@@ -124,7 +154,11 @@ export function forceDestroyUnit(
 ): ModelTxn {
   const u = mustUnit(view, unit);
   if (u.principal !== null) {
-    throw new ModelRuleError('destroy', `unit ${unit}`, `it is a sidecar of ${u.principal}; destroy the principal`);
+    throw new ModelRuleError(
+      'destroy',
+      `unit ${unit}`,
+      `it is a sidecar of ${u.principal}; destroy the principal`,
+    );
   }
   const jobs: Op[] = [
     {
@@ -142,7 +176,10 @@ export function forceDestroyUnit(
     },
   ];
   if (u.life === 'alive') {
-    return txn('force-destroy-unit', part([lifeIn('unit', unit, 'alive')], [setLife('unit', unit, 'dying'), ...jobs]));
+    return txn(
+      'force-destroy-unit',
+      part([lifeIn('unit', unit, 'alive')], [setLife('unit', unit, 'dying'), ...jobs]),
+    );
   }
   return txn('force-destroy-unit', part([lifeIn('unit', unit, 'dying', 'dead')], jobs));
 }
