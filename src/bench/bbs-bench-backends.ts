@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
 
 export interface BenchBackend {
   readonly name: 'SQLite' | 'PostgreSQL';
@@ -11,7 +12,7 @@ export interface BenchBackend {
 /**
  * The two backends every BBS benchmark runs on: a SQLite file in a temp dir, and a PostgreSQL
  * server — `BERTH_BENCH_POSTGRES_URL` when given, else a throw-away one started by the test
- * harness (loaded dynamically: benchmarks, like tests, may start one; production code never does).
+ * harness (benchmarks, like tests, start their own database).
  */
 export async function benchBackends(): Promise<BenchBackend[]> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'));
@@ -22,19 +23,20 @@ export async function benchBackends(): Promise<BenchBackend[]> {
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     },
   ];
+  // BENCH_BACKENDS=sqlite narrows a run to one backend while tuning.
+  if ((process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').includes('postgres') === false)
+    return backends;
   const url = process.env.BERTH_BENCH_POSTGRES_URL;
   if (url) {
     backends.push({ name: 'PostgreSQL', db: url, cleanup: async () => {} });
     return backends;
   }
-  const harnessPath = new URL('../testing/postgres-harness.js', import.meta.url).href;
-  const harness = (await import(harnessPath)) as typeof import('../testing/postgres-harness.js');
-  const skip = harness.postgresSkipReason();
+  const skip = postgresSkipReason();
   if (skip) {
     process.stdout.write(`PostgreSQL skipped: ${skip}\n`);
     return backends;
   }
-  const server = await harness.startPostgres('bench');
+  const server = await startPostgres('bench');
   backends.push({ name: 'PostgreSQL', db: server.url, cleanup: () => server.stop() });
   return backends;
 }

@@ -3,10 +3,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { BerthError, InvalidArgumentError } from '../../core/index.js';
-import type { BbsStore } from '../bbs-store.js';
 import type { ModificationTag, Monitor, Task, TaskState } from '../bbs-types.js';
 import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
 import { type BbsOperationName, bbsOperationPaths } from './bbs-operations.js';
+import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import {
   DesiredLRPDefinitionSchema,
   DesiredLRPUpdateSchema,
@@ -16,13 +16,7 @@ import {
 } from './bbs-schemas.js';
 import { registerEventRoutes } from './event-routes.js';
 
-export interface BbsRoutesOptions {
-  readonly store: BbsStore;
-  /** How often an SSE stream looks for events written by other servers (ms). */
-  readonly eventPollMs?: number;
-  /** In-process wake-up when this server's store committed events. */
-  readonly onEvents?: (listener: () => void) => () => void;
-}
+export type { BbsRoutesOptions } from './bbs-routes-options.js';
 
 /**
  * The BBS's HTTP API: the public routes of issue 3 (snake_case JSON, ETag/If-Match on

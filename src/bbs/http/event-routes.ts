@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { BbsRoutesOptions } from './bbs-routes.js';
+import type { BbsRoutesOptions } from './bbs-routes-options.js';
 
 const batch = 1000;
 const heartbeatMs = 15_000;

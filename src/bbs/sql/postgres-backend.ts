@@ -72,14 +72,16 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
       const client = await pool.connect();
       try {
         await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        const result = await fn(async (text, params = []) => {
-          const res = await client.query<unknown[]>({
-            text: numbered(text),
-            values: [...params],
-            rowMode: 'array',
-          });
-          return res.rows;
-        });
+        const result = await fn(
+          async <T>(text: string, params: readonly unknown[], map: (row: unknown[]) => T) => {
+            const res = await client.query<unknown[]>({
+              text: numbered(text),
+              values: [...params],
+              rowMode: 'array',
+            });
+            return res.rows.map(map);
+          },
+        );
         await client.query('COMMIT');
         return result;
       } catch (err) {

@@ -11,7 +11,12 @@ export interface RawEventRow {
   readonly created_at: string;
 }
 
-export type RowQuery = (text: string, params?: readonly unknown[]) => Promise<unknown[][]>;
+/** Runs `text` and maps each positional row as it is read (rows never pile up before mapping). */
+export type RowQuery = <T>(
+  text: string,
+  params: readonly unknown[],
+  map: (row: unknown[]) => T,
+) => Promise<T[]>;
 
 /**
  * What differs between SQLite and PostgreSQL beyond SQL text: how a transaction begins, how rows

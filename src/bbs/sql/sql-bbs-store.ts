@@ -996,15 +996,19 @@ export class SqlBbsStore implements BbsStore {
     return this.backend.readRows(async (query) => ({
       desired_lrps: await readAllDesired(query),
       actual_lrps: await readAllActual(query),
-      domains: (
-        await query('SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain', [now])
-      ).map(([domain, fresh_until]) => ({ domain: domain as string, fresh_until: fresh_until as string })),
-      cells: (
-        await query(
-          'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at FROM cells WHERE expires_at > ? ORDER BY cell_id',
-          [now],
-        )
-      ).map(arrayToCell),
+      domains: await query(
+        'SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain',
+        [now],
+        (r) => ({
+          domain: r[0] as string,
+          fresh_until: r[1] as string,
+        }),
+      ),
+      cells: await query(
+        'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at FROM cells WHERE expires_at > ? ORDER BY cell_id',
+        [now],
+        arrayToCell,
+      ),
       now,
     }));
   }
@@ -1370,8 +1374,7 @@ const desiredColumns =
   'process_guid, domain, instances, definition, routes, annotation, created_at, tag_epoch, tag_index';
 
 async function readAllDesired(query: RowQuery): Promise<DesiredLRP[]> {
-  const rows = await query(`SELECT ${desiredColumns} FROM desired_lrps ORDER BY process_guid`);
-  return rows.map((r) =>
+  return query(`SELECT ${desiredColumns} FROM desired_lrps ORDER BY process_guid`, [], (r) =>
     rowToDesired({
       process_guid: r[0] as string,
       domain: r[1] as string,
@@ -1387,8 +1390,11 @@ async function readAllDesired(query: RowQuery): Promise<DesiredLRP[]> {
 }
 
 async function readAllActual(query: RowQuery): Promise<ActualLRP[]> {
-  const rows = await query(`SELECT ${actualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`);
-  return rows.map(arrayToActual);
+  return query(
+    `SELECT ${actualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`,
+    [],
+    arrayToActual,
+  );
 }
 
 /** Column order of `actualColumns`; one object literal so every ActualLRP shares a hidden class. */

@@ -67,7 +67,11 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
     readRows: (fn) =>
       inTransaction('BEGIN', async () =>
         // Holding kysely's connection (its mutex) makes direct use of the handle safe here.
-        fn(async (text, params = []) => statements.rawStatement(text).all(...params) as unknown[][]),
+        fn(async <T>(text: string, params: readonly unknown[], map: (row: unknown[]) => T) => {
+          const out: T[] = [];
+          for (const row of statements.rawStatement(text).iterate(...params)) out.push(map(row as unknown[]));
+          return out;
+        }),
       ),
     isUniqueViolation: (err) => errnoCode(err)?.startsWith('SQLITE_CONSTRAINT') === true,
     close: () => db.destroy(),
