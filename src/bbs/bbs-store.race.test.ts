@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { desiredDefinition } from '../testing/bbs-store-contract.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
 import { openBbsStore } from './index.js';
+import { bbsMigrations } from './sql/bbs-migrations.js';
 
 const run = promisify(execFile);
 const worker = fileURLToPath(new URL('../testing/cas-race-worker.js', import.meta.url));
@@ -40,6 +41,41 @@ async function race(db: string): Promise<void> {
   assert.equal(final.annotation, String(target));
   assert.equal(final.modification_tag.index, target);
 }
+
+/** Processes that open one fresh database at the same moment: each migration is applied once. */
+async function migrateAtOnce(db: string): Promise<void> {
+  const index = new URL('./index.js', import.meta.url).href;
+  const script = `const m = await import(${JSON.stringify(index)}); const s = await m.openBbsStore(process.argv[1]); await s.close();`;
+  await Promise.all(
+    Array.from({ length: writers }, () => run(process.execPath, ['--input-type=module', '-e', script, db])),
+  );
+  const store = await openBbsStore(db);
+  const versions = await store.backend.db.selectFrom('bbs_schema_migrations').select('version').execute();
+  await store.close();
+  assert.deepEqual(
+    versions.map((v) => v.version),
+    bbsMigrations.map((m) => m.version),
+  );
+}
+
+describe('migrations when several servers start at once', () => {
+  it('SQLite: BEGIN IMMEDIATE serializes them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-migrate-'));
+    try {
+      await migrateAtOnce(join(dir, 'bbs.sqlite3'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  describe('PostgreSQL', { skip: postgresSkipReason() ?? false }, () => {
+    let server: PostgresServer | undefined;
+    after(async () => server?.stop());
+    it('the advisory lock serializes them', async () => {
+      server = await startPostgres('migrate');
+      await migrateAtOnce(server.url);
+    });
+  });
+});
 
 describe('CAS under concurrent writer processes', () => {
   it('SQLite file, WAL, several processes', async () => {

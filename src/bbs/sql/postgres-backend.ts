@@ -2,18 +2,13 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errnoCode } from '../../core/index.js';
 import type { BbsDatabase } from './bbs-database.js';
+import { numbered, preparedPostgresStatements } from './hot-statements.js';
 import type { RawEventRow, SqlBackend } from './sql-backend.js';
 
 export interface PostgresBackendOptions {
   /** postgres://user@host/db, or postgres://user@/db?host=/socket/dir for a unix socket. */
   readonly url: string;
   readonly poolSize?: number;
-}
-
-/** `?` placeholders → `$1, $2, …` (the SQL given to readRows never has a literal "?"). */
-export function numbered(text: string): string {
-  let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
 }
 
 /** Arbitrary but fixed: every berth server takes this advisory lock to migrate. */
@@ -29,7 +24,7 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
   const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
-  const db = new Kysely<BbsDatabase>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<BbsDatabase>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
 
   async function withRetry<T>(run: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -94,4 +89,33 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
     isUniqueViolation: (err) => errnoCode(err) === '23505',
     close: () => db.destroy(),
   };
+}
+
+/**
+ * The pool kysely sees: the same connections, but the store's per-CAS statements go out as named
+ * prepared statements, so PostgreSQL parses and plans each once per connection instead of on
+ * every CAS. Everything else passes through unchanged.
+ */
+function preparingPool(pool: pg.Pool): pg.Pool {
+  const names = new Map<string, string>();
+  for (const text of preparedPostgresStatements) names.set(text, `berth_${names.size}`);
+  const wrap = (client: pg.PoolClient): pg.PoolClient => {
+    const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>;
+    return new Proxy(client, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver);
+        return (text: unknown, values?: unknown[]) => {
+          const name = typeof text === 'string' ? names.get(text) : undefined;
+          if (name) return query({ name, text: text as string, values: values ?? [] });
+          return (target.query as (t: unknown, v?: unknown[]) => unknown)(text, values);
+        };
+      },
+    });
+  };
+  return new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property === 'connect') return async () => wrap(await target.connect());
+      return Reflect.get(target, property, receiver);
+    },
+  });
 }

@@ -66,41 +66,10 @@ import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import { assertTaskTransition, taskDeletableStates, taskStates } from '../task-transitions.js';
 import type { ActualLrpRow, BbsDatabase, DesiredLrpRow, TaskRow } from './bbs-database.js';
 import { applyMigrations } from './bbs-migrations.js';
-import { numbered } from './postgres-backend.js';
+import { actualColumns, hotSqlByKind } from './hot-statements.js';
 import type { RowQuery, SqlBackend } from './sql-backend.js';
 
 type Db = Kysely<BbsDatabase>;
-
-/**
- * The statements every CAS runs, as constant SQL. Building them with the query builder cost more
- * CPU than SQLite spent running them; constant text also hits the prepared-statement cache.
- * Written with `?` and numbered for PostgreSQL once.
- */
-const actualColumns =
-  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, ' +
-  'crash_reason, since, placement_error, address, ports, tag_epoch, tag_index';
-const hotSql = {
-  selectActual: `SELECT ${actualColumns} FROM actual_lrps WHERE process_guid = ? AND idx = ? AND evacuating = ?`,
-  updateActual:
-    'UPDATE actual_lrps SET domain = ?, instance_guid = ?, cell_id = ?, state = ?, crash_count = ?, ' +
-    'last_crashed_at = ?, crash_reason = ?, since = ?, placement_error = ?, address = ?, ports = ?, ' +
-    'tag_epoch = ?, tag_index = ? ' +
-    'WHERE process_guid = ? AND idx = ? AND evacuating = ? AND tag_epoch = ? AND tag_index = ?',
-  insertEvent: 'INSERT INTO events (type, data, created_at) VALUES (?, ?, ?)',
-} as const;
-type HotQuery = keyof typeof hotSql;
-
-const hotSqlByKind: Readonly<
-  Record<'sqlite' | 'postgres', Readonly<Record<HotQuery | 'selectActualForUpdate', string>>>
-> = {
-  sqlite: { ...hotSql, selectActualForUpdate: hotSql.selectActual },
-  postgres: {
-    selectActual: numbered(hotSql.selectActual),
-    selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
-    updateActual: numbered(hotSql.updateActual),
-    insertEvent: numbered(hotSql.insertEvent),
-  },
-};
 
 export interface SqlBbsStoreOptions {
   /** The store's clock; tests inject one. */

@@ -1,0 +1,39 @@
+/** `?` placeholders → `$1, $2, …` (constant SQL here never has a literal "?"). */
+export function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/**
+ * The statements every CAS runs, as constant SQL. Building them with the query builder cost more
+ * CPU than SQLite spent running them; constant text also hits the prepared-statement cache.
+ * Written with `?` and numbered for PostgreSQL once.
+ */
+export const actualColumns =
+  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, ' +
+  'crash_reason, since, placement_error, address, ports, tag_epoch, tag_index';
+const hotSql = {
+  selectActual: `SELECT ${actualColumns} FROM actual_lrps WHERE process_guid = ? AND idx = ? AND evacuating = ?`,
+  updateActual:
+    'UPDATE actual_lrps SET domain = ?, instance_guid = ?, cell_id = ?, state = ?, crash_count = ?, ' +
+    'last_crashed_at = ?, crash_reason = ?, since = ?, placement_error = ?, address = ?, ports = ?, ' +
+    'tag_epoch = ?, tag_index = ? ' +
+    'WHERE process_guid = ? AND idx = ? AND evacuating = ? AND tag_epoch = ? AND tag_index = ?',
+  insertEvent: 'INSERT INTO events (type, data, created_at) VALUES (?, ?, ?)',
+} as const;
+type HotQuery = keyof typeof hotSql;
+
+export const hotSqlByKind: Readonly<
+  Record<'sqlite' | 'postgres', Readonly<Record<HotQuery | 'selectActualForUpdate', string>>>
+> = {
+  sqlite: { ...hotSql, selectActualForUpdate: hotSql.selectActual },
+  postgres: {
+    selectActual: numbered(hotSql.selectActual),
+    selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
+    updateActual: numbered(hotSql.updateActual),
+    insertEvent: numbered(hotSql.insertEvent),
+  },
+};
+
+/** PostgreSQL texts worth a named prepared statement: parsed and planned once per connection. */
+export const preparedPostgresStatements: ReadonlySet<string> = new Set(Object.values(hotSqlByKind.postgres));
