@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { sql } from 'kysely';
-import { openBbsStore } from '../bbs/index.js';
+import { type BbsSnapshot, openBbsStore } from '../bbs/index.js';
 import { benchBackends, median } from './bbs-bench-backends.js';
 
 // Memory per record is only measurable with a forced GC: re-run this file with --expose-gc.
@@ -21,6 +21,7 @@ const steps = (process.env.BENCH_STEPS ?? '50000,250000').split(',').map(Number)
 const instancesPerLrp = 100;
 const reads = Number(process.env.BENCH_READS ?? 5);
 
+let kept: BbsSnapshot | undefined;
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 for (const backend of await benchBackends()) {
@@ -63,10 +64,12 @@ for (const backend of await benchBackends()) {
       if (snapshot.actual_lrps.length !== target)
         throw new Error(`read ${snapshot.actual_lrps.length} of ${target}`);
     }
+    // The previous step's (or backend's) snapshot must be gone before the baseline.
+    kept = undefined;
     gc();
     gc();
     const base = process.memoryUsage();
-    const kept = await store.readSnapshot();
+    kept = await store.readSnapshot();
     gc();
     const held = process.memoryUsage();
     const perRecord = (held.heapUsed - base.heapUsed) / kept.actual_lrps.length;
