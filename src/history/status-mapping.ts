@@ -1,0 +1,114 @@
+import type { ContainerStatus, EntityType } from './history-types.js';
+
+/**
+ * The seed's table, row for row: raw docker event statuses and swarm task states mapped to the
+ * container service's friendlier names. Every other raw value is recorded as it is — including
+ * docker's `create` (the seed maps `created`, and its final status list keeps `create` raw) and
+ * `die`, whose meaning (success or failure) is only known after finalization reads the exit code.
+ */
+export const statusMappingTable: Readonly<Record<string, ContainerStatus>> = {
+  complete: 'Complete',
+  created: 'Created',
+  rejected: 'Failed',
+  failed: 'Failed',
+  start: 'Running',
+  started: 'Running',
+  running: 'Running',
+  kill: 'Killed',
+  oom: 'Killed (Out of Memory)',
+  starting: 'Starting',
+};
+
+/** Docker's container event statuses (moby swagger.yaml, as the seed lists them). */
+export const dockerEventStatuses: readonly string[] = [
+  'attach',
+  'commit',
+  'copy',
+  'create',
+  'destroy',
+  'detach',
+  'die',
+  'exec_create',
+  'exec_detach',
+  'exec_start',
+  'exec_die',
+  'export',
+  'health_status',
+  'kill',
+  'oom',
+  'pause',
+  'rename',
+  'resize',
+  'restart',
+  'start',
+  'stop',
+  'top',
+  'unpause',
+  'update',
+];
+
+/** Swarm TaskState values: what polling a service reports. */
+export const swarmTaskStates: readonly string[] = [
+  'new',
+  'allocated',
+  'pending',
+  'assigned',
+  'accepted',
+  'preparing',
+  'ready',
+  'starting',
+  'running',
+  'complete',
+  'shutdown',
+  'failed',
+  'rejected',
+  'remove',
+  'orphaned',
+];
+
+/** The container service's own names: what mapping and finalization produce. */
+export const friendlyStatuses: readonly ContainerStatus[] = [
+  'Created',
+  'Running',
+  'Complete',
+  'Failed',
+  'Killed',
+  'Killed (Out of Memory)',
+  'Starting',
+];
+
+/** Statuses that end a container's life: only a newer terminal status replaces one of them. */
+export const terminalStatuses: ReadonlySet<ContainerStatus> = new Set([
+  'Complete',
+  'Failed',
+  'Killed',
+  'Killed (Out of Memory)',
+]);
+
+export function isTerminalStatus(status: ContainerStatus): boolean {
+  return terminalStatuses.has(status);
+}
+
+/** `Object.hasOwn` so that `constructor` or `toString` never map to something inherited. */
+export function mapRawStatus(raw: string): ContainerStatus {
+  return Object.hasOwn(statusMappingTable, raw) ? statusMappingTable[raw]! : raw;
+}
+
+/**
+ * Raw values after which the seed finalizes the container: `kill`, `die`, `oom` from the events
+ * API; `complete`, `shutdown`, `failed`, `rejected` from the service API.
+ */
+const finishingBySource: Readonly<Record<'event' | 'service', ReadonlySet<string>>> = {
+  event: new Set(['kill', 'die', 'oom']),
+  service: new Set(['complete', 'shutdown', 'failed', 'rejected']),
+};
+
+export function isFinishingEvent(raw: string, entityType: EntityType): boolean {
+  if (entityType !== 'event' && entityType !== 'service') return false;
+  return finishingBySource[entityType].has(raw);
+}
+
+/** Finalization's verdict: exit code 0 or unknown (null) is a success. */
+export function finalStatusFor(exitCode: number | null): 'Complete' | 'Failed' {
+  return exitCode === null || exitCode === 0 ? 'Complete' : 'Failed';
+}
