@@ -1,0 +1,615 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { SqlBbsStore } from '../bbs/index.js';
+import { InvalidArgumentError, NotFoundError } from '../core/index.js';
+import {
+  canonicalTimestamp,
+  compareIds,
+  compareItems,
+  dedupeKey,
+  effectiveTime,
+  foldStatus,
+  stepStatus,
+  type TopLevelStatus,
+} from './container-status.js';
+import type { ContainerRow, HistoryDb, HistoryRow, HistoryTables } from './history-database.js';
+import type {
+  ContainerLaunch,
+  ContainerOutput,
+  ContainerRecord,
+  ContainerWithHistory,
+  EntityType,
+  HistoryItem,
+  OwnerKind,
+} from './history-types.js';
+import { entityTypes, ownerKinds } from './history-types.js';
+import type { IngestRecord, IngestResult } from './ingest-records.js';
+import { finalStatusFor, mapRawStatus } from './status-mapping.js';
+
+/** The bus event every newly recorded history item puts on `GET /v1/events`. */
+export const containerEventType = 'container_status_changed';
+
+export interface ContainerStatusEvent {
+  readonly type: typeof containerEventType;
+  readonly container: Pick<
+    ContainerRecord,
+    'id' | 'image' | 'cell_id' | 'owner_kind' | 'owner_id' | 'system' | 'status' | 'status_time'
+  >;
+  readonly item: HistoryItem;
+}
+
+export interface ListContainersRequest {
+  readonly status?: string;
+  readonly system?: string;
+  /** ISO-8601: only containers with a history item recorded at or after it. */
+  readonly since?: string;
+  readonly limit?: number;
+  /** `next_cursor` of the previous page. */
+  readonly cursor?: string;
+}
+
+export interface ContainerPage {
+  readonly containers: ContainerRecord[];
+  /** Absent on the last page. */
+  readonly next_cursor?: string;
+}
+
+export interface ContainerLogs {
+  readonly container_id: string;
+  readonly text: string;
+  readonly size: number;
+  readonly truncated: boolean;
+}
+
+export interface HistoryStoreOptions {
+  readonly now?: () => Date;
+  /** Logs kept per container, in characters; more is cut from the front (the end matters most). */
+  readonly maxLogChars?: number;
+  /** Called after a commit that recorded items (in-process wake-up of streams and webhooks). */
+  readonly onRecorded?: () => void;
+}
+
+const defaultMaxLogChars = 1024 * 1024;
+const insertChunk = 200;
+const maxPage = 1000;
+
+interface PendingItem {
+  readonly container_id: string;
+  readonly status: string;
+  readonly external_timestamp: string | null;
+  readonly exit_code: number | null;
+  readonly entity_type: EntityType;
+  readonly entity_id: string | null;
+  readonly message: string | null;
+  readonly dedupe_key: string;
+}
+
+interface ContainerChange {
+  launch?: ContainerLaunch;
+  finalization?: {
+    exit_code: number | null;
+    logs: string;
+    logs_size: number;
+    truncated: boolean;
+    outputs: readonly ContainerOutput[];
+    error: string | null;
+  };
+}
+
+/**
+ * Container records and their history on the BBS database (SQLite or PostgreSQL). One `ingest`
+ * is one transaction: items are inserted with ON CONFLICT DO NOTHING on their dedupe key (so
+ * re-delivery is harmless), top-level statuses are stepped (or refolded when an item arrives
+ * out of order), and every new item becomes a bus event and webhook deliveries in the same commit.
+ */
+export class HistoryStore {
+  readonly #backend: SqlBbsStore['backend'];
+  readonly #now: () => Date;
+  readonly #maxLogChars: number;
+  readonly #onRecorded: () => void;
+
+  constructor(bbs: SqlBbsStore, options: HistoryStoreOptions = {}) {
+    this.#backend = bbs.backend;
+    this.#now = options.now ?? (() => new Date());
+    this.#maxLogChars = options.maxLogChars ?? defaultMaxLogChars;
+    this.#onRecorded = options.onRecorded ?? (() => {});
+  }
+
+  get dialect(): 'sqlite' | 'postgres' {
+    return this.#backend.kind;
+  }
+
+  /** The history tables inside a BBS write transaction (they share the database, not the type). */
+  write<T>(fn: (db: HistoryDb) => Promise<T>): Promise<T> {
+    return this.#backend.write((tx) => fn(tx.withTables<HistoryTables>()));
+  }
+
+  read<T>(fn: (db: HistoryDb) => Promise<T>): Promise<T> {
+    return this.#backend.read((tx) => fn(tx.withTables<HistoryTables>()));
+  }
+
+  async ingest(records: readonly IngestRecord[]): Promise<IngestResult> {
+    if (records.length === 0) return { recorded: 0, duplicates: 0 };
+    const { items, changes } = this.#prepare(records);
+    const result = await this.write(async (db) => {
+      const date = this.#now();
+      const now = date.toISOString();
+      const ids = [...new Set([...items.map((i) => i.container_id), ...changes.keys()])].sort();
+      // Placeholders first, then lock: two servers recording for one new container both insert,
+      // one wins, and the other waits on the row lock instead of computing from a stale read.
+      for (let i = 0; i < ids.length; i += insertChunk) {
+        await db
+          .insertInto('containers')
+          .values(ids.slice(i, i + insertChunk).map((id) => placeholderRow(id, now)))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+      }
+      const current = new Map<string, Selectable<ContainerRow>>();
+      for (let i = 0; i < ids.length; i += insertChunk) {
+        let query = db
+          .selectFrom('containers')
+          .selectAll()
+          .where('id', 'in', ids.slice(i, i + insertChunk));
+        if (this.#backend.lockRows) query = query.forUpdate();
+        for (const row of await query.execute()) current.set(row.id, row);
+      }
+      const allItems = [...items];
+      for (const [id, change] of changes) {
+        const row = current.get(id)!;
+        const fin = change.finalization;
+        // Finalized once: a re-delivered finalization must not add a second Complete/Failed.
+        if (fin && row.finalized_at === null) {
+          const status = fin.error ? 'Failed' : finalStatusFor(fin.exit_code);
+          const message = fin.error ? `Finalization failed: ${fin.error}` : null;
+          allItems.push(pending(id, status, null, fin.exit_code, 'system', null, message));
+        } else if (fin) {
+          changes.set(id, { ...(change.launch ? { launch: change.launch } : {}) });
+        }
+      }
+      const inserted: HistoryItem[] = [];
+      const byContainer = new Map<string, HistoryItem[]>();
+      for (let i = 0; i < allItems.length; i += insertChunk) {
+        const rows = await db
+          .insertInto('container_history')
+          .values(allItems.slice(i, i + insertChunk).map((item) => ({ ...item, time_recorded: now })))
+          .onConflict((oc) => oc.columns(['container_id', 'dedupe_key']).doNothing())
+          .returningAll()
+          .execute();
+        for (const row of rows) {
+          const item = toItem(row);
+          inserted.push(item);
+          const list = byContainer.get(row.container_id) ?? [];
+          list.push(item);
+          byContainer.set(row.container_id, list);
+        }
+      }
+      const events: { type: string; data: string; created_at: string }[] = [];
+      const subscriptions = inserted.length > 0 ? await activeSubscriptions(db) : [];
+      const deliveries: { subscription_id: string; payload: string }[] = [];
+      for (const id of ids) {
+        const row = current.get(id)!;
+        const fresh = (byContainer.get(id) ?? []).sort(compareItems);
+        const change = changes.get(id);
+        if (fresh.length === 0 && !change?.launch && !change?.finalization) continue;
+        let status: TopLevelStatus | undefined =
+          row.status === '' ? undefined : { status: row.status, status_time: row.status_time };
+        let newest = { time: row.newest_time, id: String(row.newest_id) };
+        const first = fresh[0];
+        // The container's status right after each new item, for its bus event.
+        const after = new Map<HistoryItem, TopLevelStatus>();
+        if (first && isNewer(first, newest)) {
+          for (const item of fresh) {
+            status = stepStatus(status, item);
+            after.set(item, status);
+          }
+        } else if (first) {
+          // An item older than what is recorded: the fold over the whole history is the truth.
+          const all = await db
+            .selectFrom('container_history')
+            .select(['id', 'status', 'time_recorded', 'external_timestamp'])
+            .where('container_id', '=', id)
+            .execute();
+          status = foldStatus(all.map((r) => ({ ...r, id: String(r.id) })));
+        }
+        const last = fresh.at(-1);
+        if (last && isNewer(last, newest)) newest = { time: effectiveTime(last), id: last.id };
+        const launch = change?.launch;
+        const fin = change?.finalization;
+        const logs = fin ? this.#capLogs(fin.logs) : undefined;
+        await db
+          .updateTable('containers')
+          .set({
+            ...(status ? { status: status.status, status_time: status.status_time } : {}),
+            ...(fresh.length > 0 ? { updated_at: now } : {}),
+            newest_time: newest.time,
+            newest_id: newest.id,
+            ...(launch ? launchColumns(launch) : {}),
+            ...(fin && logs
+              ? {
+                  exit_code: fin.exit_code,
+                  finalized_at: now,
+                  outputs: JSON.stringify(fin.outputs),
+                  logs_size: fin.logs_size,
+                  logs_truncated: fin.truncated || logs.truncated ? 1 : 0,
+                }
+              : {}),
+          })
+          .where('id', '=', id)
+          .execute();
+        if (fin && logs) {
+          await db
+            .insertInto('container_logs')
+            .values({ container_id: id, text: logs.text })
+            .onConflict((oc) => oc.column('container_id').doUpdateSet({ text: logs.text }))
+            .execute();
+        }
+        const meta = { ...row, ...(launch ? launchColumns(launch) : {}) };
+        for (const item of fresh) {
+          const event: Omit<ContainerStatusEvent, 'type'> = {
+            container: {
+              id,
+              image: meta.image,
+              cell_id: meta.cell_id,
+              owner_kind: meta.owner_kind as OwnerKind,
+              owner_id: meta.owner_id,
+              system: meta.system,
+              status: (after.get(item) ?? status)?.status ?? item.status,
+              status_time: (after.get(item) ?? status)?.status_time ?? item.time_recorded,
+            },
+            item,
+          };
+          const data = JSON.stringify(event);
+          events.push({ type: containerEventType, data, created_at: now });
+          for (const sub of subscriptions) {
+            if (sub.statuses.size === 0 || sub.statuses.has(item.status)) {
+              deliveries.push({
+                subscription_id: sub.id,
+                payload: JSON.stringify({ type: containerEventType, subscription_id: sub.id, ...event }),
+              });
+            }
+          }
+        }
+      }
+      for (let i = 0; i < events.length; i += insertChunk) {
+        await db
+          .insertInto('events')
+          .values(events.slice(i, i + insertChunk))
+          .execute();
+      }
+      for (let i = 0; i < deliveries.length; i += insertChunk) {
+        await db
+          .insertInto('subscription_deliveries')
+          .values(
+            deliveries.slice(i, i + insertChunk).map((d) => ({
+              ...d,
+              state: 'pending',
+              attempts: 0,
+              next_attempt_at: now,
+              last_status: null,
+              last_error: null,
+              created_at: now,
+              updated_at: now,
+            })),
+          )
+          .execute();
+      }
+      return { recorded: inserted.length, duplicates: allItems.length - inserted.length };
+    });
+    if (result.recorded > 0) this.#onRecorded();
+    return result;
+  }
+
+  async getContainer(id: string): Promise<ContainerWithHistory> {
+    return this.read(async (db) => {
+      const row = await db.selectFrom('containers').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!row) throw new NotFoundError('container', id);
+      const items = await db
+        .selectFrom('container_history')
+        .selectAll()
+        .where('container_id', '=', id)
+        .execute();
+      return { ...toRecord(row), history: items.map(toItem).sort(compareItems) };
+    });
+  }
+
+  async listContainers(req: ListContainersRequest = {}): Promise<ContainerPage> {
+    const limit = Math.min(Math.max(1, req.limit ?? 100), maxPage);
+    const cursor = req.cursor === undefined ? undefined : parseCursor(req.cursor);
+    const since = req.since === undefined ? undefined : canonicalTimestamp(req.since);
+    if (req.since !== undefined && since === undefined) {
+      throw new InvalidArgumentError(`Invalid since "${req.since}": expected an ISO-8601 time`, {
+        field: 'since',
+      });
+    }
+    return this.read(async (db) => {
+      let query = db.selectFrom('containers').selectAll().where('status', '!=', '');
+      if (req.status !== undefined) query = query.where('status', '=', req.status);
+      if (req.system !== undefined) query = query.where('system', '=', req.system);
+      if (since !== undefined) query = query.where('updated_at', '>=', since);
+      if (cursor !== undefined) query = query.where('seq', '<', cursor);
+      const rows = await query
+        .orderBy('seq', 'desc')
+        .limit(limit + 1)
+        .execute();
+      const page = rows.slice(0, limit);
+      const more = rows.length > limit;
+      return {
+        containers: page.map(toRecord),
+        ...(more ? { next_cursor: String(page.at(-1)!.seq) } : {}),
+      };
+    });
+  }
+
+  async getLogs(id: string): Promise<ContainerLogs> {
+    return this.read(async (db) => {
+      const row = await db
+        .selectFrom('containers')
+        .leftJoin('container_logs', 'container_logs.container_id', 'containers.id')
+        .select(['containers.id', 'containers.logs_size', 'containers.logs_truncated', 'container_logs.text'])
+        .where('containers.id', '=', id)
+        .executeTakeFirst();
+      if (!row) throw new NotFoundError('container', id);
+      return {
+        container_id: id,
+        text: row.text ?? '',
+        size: Number(row.logs_size),
+        truncated: Number(row.logs_truncated) === 1,
+      };
+    });
+  }
+
+  #capLogs(text: string): { text: string; truncated: boolean } {
+    if (text.length <= this.#maxLogChars) return { text, truncated: false };
+    return { text: text.slice(text.length - this.#maxLogChars), truncated: true };
+  }
+
+  /** Validates and normalizes records into history items and per-container changes. */
+  #prepare(records: readonly IngestRecord[]): {
+    items: PendingItem[];
+    changes: Map<string, ContainerChange>;
+  } {
+    const items: PendingItem[] = [];
+    const seen = new Set<string>();
+    const changes = new Map<string, ContainerChange>();
+    const change = (id: string) => {
+      const existing = changes.get(id);
+      if (existing) return existing;
+      const created: ContainerChange = {};
+      changes.set(id, created);
+      return created;
+    };
+    const push = (item: PendingItem) => {
+      const key = `${item.container_id}\u0000${item.dedupe_key}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      items.push(item);
+    };
+    records.forEach((record, index) => {
+      const where = `records[${index}]`;
+      switch (record.type) {
+        case 'launch': {
+          const c = record.container;
+          requireId(c.id, `${where}.container.id`);
+          if (!ownerKinds.includes(c.owner_kind)) {
+            throw new InvalidArgumentError(
+              `Invalid ${where}.container.owner_kind "${c.owner_kind}": expected one of ${ownerKinds.join(', ')}`,
+              { field: `${where}.container.owner_kind` },
+            );
+          }
+          const launch = {
+            ...c,
+            external_timestamp: timestamp(record.external_timestamp, `${where}.external_timestamp`),
+          };
+          change(c.id).launch = { ...c, system: c.system ?? null };
+          // The Created item carries who launched it; the launch time keeps it idempotent.
+          push(
+            pending(
+              c.id,
+              'Created',
+              launch.external_timestamp,
+              null,
+              record.entity_type ?? 'system',
+              record.entity_id ?? null,
+              record.entity_type === 'user' ? null : `Launched on cell ${c.cell_id}`,
+            ),
+          );
+          break;
+        }
+        case 'event': {
+          requireId(record.container_id, `${where}.container_id`);
+          if (record.entity_type !== 'event' && record.entity_type !== 'service') {
+            throw new InvalidArgumentError(
+              `Invalid ${where}.entity_type "${String(record.entity_type)}": runtime observations are "event" or "service"`,
+              { field: `${where}.entity_type` },
+            );
+          }
+          push(
+            pending(
+              record.container_id,
+              mapRawStatus(record.event),
+              nullableTimestamp(record.external_timestamp, `${where}.external_timestamp`),
+              record.exit_code ?? null,
+              record.entity_type,
+              null,
+              record.message ?? null,
+            ),
+          );
+          break;
+        }
+        case 'item': {
+          requireId(record.container_id, `${where}.container_id`);
+          if (!entityTypes.includes(record.entity_type)) {
+            throw new InvalidArgumentError(`Invalid ${where}.entity_type "${String(record.entity_type)}"`, {
+              field: `${where}.entity_type`,
+            });
+          }
+          if (record.status === '')
+            throw new InvalidArgumentError(`Invalid ${where}.status: empty`, { field: `${where}.status` });
+          push(
+            pending(
+              record.container_id,
+              record.status,
+              nullableTimestamp(record.external_timestamp ?? null, `${where}.external_timestamp`),
+              record.exit_code ?? null,
+              record.entity_type,
+              record.entity_id ?? null,
+              record.message ?? null,
+            ),
+          );
+          break;
+        }
+        case 'finalization': {
+          requireId(record.container_id, `${where}.container_id`);
+          change(record.container_id).finalization = {
+            exit_code: record.exit_code,
+            logs: record.logs,
+            logs_size: record.logs_size,
+            truncated: record.logs_truncated,
+            outputs: record.outputs,
+            error: record.error,
+          };
+          break;
+        }
+        default:
+          throw new InvalidArgumentError(`Invalid ${where}.type`, { field: `${where}.type` });
+      }
+    });
+    return { items, changes };
+  }
+}
+
+function pending(
+  container_id: string,
+  status: string,
+  external_timestamp: string | null,
+  exit_code: number | null,
+  entity_type: EntityType,
+  entity_id: string | null,
+  message: string | null,
+): PendingItem {
+  return {
+    container_id,
+    status,
+    external_timestamp,
+    exit_code,
+    entity_type,
+    entity_id,
+    message,
+    dedupe_key: dedupeKey({ status, message, external_timestamp }),
+  };
+}
+
+function isNewer(item: HistoryItem, newest: { time: string; id: string }): boolean {
+  const time = effectiveTime(item);
+  if (time !== newest.time) return time > newest.time;
+  return compareIds(item.id, newest.id) > 0;
+}
+
+function placeholderRow(id: string, now: string): Insertable<ContainerRow> {
+  return {
+    id,
+    image: '',
+    command: '[]',
+    env_names: '[]',
+    cell_id: '',
+    owner_kind: 'direct',
+    owner_id: '',
+    system: null,
+    status: '',
+    status_time: now,
+    created_at: now,
+    updated_at: now,
+    newest_time: '',
+    newest_id: 0,
+    exit_code: null,
+    finalized_at: null,
+    outputs: '[]',
+    logs_size: 0,
+    logs_truncated: 0,
+  };
+}
+
+function launchColumns(launch: ContainerLaunch) {
+  return {
+    image: launch.image,
+    command: JSON.stringify(launch.command),
+    env_names: JSON.stringify(launch.env_names),
+    cell_id: launch.cell_id,
+    owner_kind: launch.owner_kind,
+    owner_id: launch.owner_id,
+    system: launch.system,
+  };
+}
+
+async function activeSubscriptions(db: HistoryDb): Promise<{ id: string; statuses: ReadonlySet<string> }[]> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'statuses'])
+    .where('removed_at', 'is', null)
+    .execute();
+  return rows.map((r) => ({ id: r.id, statuses: new Set(JSON.parse(r.statuses) as string[]) }));
+}
+
+function toItem(
+  row: Pick<
+    HistoryRow,
+    'status' | 'time_recorded' | 'external_timestamp' | 'exit_code' | 'entity_type' | 'entity_id' | 'message'
+  > & { id: number | string },
+): HistoryItem {
+  return {
+    id: String(row.id),
+    status: row.status,
+    time_recorded: row.time_recorded,
+    external_timestamp: row.external_timestamp,
+    exit_code: row.exit_code === null ? null : Number(row.exit_code),
+    entity_type: row.entity_type as EntityType,
+    entity_id: row.entity_id,
+    message: row.message,
+  };
+}
+
+function toRecord(row: Selectable<ContainerRow>): ContainerRecord {
+  return {
+    id: row.id,
+    image: row.image,
+    command: JSON.parse(row.command) as string[],
+    env_names: JSON.parse(row.env_names) as string[],
+    cell_id: row.cell_id,
+    owner_kind: row.owner_kind as OwnerKind,
+    owner_id: row.owner_id,
+    system: row.system,
+    status: row.status,
+    status_time: row.status_time,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    exit_code: row.exit_code === null ? null : Number(row.exit_code),
+    finalized_at: row.finalized_at,
+    outputs: JSON.parse(row.outputs) as ContainerOutput[],
+    logs_size: Number(row.logs_size),
+    logs_truncated: Number(row.logs_truncated) === 1,
+  };
+}
+
+function requireId(id: unknown, field: string): void {
+  if (typeof id !== 'string' || id === '')
+    throw new InvalidArgumentError(`Invalid ${field}: a non-empty container id is required`, { field });
+}
+
+function timestamp(text: string, field: string): string {
+  const canonical = canonicalTimestamp(text);
+  if (canonical === undefined)
+    throw new InvalidArgumentError(`Invalid ${field} "${text}": expected an ISO-8601 time`, { field });
+  return canonical;
+}
+
+function nullableTimestamp(text: string | null, field: string): string | null {
+  return text === null ? null : timestamp(text, field);
+}
+
+function parseCursor(cursor: string): number {
+  if (!/^\d+$/.test(cursor))
+    throw new InvalidArgumentError(
+      `Invalid cursor "${cursor}": expected the next_cursor of a previous page`,
+      { field: 'cursor' },
+    );
+  return Number(cursor);
+}

@@ -1,0 +1,6 @@
+export * from './container-status.js';
+export type { HistoryDb, HistoryTables } from './history-database.js';
+export * from './history-store.js';
+export * from './history-types.js';
+export * from './ingest-records.js';
+export * from './status-mapping.js';
