@@ -1,0 +1,248 @@
+import {
+  closeSync,
+  existsSync,
+  fdatasyncSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { type BackoffPolicy, backoffMs, defaultBackoff } from './delivery-backoff.js';
+import type { ContainerLaunch } from './history-types.js';
+import type { EventRecord, FinalizationRecord, IngestRecord } from './ingest-records.js';
+
+/** One runtime/executor observation, as the cell reports it. */
+export interface CellObservation {
+  readonly container_id: string;
+  /** Docker's vocabulary: create, start, die, kill, oom, destroy, stop, health_status, … */
+  readonly event: string;
+  /** When the runtime saw it (ISO-8601); kept as is through any outage. */
+  readonly external_timestamp: string;
+  readonly exit_code?: number | null;
+  readonly message?: string | null;
+  /** `event` when pushed by the runtime, `service` when found only by polling. */
+  readonly entity_type: 'event' | 'service';
+}
+
+export interface CellEventJournalOptions {
+  /** The journal's own directory (e.g. `<cell data dir>/history-journal`); created if missing. */
+  readonly dir: string;
+  /** Records per POST. */
+  readonly maxBatch?: number;
+}
+
+export interface DeliveryLoopOptions {
+  /** Sends one batch; resolves once the server committed it, rejects otherwise. */
+  readonly post: (batch: readonly IngestRecord[]) => Promise<void>;
+  readonly signal: AbortSignal;
+  readonly backoff?: BackoffPolicy;
+  /** Injected for tests; Math.random by default. */
+  readonly random?: () => number;
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Called after each failed delivery with the error and the delay before the next try. */
+  readonly onError?: (err: unknown, retryInMs: number) => void;
+}
+
+const segmentPattern = /^(\d{12})\.jsonl$/;
+
+/**
+ * The cell's append-only journal of what it observed, so nothing is lost while the server is
+ * unreachable: every record is one JSON line, fdatasync'd before `record` returns. Delivery
+ * closes the segment being written (later records go to a new one), posts closed segments in
+ * order and in batches, and deletes a segment only once every batch of it was acknowledged.
+ * A crash between ack and delete re-delivers records the server dedupes; a crash mid-append
+ * leaves a torn last line, which is skipped. A restarted cell never appends to an old segment.
+ */
+export class CellEventJournal {
+  readonly dir: string;
+  readonly #maxBatch: number;
+  #segment: number;
+  #fd: number | undefined;
+  #written = 0;
+  #waiters = new Set<() => void>();
+  #delivering: Promise<number> | undefined;
+
+  constructor(options: CellEventJournalOptions) {
+    this.dir = options.dir;
+    this.#maxBatch = options.maxBatch ?? 500;
+    mkdirSync(this.dir, { recursive: true });
+    const last = this.#segments().at(-1);
+    this.#segment = (last ?? 0) + 1;
+  }
+
+  /** Journals one runtime observation (the call the cell makes for each executor/runtime event). */
+  record(observation: CellObservation): void {
+    const record: EventRecord = {
+      type: 'event',
+      container_id: observation.container_id,
+      event: observation.event,
+      external_timestamp: observation.external_timestamp,
+      entity_type: observation.entity_type,
+      ...(observation.exit_code !== undefined ? { exit_code: observation.exit_code } : {}),
+      ...(observation.message !== undefined ? { message: observation.message } : {}),
+    };
+    this.append(record);
+  }
+
+  /** Journals what was launched (becomes the container record and its `Created` item). */
+  recordLaunch(container: ContainerLaunch, external_timestamp: string, userId?: string): void {
+    this.append({
+      type: 'launch',
+      container,
+      external_timestamp,
+      ...(userId !== undefined ? { entity_type: 'user', entity_id: userId } : {}),
+    });
+  }
+
+  recordFinalization(record: FinalizationRecord): void {
+    this.append(record);
+  }
+
+  append(record: IngestRecord): void {
+    if (this.#fd === undefined) {
+      this.#fd = openSync(join(this.dir, segmentName(this.#segment)), 'a', 0o600);
+      // The new file's name must survive a crash too, not only its content.
+      syncDir(this.dir);
+    }
+    writeSync(this.#fd, `${JSON.stringify(record)}\n`);
+    fdatasyncSync(this.#fd);
+    this.#written++;
+    for (const wake of this.#waiters) wake();
+  }
+
+  /** Records journaled and not yet acknowledged (reads the segments; for tests and status). */
+  pending(): IngestRecord[] {
+    return this.#segments().flatMap((n) => readSegment(join(this.dir, segmentName(n))));
+  }
+
+  /**
+   * Delivers everything journaled so far; resolves with how many records were posted, or rejects
+   * with the first failed post (what was acknowledged before it stays deleted). Calls never
+   * overlap: a second caller waits for the running delivery.
+   */
+  deliverOnce(post: (batch: readonly IngestRecord[]) => Promise<void>): Promise<number> {
+    const run = async (): Promise<number> => {
+      this.#rotate();
+      let sent = 0;
+      for (const n of this.#segments()) {
+        if (n >= this.#segment) break;
+        const path = join(this.dir, segmentName(n));
+        const records = readSegment(path);
+        for (let i = 0; i < records.length; i += this.#maxBatch) {
+          const batch = records.slice(i, i + this.#maxBatch);
+          await post(batch);
+          sent += batch.length;
+        }
+        unlinkSync(path);
+      }
+      if (sent > 0) syncDir(this.dir);
+      return sent;
+    };
+    const previous = this.#delivering ?? Promise.resolve(0);
+    const next = previous.catch(() => 0).then(run);
+    this.#delivering = next;
+    return next;
+  }
+
+  /**
+   * Delivers until `signal` aborts: right after each record (woken by `append`), and while the
+   * server is unreachable, again after an exponential back-off.
+   */
+  async runDelivery(options: DeliveryLoopOptions): Promise<void> {
+    const random = options.random ?? Math.random;
+    const sleep = options.sleep ?? abortableSleep;
+    let failures = 0;
+    while (!options.signal.aborted) {
+      const before = this.#written;
+      try {
+        await this.deliverOnce(options.post);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const delay = backoffMs(failures, random(), options.backoff ?? defaultBackoff);
+        options.onError?.(err, delay);
+        await sleep(delay, options.signal);
+        continue;
+      }
+      if (this.#written === before) await this.#nextAppend(options.signal);
+    }
+  }
+
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+
+  #nextAppend(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#waiters.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#waiters.add(done);
+      signal.addEventListener('abort', done);
+    });
+  }
+
+  #rotate(): void {
+    if (this.#fd === undefined) return;
+    closeSync(this.#fd);
+    this.#fd = undefined;
+    this.#segment++;
+  }
+
+  #segments(): number[] {
+    if (!existsSync(this.dir)) return [];
+    return readdirSync(this.dir)
+      .flatMap((name) => {
+        const match = segmentPattern.exec(name);
+        return match ? [Number(match[1])] : [];
+      })
+      .sort((a, b) => a - b);
+  }
+}
+
+function segmentName(n: number): string {
+  return `${String(n).padStart(12, '0')}.jsonl`;
+}
+
+/** A torn or unreadable line (a crash mid-append) is skipped, never fatal. */
+function readSegment(path: string): IngestRecord[] {
+  const text = readFileSync(path, 'utf8');
+  const records: IngestRecord[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    try {
+      records.push(JSON.parse(line) as IngestRecord);
+    } catch {
+      // torn write
+    }
+  }
+  return records;
+}
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}

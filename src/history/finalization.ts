@@ -1,0 +1,87 @@
+import { readFile, stat } from 'node:fs/promises';
+import type { ContainerOutput } from './history-types.js';
+import type { FinalizationRecord } from './ingest-records.js';
+
+/** An output the container declared: a file it leaves behind (path as seen from the host). */
+export interface DeclaredOutput {
+  readonly name: string;
+  readonly path: string;
+}
+
+export interface FinalizeInput {
+  readonly container_id: string;
+  readonly exit_code: number | null;
+  /** The pod's log (e.g. its log file); a throw becomes the finalization's failure message. */
+  readonly readLogs: () => Promise<string>;
+  readonly outputs?: readonly DeclaredOutput[];
+  /** Characters of log kept; the end is kept, since the end says how it finished. */
+  readonly maxLogChars?: number;
+  /** Outputs up to this size are kept inline as text; bigger ones only by size. */
+  readonly maxInlineOutputBytes?: number;
+}
+
+/**
+ * Finalization on the cell, while the pod's files still exist: read the logs (capped), collect the
+ * declared outputs, and produce the record that sets Complete or Failed on the server. Reading a
+ * log or an output can fail; that is reported (the server records Failed with a `system` message)
+ * instead of being thrown, so a finished container is never left without a final status.
+ */
+export async function collectFinalization(input: FinalizeInput): Promise<FinalizationRecord> {
+  const maxLog = input.maxLogChars ?? 1024 * 1024;
+  const problems: string[] = [];
+  let logs = '';
+  let logsSize = 0;
+  let truncated = false;
+  try {
+    const text = await input.readLogs();
+    logsSize = Buffer.byteLength(text);
+    truncated = text.length > maxLog;
+    logs = truncated ? text.slice(text.length - maxLog) : text;
+  } catch (err) {
+    problems.push(`cannot read logs: ${describe(err)}`);
+  }
+  const outputs: ContainerOutput[] = [];
+  for (const output of input.outputs ?? []) {
+    try {
+      const info = await stat(output.path);
+      const inline = info.isFile() && info.size <= (input.maxInlineOutputBytes ?? 64 * 1024);
+      outputs.push({
+        name: output.name,
+        path: output.path,
+        size: info.size,
+        content: inline ? await readFile(output.path, 'utf8') : null,
+      });
+    } catch (err) {
+      problems.push(`cannot collect output "${output.name}" (${output.path}): ${describe(err)}`);
+    }
+  }
+  return {
+    type: 'finalization',
+    container_id: input.container_id,
+    exit_code: input.exit_code,
+    logs,
+    logs_size: logsSize,
+    logs_truncated: truncated,
+    outputs,
+    error: problems.length > 0 ? problems.join('; ') : null,
+  };
+}
+
+/**
+ * Whether the kernel OOM-killed a process in this cgroup (v2 `memory.events`, `oom_kill N`): the
+ * real signal behind `Killed (Out of Memory)`, since an exit status of 137 alone cannot tell an
+ * OOM kill from `kill -9`. Undefined when the file cannot be read (cgroup gone, cgroup v1).
+ */
+export async function readOomKills(cgroupDir: string): Promise<number | undefined> {
+  try {
+    const text = await readFile(`${cgroupDir}/memory.events`, 'utf8');
+    const match = /^oom_kill (\d+)$/m.exec(text);
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
