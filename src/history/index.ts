@@ -7,3 +7,4 @@ export * from './history-store.js';
 export * from './history-types.js';
 export * from './ingest-records.js';
 export * from './status-mapping.js';
+export * from './webhook-subscriptions.js';

@@ -9,6 +9,7 @@ import {
   containerEventType,
   type HistoryStore,
   type IngestRecord,
+  WebhookSubscriptions,
 } from '../history/index.js';
 import { type FakeClock, fakeClock } from './bbs-store-contract.js';
 
@@ -341,6 +342,68 @@ export function describeHistoryStoreContract(
       const c = await history.getContainer(id);
       assert.equal(c.history.length, raws.length);
       assert.equal(c.status, 'Killed');
+    });
+    it('webhooks: matching changes are queued in the recording commit and retried with back-off', async () => {
+      const sent: { url: string; body: string }[] = [];
+      let failures = 2;
+      const webhooks = new WebhookSubscriptions(history, {
+        now: clock.now,
+        random: () => 0,
+        backoff: { baseMs: 1000, maxMs: 60_000 },
+        maxAttempts: 5,
+        send: async (url, body) => {
+          if (failures-- > 0) return 503;
+          sent.push({ url, body });
+          return 204;
+        },
+      });
+      // Deliveries left over from other cases' subscriptions must not interfere: one of our own.
+      const sub = await webhooks.create({
+        url: 'http://hooks.example/berth',
+        statuses: ['Failed', 'Complete'],
+        created_by: 'u-1',
+      });
+      const id = cid();
+      await history.ingest([
+        event(id, 'start', 1),
+        event(id, 'die', 2, { exit_code: 1 }),
+        {
+          type: 'finalization',
+          container_id: id,
+          exit_code: 1,
+          logs: '',
+          logs_size: 0,
+          logs_truncated: false,
+          outputs: [],
+          error: null,
+        },
+      ]);
+      assert.equal(await webhooks.deliverDue(), 1);
+      let log = await webhooks.get(sub.id);
+      assert.deepEqual(
+        log.deliveries.map((d) => [d.state, d.attempts, d.last_status, d.last_error]),
+        [['pending', 1, 503, 'HTTP 503']],
+      );
+      // Not due yet: 500 ms after the first failure with base 1 s and random 0.
+      assert.equal(await webhooks.deliverDue(), 0);
+      clock.advance(500);
+      assert.equal(await webhooks.deliverDue(), 1);
+      clock.advance(1000);
+      assert.equal(await webhooks.deliverDue(), 1);
+      log = await webhooks.get(sub.id);
+      assert.deepEqual(log.counts, { pending: 0, delivered: 1, failed: 0 });
+      assert.equal(log.deliveries[0]!.attempts, 3);
+      assert.equal(sent.length, 1);
+      const body = JSON.parse(sent[0]!.body) as ContainerStatusEvent & { subscription_id: string };
+      assert.equal(body.subscription_id, sub.id);
+      assert.equal(body.item.status, 'Failed');
+      assert.equal(body.container.id, id);
+      await webhooks.remove(sub.id);
+      await assert.rejects(webhooks.get(sub.id), (err: BerthError) => err.code === 'not_found');
+      await assert.rejects(
+        webhooks.create({ url: 'ftp://x' }),
+        (err: BerthError) => err.code === 'invalid_argument',
+      );
     });
   });
 }
