@@ -1,1 +1,3 @@
 export * from './auction.js';
+export * from './auctioneer-service.js';
+export * from './service-support.js';

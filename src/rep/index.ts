@@ -1,3 +1,4 @@
 export * from './crash-policy.js';
 export * from './reconcile-table.js';
 export * from './rep-api.js';
+export * from './rep-client.js';

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { openBbsStore, type SqlBbsStore, type TaskDefinition } from '../bbs/index.js';
+import { repClientForCell } from '../rep/index.js';
+import { desiredDefinition, type FakeClock, fakeClock } from '../testing/bbs-store-contract.js';
+import { FakeRepServer } from '../testing/fake-rep-server.js';
+import { AuctioneerService, type AuctioneerServiceOptions } from './index.js';
+
+const presenceTtl = 60_000;
+
+function taskDefinition(guid: string, extra: Partial<TaskDefinition> = {}): TaskDefinition {
+  return {
+    task_guid: guid,
+    domain: 'd',
+    image: 'busybox',
+    env: {},
+    memory_mb: 64,
+    disk_mb: 0,
+    result_file: '',
+    completion_callback_url: '',
+    placement_tags: [],
+    ...extra,
+  };
+}
+
+describe('AuctioneerService against SQLite and HTTP reps', () => {
+  let dir: string;
+  let clock: FakeClock;
+  let bbs: SqlBbsStore;
+  let reps: FakeRepServer[];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-auctioneer-'));
+    clock = fakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    bbs = await openBbsStore(join(dir, 'bbs.sqlite3'), { now: clock.now });
+    reps = [];
+  });
+  afterEach(async () => {
+    await Promise.all(reps.map((r) => r.close()));
+    await bbs.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function cell(
+    cellId: string,
+    zone: string,
+    slots: number,
+    memoryPerSlot = 64,
+  ): Promise<FakeRepServer> {
+    const rep = new FakeRepServer({
+      bbs,
+      cellId,
+      zone,
+      capacity: { memory_mb: slots * memoryPerSlot, disk_mb: 1024, containers: 100 },
+    });
+    await rep.listen();
+    await rep.heartbeat(presenceTtl);
+    reps.push(rep);
+    return rep;
+  }
+
+  function auctioneer(extra: Partial<AuctioneerServiceOptions['config']> = {}): AuctioneerService {
+    return new AuctioneerService({
+      bbs,
+      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+      config: { batchIntervalMs: 10, ...extra },
+      now: clock.now,
+    });
+  }
+
+  it('places every instance of a DesiredLRP on the cells, within capacity, and acks the requests', async () => {
+    const cells = [
+      await cell('cell-a', 'z1', 4),
+      await cell('cell-b', 'z2', 4),
+      await cell('cell-c', 'z3', 4),
+    ];
+    await bbs.desireLRP(desiredDefinition('web', 10));
+    const report = await auctioneer().runOnce();
+    assert.equal(report.taken, 10);
+    assert.equal(report.placed, 10);
+    assert.equal(report.retrying, 0);
+    for (const rep of cells) {
+      const state = rep.state();
+      assert.ok(state.used.memory_mb <= state.capacity.memory_mb, `${rep.options.cellId} over capacity`);
+      assert.ok(
+        rep.instances.size >= 3,
+        `${rep.options.cellId} got ${rep.instances.size}: spread over cells`,
+      );
+    }
+    const actuals = await bbs.listActualLRPs({ process_guid: 'web' });
+    assert.deepEqual(
+      actuals.map((a) => a.state),
+      Array(10).fill('CLAIMED'),
+    );
+    assert.equal((await bbs.countRecords()).start_requests, 0);
+  });
+
+  it('retries work a cell refused on the next batch, acking only once placed', async () => {
+    const rep = await cell('cell-a', 'z1', 4);
+    let refusals = 1;
+    rep.refuse = () => refusals-- > 0;
+    await bbs.desireLRP(desiredDefinition('api', 1));
+    const service = auctioneer();
+
+    const first = await service.runOnce();
+    assert.equal(first.placed, 0);
+    assert.equal(first.retrying, 1);
+    assert.equal((await bbs.getActualLRP({ process_guid: 'api', index: 0 })).instance?.state, 'UNCLAIMED');
+    assert.equal((await bbs.countRecords()).start_requests, 1, 'not acked while unplaced');
+
+    const second = await service.runOnce();
+    assert.equal(second.taken, 0, 'the request is hidden while the auctioneer holds it');
+    assert.equal(second.placed, 1);
+    assert.equal((await bbs.getActualLRP({ process_guid: 'api', index: 0 })).instance?.state, 'CLAIMED');
+    assert.equal((await bbs.countRecords()).start_requests, 0);
+    assert.equal(rep.received.length, 2);
+  });
+
+  it('records a placement error on an index > 1 with no room in its zone and acks it', async () => {
+    await cell('cell-a', 'z1', 10);
+    // z2 has a cell, so it counts as a zone, but no room at all.
+    await cell('cell-b', 'z2', 0);
+    await bbs.desireLRP(desiredDefinition('worker', 4));
+    const report = await auctioneer().runOnce();
+    assert.equal(report.placementErrors, 1);
+    const actuals = await bbs.listActualLRPs({ process_guid: 'worker' });
+    const failed = actuals.filter((a) => a.state === 'UNCLAIMED');
+    assert.equal(failed.length, 1, 'one of index 2 and 3 prefers z2');
+    assert.ok((failed[0]?.index ?? 0) > 1, 'index ≤ 1 falls back to another zone');
+    assert.equal(failed[0]?.placement_error, 'no room in zone z2');
+    assert.equal(actuals.filter((a) => a.state === 'CLAIMED').length, 3);
+    assert.equal((await bbs.countRecords()).start_requests, 0, 'acked once the error is recorded');
+  });
+
+  it('skips a cell whose state cannot be fetched and places on the others', async () => {
+    const sick = await cell('cell-a', 'z1', 10);
+    const healthy = await cell('cell-b', 'z1', 10);
+    sick.unavailable = true;
+    await bbs.desireLRP(desiredDefinition('svc', 3));
+    const report = await auctioneer().runOnce();
+    assert.equal(report.unreachableCells, 1);
+    assert.equal(report.placed, 3);
+    assert.equal(healthy.instances.size, 3);
+    assert.equal(sick.instances.size, 0);
+  });
+
+  it('places tasks, which the rep starts, and leaves an unplaceable task in the outbox', async () => {
+    const rep = await cell('cell-a', 'z1', 2);
+    await bbs.desireTask(taskDefinition('t-small'));
+    await bbs.desireTask(taskDefinition('t-huge', { memory_mb: 100_000 }));
+    const report = await auctioneer({ retryBatches: 1 }).runOnce();
+    assert.equal(report.placed, 1);
+    assert.equal(report.dropped, 1);
+    assert.ok(rep.tasks.has('t-small'));
+    const small = await bbs.getTask({ task_guid: 't-small' });
+    assert.equal(small.state, 'RUNNING');
+    assert.equal(small.cell_id, 'cell-a');
+    assert.equal((await bbs.getTask({ task_guid: 't-huge' })).state, 'PENDING');
+    // Only the unplaced task's request is left: it comes back after the visibility timeout.
+    assert.equal((await bbs.countRecords()).start_requests, 1);
+    clock.advance(31_000);
+    await rep.heartbeat(presenceTtl);
+    const again = await auctioneer().runOnce();
+    assert.equal(again.taken, 1);
+  });
+
+  it('auctions work handed over in process (the converger kick) once', async () => {
+    const rep = await cell('cell-a', 'z1', 4);
+    await bbs.desireTask(taskDefinition('t-kicked'));
+    const service = auctioneer();
+    // The outbox row is gone (acked by an earlier auction whose rep then lost the work).
+    const [delivery] = await bbs.takeTaskStartRequests({ limit: 10, visibility_ms: 1 });
+    assert.ok(delivery);
+    await bbs.ackTaskStartRequests({ ids: [delivery.id] });
+    service.requestAuctions({ tasks: [delivery.request] });
+    service.requestAuctions({ tasks: [delivery.request] });
+    assert.equal(service.pending, 1, 'deduplicated');
+    const report = await service.runOnce();
+    assert.equal(report.placed, 1);
+    assert.equal(rep.received.length, 1);
+    assert.equal((await bbs.getTask({ task_guid: 't-kicked' })).state, 'RUNNING');
+  });
+
+  it('runs batches on its interval until stopped', async () => {
+    const rep = await cell('cell-a', 'z1', 4);
+    const service = auctioneer();
+    service.start();
+    await bbs.desireLRP(desiredDefinition('loop', 2));
+    for (let i = 0; i < 200 && rep.instances.size < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await service.stop();
+    assert.equal(rep.instances.size, 2);
+  });
+});

@@ -1,0 +1,470 @@
+import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
+import { CasConflictError } from '../bbs/index.js';
+import { isBerthError } from '../core/index.js';
+import type { RepApi, RepLRPWork, RepTaskWork, RepWork } from '../rep/index.js';
+import {
+  type AuctionWork,
+  auction,
+  type CellState,
+  type LRPAuctionWork,
+  lrpWorkFromStartRequest,
+  type TaskAuctionWork,
+} from './auction.js';
+import {
+  describeError,
+  forEachLimited,
+  retryDelayMs,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+  sleep,
+} from './service-support.js';
+
+export interface AuctioneerConfig {
+  /** The availability zones in PreferredZone order; default: the distinct zones of live cells, sorted. */
+  readonly zones?: readonly string[];
+  /** Time between batches while there is nothing more to take. */
+  readonly batchIntervalMs: number;
+  /** Start requests taken from each outbox per batch (default 1000). */
+  readonly batchSize?: number;
+  /**
+   * How long a taken request stays hidden from other takers (default 30 s). An auctioneer that dies
+   * mid-batch leaves its requests to come back after this.
+   */
+  readonly visibilityMs?: number;
+  /** Batches a refused or unplaceable piece of work is retried in memory before it is dropped (default 10). */
+  readonly retryBatches?: number;
+  /** Cell state fetches and work submissions in flight at once (default 32). */
+  readonly concurrency?: number;
+  readonly colocationWeight?: number;
+}
+
+export interface AuctioneerServiceOptions {
+  readonly bbs: BbsStore;
+  /** The rep of a live cell; usually `(cell) => repClientForCell(cell)`. */
+  repClientFor(cell: CellPresence): Pick<RepApi, 'state' | 'perform'>;
+  readonly config: AuctioneerConfig;
+  readonly now?: () => Date;
+  readonly logger?: ServiceLogger;
+}
+
+/** What one batch did, for logs, metrics and tests. */
+export interface AuctionBatchReport {
+  /** Start requests taken from the outboxes (LRP indices + tasks). */
+  readonly taken: number;
+  /** Work in the batch: taken plus retried. */
+  readonly auctioned: number;
+  /** Work a rep accepted. */
+  readonly placed: number;
+  /** Work that will be tried again next batch (refused by its rep, unplaceable, cell unreachable). */
+  readonly retrying: number;
+  /** Work given up after `retryBatches` (the converger re-emits LRPs; the outbox redelivers tasks). */
+  readonly dropped: number;
+  /** Placement errors written on ActualLRPs. */
+  readonly placementErrors: number;
+  /** Live cells whose state could not be fetched this round. */
+  readonly unreachableCells: number;
+  readonly durationMs: number;
+}
+
+/** Outbox rows that are acknowledged once every piece of work they cover is settled. */
+interface Delivery {
+  readonly kind: 'lrp' | 'task';
+  readonly ids: readonly number[];
+  readonly pending: Set<string>;
+}
+
+interface PoolEntry {
+  readonly key: string;
+  readonly work: AuctionWork;
+  readonly deliveries: Delivery[];
+  /** Batches this work has been through without being placed. */
+  attempts: number;
+  /** The placement error last written on its ActualLRP, so an unchanged one is not rewritten. */
+  recordedError: string | undefined;
+}
+
+const emptyRound = { placed: 0, dropped: 0, placementErrors: 0, unreachableCells: 0 };
+
+/**
+ * The auctioneer as a running service (seed 002 "Distributing ActualLRPs", issue 4): takes start
+ * requests from the BBS outboxes, fetches every live cell's state from its rep, runs the pure
+ * `auction`, and submits each cell's share with `perform`. The only BBS writes are outbox acks and
+ * placement errors on still-UNCLAIMED ActualLRPs (Diego's FailActualLRP); states belong to reps.
+ *
+ * Work that a rep refuses, that cannot be placed, or whose cell cannot be reached stays in an
+ * in-memory pool and joins the next batch. An LRP request is acknowledged once its work is placed
+ * or its placement error recorded (the converger re-emits UNCLAIMED instances after its timeout,
+ * which covers an auctioneer that dies with work in memory); a task request only once placed,
+ * since a task has nowhere to record the error: the outbox hands it back after `visibilityMs`,
+ * until the converger fails it at the pending limit.
+ *
+ * A Singleton by shape (`name`, `run`): run it under a lease so one server auctions at a time.
+ */
+export class AuctioneerService {
+  readonly name = 'auctioneer';
+  readonly #options: AuctioneerServiceOptions;
+  readonly #logger: ServiceLogger;
+  readonly #now: () => Date;
+  readonly #pool = new Map<string, PoolEntry>();
+  /** Deliveries not yet acknowledged. */
+  readonly #open = new Set<Delivery>();
+  #serial: Promise<unknown> = Promise.resolve();
+  #local: { controller: AbortController; done: Promise<void> } | undefined;
+
+  constructor(options: AuctioneerServiceOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /** Work waiting in memory for the next batch. */
+  get pending(): number {
+    return this.#pool.size;
+  }
+
+  /**
+   * Adds work without an outbox row, for a caller in the same process (the converger's task kick,
+   * Diego's RequestTaskAuctions). Already pooled work is not duplicated.
+   */
+  requestAuctions(req: {
+    readonly lrps?: readonly LRPStartRequest[];
+    readonly tasks?: readonly TaskStartRequest[];
+  }): void {
+    for (const start of req.lrps ?? [])
+      for (const w of lrpWorkFromStartRequest(start)) this.#add(w, undefined);
+    for (const task of req.tasks ?? []) this.#add(taskAuctionWork(task), undefined);
+  }
+
+  /** One batch, now. Batches never overlap: a call while one runs waits for it. */
+  runOnce(signal: AbortSignal = new AbortController().signal): Promise<AuctionBatchReport> {
+    const result = this.#serial.then(() => this.#batch(signal));
+    this.#serial = result.catch(() => {});
+    return result;
+  }
+
+  /** Batches until `signal` aborts; errors are logged and retried with back-off. */
+  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
+    const { signal } = context;
+    const { batchIntervalMs } = this.#options.config;
+    const batchSize = this.#options.config.batchSize ?? 1000;
+    let failures = 0;
+    while (!signal.aborted) {
+      let delay = batchIntervalMs;
+      try {
+        const report = await this.runOnce(signal);
+        failures = 0;
+        if (report.auctioned > 0) this.#logger.info({ ...report }, 'auction batch');
+        // A full take means more is waiting: go again without the pause.
+        if (report.taken >= batchSize) delay = 0;
+      } catch (err) {
+        failures++;
+        delay = retryDelayMs(failures, Math.max(batchIntervalMs, 250));
+        this.#logger.warn({ err: describeError(err), failures }, 'auction batch failed; retrying');
+      }
+      await sleep(delay, signal);
+    }
+  }
+
+  /** Runs the batch loop without a lease (a single-server setup or a test). */
+  start(): void {
+    if (this.#local) return;
+    const controller = new AbortController();
+    this.#local = { controller, done: this.run({ signal: controller.signal }) };
+  }
+
+  async stop(): Promise<void> {
+    const local = this.#local;
+    this.#local = undefined;
+    if (!local) return;
+    local.controller.abort();
+    await local.done;
+  }
+
+  async #batch(signal: AbortSignal): Promise<AuctionBatchReport> {
+    const started = this.#now().getTime();
+    const { bbs, config } = this.#options;
+    if (signal.aborted) return this.#report(0, 0, emptyRound, started);
+    const batchSize = config.batchSize ?? 1000;
+    const visibility = config.visibilityMs ?? 30_000;
+    const [lrpDeliveries, taskDeliveries] = await Promise.all([
+      bbs.takeStartRequests({ limit: batchSize, visibility_ms: visibility }),
+      bbs.takeTaskStartRequests({ limit: batchSize, visibility_ms: visibility }),
+    ]);
+    let taken = 0;
+    for (const d of lrpDeliveries) {
+      const works = lrpWorkFromStartRequest(d.request);
+      taken += works.length;
+      const delivery: Delivery = { kind: 'lrp', ids: d.ids, pending: new Set(works.map(workKey)) };
+      for (const w of works) this.#add(w, delivery);
+    }
+    for (const d of taskDeliveries) {
+      taken++;
+      const w = taskAuctionWork(d.request);
+      this.#add(w, { kind: 'task', ids: [d.id], pending: new Set([workKey(w)]) });
+    }
+    const entries = [...this.#pool.values()];
+    if (entries.length === 0) return this.#report(taken, 0, emptyRound, started);
+    const round = await this.#auction(entries, signal);
+    return this.#report(taken, entries.length, round, started);
+  }
+
+  async #auction(entries: readonly PoolEntry[], signal: AbortSignal): Promise<typeof emptyRound> {
+    const { bbs, config } = this.#options;
+    const concurrency = config.concurrency ?? 32;
+    const cells = await bbs.listCells();
+    const states: CellState[] = [];
+    let unreachableCells = 0;
+    await forEachLimited(cells, concurrency, async (cell) => {
+      try {
+        const s = await this.#options.repClientFor(cell).state();
+        states.push({
+          cell_id: cell.cell_id,
+          zone: cell.zone,
+          capacity: s.capacity,
+          used: s.used,
+          lrps: s.lrps,
+          evacuating: s.evacuating,
+          placement_tags: s.placement_tags,
+        });
+      } catch (err) {
+        // Skipped this round only: its presence is still live, so it may answer next time.
+        unreachableCells++;
+        this.#logger.warn({ cell_id: cell.cell_id, err: describeError(err) }, 'cell state unavailable');
+      }
+    });
+    // PreferredZone depends on the zone count, so take it from every live cell, not only those that
+    // answered: one slow cell must not move every instance's preferred zone.
+    const zones = config.zones ?? [...new Set(cells.map((c) => c.zone))].sort();
+    const lrps: LRPAuctionWork[] = [];
+    const tasks: TaskAuctionWork[] = [];
+    for (const e of entries) {
+      if (e.work.kind === 'lrp') lrps.push(e.work);
+      else tasks.push(e.work);
+    }
+    const result = auction({ lrps, tasks }, states, {
+      zones,
+      ...(config.colocationWeight !== undefined ? { colocationWeight: config.colocationWeight } : {}),
+    });
+    if (signal.aborted) return { ...emptyRound, unreachableCells };
+
+    const byCell = new Map<string, { lrps: RepLRPWork[]; tasks: RepTaskWork[] }>();
+    for (const p of result.placements) {
+      let work = byCell.get(p.cell_id);
+      if (work === undefined) {
+        work = { lrps: [], tasks: [] };
+        byCell.set(p.cell_id, work);
+      }
+      if (p.work.kind === 'lrp') work.lrps.push(repLRPWork(p.work));
+      else work.tasks.push(repTaskWork(p.work));
+    }
+    const placedKeys: string[] = [];
+    const retryKeys: string[] = [];
+    const cellById = new Map(cells.map((c) => [c.cell_id, c]));
+    await forEachLimited([...byCell], concurrency, async ([cellId, work]) => {
+      const cell = cellById.get(cellId) as CellPresence;
+      const submitted: RepWork = work;
+      try {
+        const answer = await this.#options.repClientFor(cell).perform(submitted);
+        const refused = new Set([
+          ...answer.failed_lrps.map((w) => lrpKey(w.process_guid, w.index)),
+          ...answer.failed_tasks.map((w) => taskKey(w.task_guid)),
+        ]);
+        for (const key of keysOf(submitted)) (refused.has(key) ? retryKeys : placedKeys).push(key);
+        if (refused.size > 0)
+          this.#logger.info({ cell_id: cellId, refused: refused.size }, 'cell refused work');
+      } catch (err) {
+        // Whether the rep took any of it is unknown; offering it again is safe because a rep
+        // claims with a CAS and a task runs only after winning PENDING → RUNNING.
+        retryKeys.push(...keysOf(submitted));
+        this.#logger.warn({ cell_id: cellId, err: describeError(err) }, 'submitting work failed');
+      }
+    });
+
+    const settled: PoolEntry[] = [];
+    for (const key of placedKeys) {
+      const entry = this.#pool.get(key);
+      if (entry) settled.push(entry);
+    }
+    let placementErrors = 0;
+    let dropped = 0;
+    for (const failure of result.failures) {
+      const entry = this.#pool.get(workKey(failure.work));
+      if (!entry) continue;
+      if (entry.work.kind === 'lrp' && !signal.aborted) {
+        const outcome = await this.#recordPlacementError(entry, failure.reason);
+        if (outcome === 'recorded') placementErrors++;
+        if (outcome === 'obsolete') {
+          settled.push(entry);
+          continue;
+        }
+      }
+      if (this.#retryOrDrop(entry)) dropped++;
+    }
+    for (const key of retryKeys) {
+      const entry = this.#pool.get(key);
+      if (entry && this.#retryOrDrop(entry)) dropped++;
+    }
+    for (const entry of settled) this.#settle(entry);
+    await this.#ackSettled();
+    return { placed: placedKeys.length, dropped, placementErrors, unreachableCells };
+  }
+
+  /**
+   * Writes the auction's reason on the ActualLRP if it is still UNCLAIMED (the only state the
+   * auction places). A record that is gone or no longer UNCLAIMED makes the work obsolete.
+   */
+  async #recordPlacementError(
+    entry: PoolEntry,
+    reason: string,
+  ): Promise<'recorded' | 'unchanged' | 'obsolete' | 'retry'> {
+    const w = entry.work as LRPAuctionWork;
+    if (entry.recordedError === reason) return 'unchanged';
+    const { bbs } = this.#options;
+    try {
+      const group = await bbs.getActualLRP({ process_guid: w.process_guid, index: w.index });
+      const lrp = group.instance;
+      if (lrp === null || lrp.state !== 'UNCLAIMED') return 'obsolete';
+      if (lrp.placement_error !== reason) {
+        await bbs.failActualLRP({
+          process_guid: w.process_guid,
+          index: w.index,
+          expected: lrp.modification_tag,
+          placement_error: reason,
+        });
+      }
+      entry.recordedError = reason;
+      this.#markSettledForAck(entry);
+      return lrp.placement_error !== reason ? 'recorded' : 'unchanged';
+    } catch (err) {
+      if (isBerthError(err) && err.code === 'not_found') return 'obsolete';
+      // Someone moved the record between our read and write: decide again next batch.
+      if (!(err instanceof CasConflictError)) {
+        this.#logger.warn({ key: entry.key, err: describeError(err) }, 'recording placement error failed');
+      }
+      return 'retry';
+    }
+  }
+
+  /** Counts a failed batch; true when the work is given up. */
+  #retryOrDrop(entry: PoolEntry): boolean {
+    entry.attempts++;
+    if (entry.attempts < (this.#options.config.retryBatches ?? 10)) return false;
+    this.#pool.delete(entry.key);
+    // An LRP's outbox row was acked when its error was recorded; a task's row stays and comes back
+    // after the visibility timeout, so dropping it here loses nothing.
+    for (const d of entry.deliveries) {
+      if (d.kind === 'lrp') d.pending.delete(entry.key);
+      else this.#open.delete(d);
+    }
+    return true;
+  }
+
+  /** The work is placed (or obsolete): out of the pool, and its outbox rows may be acked. */
+  #settle(entry: PoolEntry): void {
+    this.#pool.delete(entry.key);
+    for (const d of entry.deliveries) d.pending.delete(entry.key);
+  }
+
+  /** An LRP with a recorded placement error counts as delivered; the converger owns its retry now. */
+  #markSettledForAck(entry: PoolEntry): void {
+    for (const d of entry.deliveries) if (d.kind === 'lrp') d.pending.delete(entry.key);
+  }
+
+  async #ackSettled(): Promise<void> {
+    const lrpIds: number[] = [];
+    const taskIds: number[] = [];
+    for (const d of this.#open) {
+      if (d.pending.size > 0) continue;
+      this.#open.delete(d);
+      (d.kind === 'lrp' ? lrpIds : taskIds).push(...d.ids);
+    }
+    const { bbs } = this.#options;
+    // An ack that fails is harmless: the rows come back after the visibility timeout and the
+    // work is offered again, which a rep's CAS makes safe.
+    await Promise.all([
+      lrpIds.length > 0 ? bbs.ackStartRequests({ ids: lrpIds }) : undefined,
+      taskIds.length > 0 ? bbs.ackTaskStartRequests({ ids: taskIds }) : undefined,
+    ]).catch((err: unknown) =>
+      this.#logger.warn({ err: describeError(err) }, 'ack of start requests failed'),
+    );
+  }
+
+  #add(work: AuctionWork, delivery: Delivery | undefined): void {
+    const key = workKey(work);
+    let entry = this.#pool.get(key);
+    if (entry === undefined) {
+      entry = { key, work, deliveries: [], attempts: 0, recordedError: undefined };
+      this.#pool.set(key, entry);
+    } else if (delivery !== undefined && entry.recordedError !== undefined && delivery.kind === 'lrp') {
+      // A fresh start request (the converger re-emitted it) for work whose error is already
+      // recorded: nothing new to record, so it is settled for the outbox at once.
+      delivery.pending.delete(key);
+    }
+    if (delivery !== undefined) {
+      entry.deliveries.push(delivery);
+      this.#open.add(delivery);
+    }
+  }
+
+  #report(taken: number, auctioned: number, round: typeof emptyRound, started: number): AuctionBatchReport {
+    return {
+      taken,
+      auctioned,
+      ...round,
+      retrying: this.#pool.size,
+      durationMs: this.#now().getTime() - started,
+    };
+  }
+}
+
+function lrpKey(processGuid: string, index: number): string {
+  return `lrp\u0000${processGuid}\u0000${index}`;
+}
+
+function taskKey(taskGuid: string): string {
+  return `task\u0000${taskGuid}`;
+}
+
+function workKey(w: AuctionWork): string {
+  return w.kind === 'lrp' ? lrpKey(w.process_guid, w.index) : taskKey(w.task_guid);
+}
+
+function keysOf(work: RepWork): string[] {
+  return [
+    ...work.lrps.map((w) => lrpKey(w.process_guid, w.index)),
+    ...work.tasks.map((w) => taskKey(w.task_guid)),
+  ];
+}
+
+function taskAuctionWork(req: TaskStartRequest): TaskAuctionWork {
+  return {
+    kind: 'task',
+    task_guid: req.task_guid,
+    domain: req.domain,
+    memory_mb: req.memory_mb,
+    disk_mb: req.disk_mb,
+    placement_tags: req.placement_tags,
+  };
+}
+
+function repLRPWork(w: LRPAuctionWork): RepLRPWork {
+  return {
+    process_guid: w.process_guid,
+    domain: w.domain,
+    index: w.index,
+    memory_mb: w.memory_mb,
+    disk_mb: w.disk_mb,
+    placement_tags: w.placement_tags,
+  };
+}
+
+function repTaskWork(w: TaskAuctionWork): RepTaskWork {
+  return {
+    task_guid: w.task_guid,
+    domain: w.domain,
+    memory_mb: w.memory_mb,
+    disk_mb: w.disk_mb,
+    placement_tags: w.placement_tags,
+  };
+}
