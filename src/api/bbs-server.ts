@@ -4,8 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { InvalidArgumentError } from '../core/index.js';
+import type { HistoryStore } from '../history/index.js';
 import { ApiMetrics } from './api-metrics.js';
 import { buildApp } from './build-app.js';
+import { createHistoryServerParts } from './history-routes.js';
 import { type Singleton, SingletonLease } from './singleton-lease.js';
 
 export interface BbsServerOptions {
@@ -23,11 +25,17 @@ export interface BbsServerOptions {
   readonly eventPollMs?: number;
   readonly poolSize?: number;
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
+  /** 'tokens' (default): every call but /healthz and /metrics needs a bearer token (docs/auth.md). */
+  readonly auth?: 'tokens' | 'none';
+  /** Where the first admin token is written (`admin.token`, mode 0600) when auth is on. */
+  readonly dataDir?: string;
 }
 
 export interface BbsServer {
   readonly url: string;
   readonly store: SqlBbsStore;
+  /** Container history (issue 6) on the same database. */
+  readonly history: HistoryStore;
   readonly app: FastifyInstance;
   /** This process's identity in leases. */
   readonly holder: string;
@@ -50,6 +58,16 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     onCasConflict: metrics.casConflict,
     ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
   });
+  let parts: Awaited<ReturnType<typeof createHistoryServerParts>>;
+  try {
+    parts = await createHistoryServerParts(store, {
+      auth: options.auth ?? 'tokens',
+      ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const leases: SingletonLease[] = [];
   const ttlMs = options.leaseTtlMs ?? 15_000;
@@ -60,7 +78,8 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     ...(options.eventPollMs !== undefined ? { eventPollMs: options.eventPollMs } : {}),
     onEvents: (listener) => store.onEvents(listener),
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
-    ...(options.plugins ? { plugins: options.plugins } : {}),
+    auth: parts.auth,
+    plugins: [parts.plugin, ...(options.plugins ?? [])],
   });
   try {
     await app.listen({ host, port });
@@ -72,7 +91,11 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   const actualPort = typeof address === 'object' && address ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`;
 
-  const singletons = [janitor(store, options.eventRetentionMs ?? 86_400_000), ...(options.singletons ?? [])];
+  const singletons = [
+    janitor(store, options.eventRetentionMs ?? 86_400_000),
+    parts.singleton,
+    ...(options.singletons ?? []),
+  ];
   for (const singleton of singletons) {
     const lease = new SingletonLease({
       store,
@@ -92,6 +115,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   return {
     url,
     store,
+    history: parts.history,
     app,
     holder,
     heldSingletons: () => leases.flatMap((l) => (l.held ? [l.held.name] : [])),

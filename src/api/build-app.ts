@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
 import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
 import { ApiMetrics } from './api-metrics.js';
+import { type AppAuth, installAuth } from './auth-hook.js';
 
 export interface AppDeps {
   readonly store: BbsStore;
@@ -13,6 +14,11 @@ export interface AppDeps {
   readonly onEvents?: (listener: () => void) => () => void;
   /** Extra facts for `/healthz` (e.g. which singletons this server holds). */
   readonly health?: () => Record<string, unknown>;
+  /**
+   * Bearer-token auth (src/api/auth-hook.ts): a token verifier, or 'none' — the default here, so
+   * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
+   */
+  readonly auth?: AppAuth;
   /** Later layers (auctioneer, converger, history, model) add their routes here. */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
 }
@@ -37,6 +43,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
   });
+  // Before any route: the hook then guards every route, including later layers' plugins.
+  if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
   const metrics = deps.metrics ?? new ApiMetrics();
   metrics.observeStore(deps.store);
 

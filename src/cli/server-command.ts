@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { startBbsServer } from '../api/index.js';
-import { parseDuration } from '../core/index.js';
+import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { type CommandSpec, dataDir, stringOption } from './command.js';
 
 const server: CommandSpec = {
@@ -8,21 +8,28 @@ const server: CommandSpec = {
   summary:
     'Run the BBS: the cluster state store and its HTTP API (SQLite in the data dir, or PostgreSQL). Several servers on one PostgreSQL share the work; singletons run in one of them.',
   usage:
-    'berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--lease-ttl 15s] [--event-retention 24h]',
+    'berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h]',
   options: {
     listen: { type: 'string' },
     db: { type: 'string' },
     'lease-ttl': { type: 'string' },
     'event-retention': { type: 'string' },
     'event-poll': { type: 'string' },
+    auth: { type: 'string' },
   },
   async run(ctx) {
     const db = stringOption(ctx.values, 'db') ?? join(dataDir(ctx.values), 'bbs.sqlite3');
     const leaseTtl = stringOption(ctx.values, 'lease-ttl');
     const retention = stringOption(ctx.values, 'event-retention');
     const poll = stringOption(ctx.values, 'event-poll');
+    const auth = stringOption(ctx.values, 'auth') ?? 'tokens';
+    if (auth !== 'tokens' && auth !== 'none') {
+      throw new InvalidArgumentError(`Invalid --auth "${auth}": expected tokens or none`, { flag: 'auth' });
+    }
     const running = await startBbsServer({
       db,
+      auth,
+      dataDir: dataDir(ctx.values),
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
       ...(leaseTtl !== undefined ? { leaseTtlMs: parseDuration(leaseTtl, '--lease-ttl') } : {}),
       ...(retention !== undefined ? { eventRetentionMs: parseDuration(retention, '--event-retention') } : {}),

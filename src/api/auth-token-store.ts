@@ -1,0 +1,150 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { InvalidArgumentError, NotFoundError, writeFileAtomic } from '../core/index.js';
+import type { HistoryStore } from '../history/index.js';
+
+export type Role = 'admin' | 'operator' | 'viewer';
+export const roles: readonly Role[] = ['admin', 'operator', 'viewer'];
+
+/** Who made a request: the token's id and its user name (the `entity_id` of user actions). */
+export interface Principal {
+  readonly token_id: string;
+  readonly user: string;
+  readonly role: Role;
+}
+
+export interface TokenInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly role: Role;
+  readonly created_at: string;
+  readonly created_by: string | null;
+}
+
+export interface CreatedToken extends TokenInfo {
+  /** The secret itself: shown once, stored only as its sha256. */
+  readonly token: string;
+}
+
+/** Verifies bearer tokens; the API's auth hook needs only this. */
+export interface TokenAuthenticator {
+  authenticate(token: string): Promise<Principal | undefined>;
+}
+
+const tokenPrefix = 'berth_';
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/**
+ * API tokens in the BBS database, so every server of one PostgreSQL accepts the same tokens. A
+ * token is 32 random bytes; only its sha256 is stored (a stolen database grants nothing), and a
+ * random token needs no slow hash. Lookups are cached briefly: every API call authenticates.
+ */
+export class TokenStore implements TokenAuthenticator {
+  readonly #history: HistoryStore;
+  readonly #now: () => Date;
+  readonly #cache = new Map<string, { principal: Principal | undefined; until: number }>();
+  readonly #cacheMs: number;
+
+  constructor(history: HistoryStore, options: { now?: () => Date; cacheMs?: number } = {}) {
+    this.#history = history;
+    this.#now = options.now ?? (() => new Date());
+    this.#cacheMs = options.cacheMs ?? 5_000;
+  }
+
+  async create(req: { role: Role; name?: string; created_by?: string | null }): Promise<CreatedToken> {
+    if (!roles.includes(req.role)) {
+      throw new InvalidArgumentError(
+        `Invalid role "${String(req.role)}": expected one of ${roles.join(', ')}`,
+        {
+          field: 'role',
+        },
+      );
+    }
+    const id = randomUUID();
+    const token = `${tokenPrefix}${randomBytes(32).toString('base64url')}`;
+    const info: TokenInfo = {
+      id,
+      name: req.name ?? `${req.role}-${id.slice(0, 8)}`,
+      role: req.role,
+      created_at: this.#now().toISOString(),
+      created_by: req.created_by ?? null,
+    };
+    await this.#history.write((db) =>
+      db
+        .insertInto('api_tokens')
+        .values({ ...info, token_hash: hashToken(token), revoked_at: null })
+        .execute(),
+    );
+    return { ...info, token };
+  }
+
+  async authenticate(token: string): Promise<Principal | undefined> {
+    const hash = hashToken(token);
+    const cached = this.#cache.get(hash);
+    const nowMs = Date.now();
+    if (cached && cached.until > nowMs) return cached.principal;
+    const row = await this.#history.read((db) =>
+      db
+        .selectFrom('api_tokens')
+        .select(['id', 'name', 'role'])
+        .where('token_hash', '=', hash)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
+    );
+    const principal = row ? { token_id: row.id, user: row.name, role: row.role as Role } : undefined;
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(hash, { principal, until: nowMs + this.#cacheMs });
+    return principal;
+  }
+
+  async list(): Promise<TokenInfo[]> {
+    const rows = await this.#history.read((db) =>
+      db
+        .selectFrom('api_tokens')
+        .select(['id', 'name', 'role', 'created_at', 'created_by'])
+        .where('revoked_at', 'is', null)
+        .orderBy('created_at')
+        .execute(),
+    );
+    return rows.map((r) => ({ ...r, role: r.role as Role }));
+  }
+
+  async revoke(id: string): Promise<void> {
+    const at = this.#now().toISOString();
+    const result = await this.#history.write((db) =>
+      db
+        .updateTable('api_tokens')
+        .set({ revoked_at: at })
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
+    );
+    if (Number(result.numUpdatedRows) === 0) throw new NotFoundError('token', id);
+    this.#cache.clear();
+  }
+
+  /**
+   * First start: writes an admin token to `<dataDir>/admin.token` (mode 0600). A file whose token
+   * this database still accepts is kept; otherwise (no file, or a file from another database) a
+   * new admin token replaces it. Returns the token.
+   */
+  async ensureAdminTokenFile(dataDir: string): Promise<string> {
+    const path = adminTokenPath(dataDir);
+    if (existsSync(path)) {
+      const existing = readFileSync(path, 'utf8').trim();
+      if (existing && (await this.authenticate(existing))?.role === 'admin') return existing;
+    }
+    const created = await this.create({ role: 'admin', name: 'admin', created_by: null });
+    writeFileAtomic(path, `${created.token}\n`, { durable: true, mode: 0o600 });
+    chmodSync(path, 0o600);
+    return created.token;
+  }
+}
+
+export function adminTokenPath(dataDir: string): string {
+  return join(dataDir, 'admin.token');
+}

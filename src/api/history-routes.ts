@@ -1,0 +1,356 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SqlBbsStore } from '../bbs/index.js';
+import {
+  HistoryStore,
+  type HistoryStoreOptions,
+  type IngestRecord,
+  recordUserAction,
+  WebhookSubscriptions,
+} from '../history/index.js';
+import type { AppAuth } from './auth-hook.js';
+import { roles, TokenStore } from './auth-token-store.js';
+import type { Singleton } from './singleton-lease.js';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+const strict = { additionalProperties: false } as const;
+
+const LaunchSchema = Type.Object(
+  {
+    type: Type.Literal('launch'),
+    container: Type.Object(
+      {
+        id: Type.String({ minLength: 1 }),
+        image: Type.String(),
+        command: Type.Array(Type.String()),
+        env_names: Type.Array(Type.String()),
+        cell_id: Type.String(),
+        owner_kind: Type.Union([
+          Type.Literal('lrp'),
+          Type.Literal('task'),
+          Type.Literal('system'),
+          Type.Literal('direct'),
+        ]),
+        owner_id: Type.String(),
+        system: Type.Union([Type.String(), Type.Null()]),
+      },
+      strict,
+    ),
+    external_timestamp: Type.String({ minLength: 1 }),
+    entity_type: Type.Optional(Type.Union([Type.Literal('system'), Type.Literal('user')])),
+    entity_id: Type.Optional(Nullable(Type.String())),
+  },
+  strict,
+);
+const EventSchema = Type.Object(
+  {
+    type: Type.Literal('event'),
+    container_id: Type.String({ minLength: 1 }),
+    event: Type.String({ minLength: 1 }),
+    external_timestamp: Nullable(Type.String({ minLength: 1 })),
+    exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    message: Type.Optional(Nullable(Type.String())),
+    entity_type: Type.Union([Type.Literal('event'), Type.Literal('service')]),
+  },
+  strict,
+);
+const ItemSchema = Type.Object(
+  {
+    type: Type.Literal('item'),
+    container_id: Type.String({ minLength: 1 }),
+    status: Type.String({ minLength: 1 }),
+    entity_type: Type.Union([Type.Literal('system'), Type.Literal('event'), Type.Literal('service')]),
+    entity_id: Type.Optional(Nullable(Type.String())),
+    message: Type.Optional(Nullable(Type.String())),
+    external_timestamp: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+    exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  },
+  strict,
+);
+const FinalizationSchema = Type.Object(
+  {
+    type: Type.Literal('finalization'),
+    container_id: Type.String({ minLength: 1 }),
+    exit_code: Type.Union([Type.Integer(), Type.Null()]),
+    logs: Type.String(),
+    logs_size: Type.Integer({ minimum: 0 }),
+    logs_truncated: Type.Boolean(),
+    outputs: Type.Array(
+      Type.Object(
+        {
+          name: Type.String(),
+          path: Type.String(),
+          size: Type.Integer({ minimum: 0 }),
+          content: Nullable(Type.String()),
+        },
+        strict,
+      ),
+    ),
+    error: Nullable(Type.String()),
+  },
+  strict,
+);
+const IngestBody = Type.Object(
+  {
+    records: Type.Array(Type.Union([LaunchSchema, EventSchema, ItemSchema, FinalizationSchema]), {
+      maxItems: 5000,
+    }),
+  },
+  strict,
+);
+
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.String({ minLength: 1 })),
+    system: Type.Optional(Type.String({ minLength: 1 })),
+    since: Type.Optional(Type.String({ minLength: 1, description: 'ISO-8601: changed at or after' })),
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
+    cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+  },
+  strict,
+);
+const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
+const UserActionBody = Type.Object(
+  {
+    status: Type.String({ minLength: 1 }),
+    message: Type.Optional(Type.String()),
+  },
+  strict,
+);
+const SubscriptionBody = Type.Object(
+  {
+    url: Type.String({ minLength: 1 }),
+    statuses: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  },
+  strict,
+);
+const TokenBody = Type.Object(
+  {
+    role: Type.Union(roles.map((r) => Type.Literal(r))),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  strict,
+);
+
+export interface HistoryRoutesOptions {
+  readonly history: HistoryStore;
+  readonly webhooks: WebhookSubscriptions;
+  /** Absent with `auth: 'none'`: the token routes then answer 404. */
+  readonly tokens?: TokenStore;
+  readonly now?: () => Date;
+}
+
+/** The user a request acts as: its token's user, or "anonymous" when auth is off. */
+function userOf(request: FastifyRequest): string {
+  return request.principal?.user ?? 'anonymous';
+}
+
+/**
+ * Container history, ingest from cells, webhook subscriptions and API tokens (issue 6). The bus
+ * itself is `GET /v1/events` of the BBS: every recorded item is also a `container_status_changed`
+ * event there.
+ */
+export async function registerHistoryRoutes(
+  root: FastifyInstance,
+  options: HistoryRoutesOptions,
+): Promise<void> {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const { history, webhooks } = options;
+  const now = options.now ?? (() => new Date());
+
+  app.get(
+    '/v1/containers',
+    {
+      schema: {
+        tags: ['containers'],
+        summary: 'Every container berth ran, newest first; filter by status, system, since; cursor pages',
+        querystring: ListQuery,
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      return history.listContainers({
+        ...(q.status !== undefined ? { status: q.status } : {}),
+        ...(q.system !== undefined ? { system: q.system } : {}),
+        ...(q.since !== undefined ? { since: q.since } : {}),
+        ...(q.limit !== undefined ? { limit: Number(q.limit) } : {}),
+        ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+      });
+    },
+  );
+
+  app.get(
+    '/v1/containers/:id',
+    {
+      schema: {
+        tags: ['containers'],
+        summary: 'A container record with its whole history',
+        params: IdParams,
+      },
+    },
+    async (request) => history.getContainer(request.params.id),
+  );
+
+  app.get(
+    '/v1/containers/:id/logs',
+    {
+      schema: {
+        tags: ['containers'],
+        summary: 'Logs stored at finalization (kept after the pod is gone)',
+        params: IdParams,
+      },
+    },
+    async (request) => history.getLogs(request.params.id),
+  );
+
+  app.post(
+    '/v1/containers/events',
+    {
+      schema: {
+        tags: ['containers'],
+        summary: 'Ingest a batch of journaled observations from a cell (idempotent)',
+        body: IngestBody,
+      },
+    },
+    async (request) => history.ingest(request.body.records as IngestRecord[]),
+  );
+
+  app.post(
+    '/v1/containers/:id/actions',
+    {
+      schema: {
+        tags: ['containers'],
+        summary: "Record a user's action on a container (entity_type user, the caller's id)",
+        params: IdParams,
+        body: UserActionBody,
+      },
+    },
+    async (request) =>
+      recordUserAction(history, {
+        container_id: request.params.id,
+        status: request.body.status,
+        user_id: userOf(request),
+        ...(request.body.message !== undefined ? { message: request.body.message } : {}),
+        at: now(),
+      }),
+  );
+
+  app.post(
+    '/v1/subscriptions',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Subscribe a webhook URL to container status changes (empty statuses = all)',
+        body: SubscriptionBody,
+      },
+    },
+    async (request, reply) => {
+      const sub = await webhooks.create({ ...request.body, created_by: userOf(request) });
+      return reply.code(201).send(sub);
+    },
+  );
+  app.get(
+    '/v1/subscriptions',
+    { schema: { tags: ['subscriptions'], summary: 'Active subscriptions' } },
+    async () => ({
+      subscriptions: await webhooks.list(),
+    }),
+  );
+  app.get(
+    '/v1/subscriptions/:id',
+    {
+      schema: { tags: ['subscriptions'], summary: 'A subscription with its delivery log', params: IdParams },
+    },
+    async (request) => webhooks.get(request.params.id),
+  );
+  app.delete(
+    '/v1/subscriptions/:id',
+    { schema: { tags: ['subscriptions'], summary: 'Remove a subscription', params: IdParams } },
+    async (request, reply) => {
+      await webhooks.remove(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/whoami',
+    { schema: { tags: ['tokens'], summary: "The caller's user and role" } },
+    async (request) => request.principal ?? { user: 'anonymous', role: 'admin', token_id: null },
+  );
+
+  const tokens = options.tokens;
+  if (!tokens) return;
+  const admin = { minRole: 'admin' as const };
+  app.post(
+    '/v1/tokens',
+    {
+      config: admin,
+      schema: { tags: ['tokens'], summary: 'Create an API token (shown once)', body: TokenBody },
+    },
+    async (request, reply) => {
+      const created = await tokens.create({
+        role: request.body.role,
+        ...(request.body.name !== undefined ? { name: request.body.name } : {}),
+        created_by: userOf(request),
+      });
+      return reply.code(201).send(created);
+    },
+  );
+  app.get(
+    '/v1/tokens',
+    { config: admin, schema: { tags: ['tokens'], summary: 'API tokens (never their secrets)' } },
+    async () => ({
+      tokens: await tokens.list(),
+    }),
+  );
+  app.delete(
+    '/v1/tokens/:id',
+    { config: admin, schema: { tags: ['tokens'], summary: 'Revoke a token', params: IdParams } },
+    async (request, reply) => {
+      await tokens.revoke(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+}
+
+export type IngestBodyType = Static<typeof IngestBody>;
+
+/** Everything `berth server` adds for issue 6, built once the BBS store is open. */
+export interface HistoryServerParts {
+  readonly history: HistoryStore;
+  readonly webhooks: WebhookSubscriptions;
+  readonly tokens: TokenStore;
+  /** For buildApp's `auth`. */
+  readonly auth: AppAuth;
+  readonly plugin: (app: FastifyInstance) => Promise<void>;
+  /** Webhook delivery, in one server of the cluster. */
+  readonly singleton: Singleton;
+  /** The admin token written to `<dataDir>/admin.token`, when auth is on and a dataDir was given. */
+  readonly adminToken?: string;
+}
+
+export async function createHistoryServerParts(
+  store: SqlBbsStore,
+  options: { auth: 'tokens' | 'none'; dataDir?: string; history?: HistoryStoreOptions } = { auth: 'tokens' },
+): Promise<HistoryServerParts> {
+  let webhooks: WebhookSubscriptions | undefined;
+  const history = new HistoryStore(store, { ...options.history, onRecorded: () => webhooks?.wake() });
+  webhooks = new WebhookSubscriptions(history);
+  const tokens = new TokenStore(history);
+  const adminToken =
+    options.auth === 'tokens' && options.dataDir !== undefined
+      ? await tokens.ensureAdminTokenFile(options.dataDir)
+      : undefined;
+  const hooks = webhooks;
+  return {
+    history,
+    webhooks: hooks,
+    tokens,
+    auth: options.auth === 'tokens' ? tokens : 'none',
+    plugin: (app) => registerHistoryRoutes(app, { history, webhooks: hooks, tokens }),
+    singleton: { name: 'history-webhooks', run: ({ signal }) => hooks.run({ signal }) },
+    ...(adminToken !== undefined ? { adminToken } : {}),
+  };
+}
