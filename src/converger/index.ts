@@ -1,1 +1,2 @@
 export * from './convergence-plan.js';
+export * from './converger-service.js';

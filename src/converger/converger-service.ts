@@ -1,0 +1,345 @@
+import {
+  describeError,
+  forEachLimited,
+  retryDelayMs,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+  sleep,
+} from '../auctioneer/index.js';
+import {
+  type ActualLRP,
+  type BbsStore,
+  CasConflictError,
+  type CellPresence,
+  type Task,
+  type TaskStartRequest,
+} from '../bbs/index.js';
+import { isBerthError } from '../core/index.js';
+import type { RepApi } from '../rep/index.js';
+import {
+  type ConvergenceConfig,
+  type LRPConvergenceItem,
+  planConvergence,
+  type TaskConvergenceItem,
+} from './convergence-plan.js';
+
+export interface ConvergerConfig extends ConvergenceConfig {
+  /** Time between passes. */
+  readonly intervalMs: number;
+  /** Plan items applied at once (default 8); each is one BBS transaction. */
+  readonly concurrency?: number;
+  /**
+   * A stop for one instance is not asked again for this long (default: the unclaimed start
+   * timeout): the rep pulls stop requests from the outbox, and a pass that finds the instance
+   * still there only means the rep has not got to it yet.
+   */
+  readonly stopRepeatMs?: number;
+}
+
+export interface ConvergerServiceOptions {
+  readonly bbs: BbsStore;
+  readonly config: ConvergerConfig;
+  readonly now?: () => Date;
+  readonly logger?: ServiceLogger;
+  /**
+   * Optional push of stops straight to the owning rep (Diego sends stops to reps directly). The
+   * stop request in the BBS outbox is written either way and is what makes the stop durable; the
+   * push only saves the rep's poll interval. Failures are ignored.
+   */
+  readonly repClientFor?: (cell: CellPresence) => Pick<RepApi, 'stop'>;
+  /**
+   * Where PENDING tasks that waited past the kick interval go to be auctioned again (Diego's
+   * converger calls the auctioneer's RequestTaskAuctions): `auctioneer.requestAuctions`. Without
+   * it kicks are counted and logged but go nowhere; the task outbox still redelivers a request
+   * its auctioneer never acknowledged.
+   */
+  readonly requestTaskAuctions?: (tasks: readonly TaskStartRequest[]) => void | Promise<void>;
+}
+
+export type ConvergenceItemKind = LRPConvergenceItem['kind'] | TaskConvergenceItem['kind'];
+
+/** What one pass did. `conflicts`: someone else moved the record first; the next pass re-plans. */
+export interface ConvergencePassReport {
+  readonly planned: Readonly<Partial<Record<ConvergenceItemKind, number>>>;
+  readonly applied: number;
+  readonly conflicts: number;
+  /** Items not applied on purpose (a stop already asked for recently, a pass aborted). */
+  readonly skipped: number;
+  readonly errors: number;
+  readonly durationMs: number;
+}
+
+type TaskWriteItem = Exclude<TaskConvergenceItem, { kind: 'kick-task' }>;
+type ItemOutcome = 'applied' | 'conflict' | 'skipped' | 'error';
+
+/**
+ * The converger as a running service (seed 002 "Harmonizing DesiredLRPs with Actual LRPs", issue
+ * 5 for tasks): each pass reads one BBS snapshot plus the tasks, asks the pure `planConvergence`
+ * what to do, and applies every item with the BBS operation that does it under a CAS on the tag
+ * the plan was made from. A lost CAS (or a record that is already gone or has moved on) is not
+ * an error: someone else acted first, and the next pass plans from fresh state.
+ *
+ * Starts are never sent from here: `createActualLRP` and `unclaimActualLRP` write the start
+ * request into the BBS outbox in the same transaction. Stops of CLAIMED/RUNNING instances go
+ * through `retireActualLRP`, which writes a stop request for the owning cell's rep; UNCLAIMED and
+ * CRASHED instances, and any on a vanished cell, are compare-and-deleted.
+ *
+ * A Singleton by shape (`name`, `run`): run it under a lease so one server converges at a time.
+ */
+export class ConvergerService {
+  readonly name = 'converger';
+  readonly #options: ConvergerServiceOptions;
+  readonly #logger: ServiceLogger;
+  readonly #now: () => Date;
+  /** instance_guid → when its stop was last asked, so a slow rep is not flooded with repeats. */
+  readonly #stopsAsked = new Map<string, number>();
+  #serial: Promise<unknown> = Promise.resolve();
+  #local: { controller: AbortController; done: Promise<void> } | undefined;
+
+  constructor(options: ConvergerServiceOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /** One pass, now (on demand). Passes never overlap: a call while one runs waits for it. */
+  runOnce(signal: AbortSignal = new AbortController().signal): Promise<ConvergencePassReport> {
+    const result = this.#serial.then(() => this.#pass(signal));
+    this.#serial = result.catch(() => {});
+    return result;
+  }
+
+  /** Passes every `intervalMs` until `signal` aborts; a failed pass is retried with back-off. */
+  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
+    const { signal } = context;
+    const { intervalMs } = this.#options.config;
+    let failures = 0;
+    while (!signal.aborted) {
+      let delay = intervalMs;
+      try {
+        const report = await this.runOnce(signal);
+        failures = 0;
+        const acted = report.applied + report.conflicts + report.errors;
+        if (acted > 0) this.#logger.info({ ...report }, 'convergence pass');
+      } catch (err) {
+        failures++;
+        delay = retryDelayMs(failures, intervalMs);
+        this.#logger.warn({ err: describeError(err), failures }, 'convergence pass failed; retrying');
+      }
+      await sleep(delay, signal);
+    }
+  }
+
+  /** Runs the interval loop without a lease (a single-server setup or a test). */
+  start(): void {
+    if (this.#local) return;
+    const controller = new AbortController();
+    this.#local = { controller, done: this.run({ signal: controller.signal }) };
+  }
+
+  async stop(): Promise<void> {
+    const local = this.#local;
+    this.#local = undefined;
+    if (!local) return;
+    local.controller.abort();
+    await local.done;
+  }
+
+  async #pass(signal: AbortSignal): Promise<ConvergencePassReport> {
+    const started = this.#now().getTime();
+    const { bbs, config } = this.#options;
+    const [snapshot, tasks] = await Promise.all([bbs.readSnapshot(), bbs.listTasks()]);
+    const now = this.#now();
+    const plan = planConvergence({
+      desired: snapshot.desired_lrps,
+      actuals: snapshot.actual_lrps,
+      cells: snapshot.cells,
+      domains: snapshot.domains,
+      tasks,
+      now,
+      config,
+    });
+
+    // The plan names records by key; the applier needs the tags and owners they were planned from.
+    const instances = new Map<string, ActualLRP>();
+    const evacuating = new Map<string, ActualLRP>();
+    for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(refKey(a), a);
+    const cells = new Map(snapshot.cells.map((c) => [c.cell_id, c]));
+    const tasksByGuid = new Map(tasks.map((t) => [t.task_guid, t]));
+
+    const planned: Partial<Record<ConvergenceItemKind, number>> = {};
+    const counts: Record<ItemOutcome, number> = { applied: 0, conflict: 0, skipped: 0, error: 0 };
+    const count = (outcome: ItemOutcome): void => {
+      counts[outcome]++;
+    };
+    for (const item of [...plan.lrps, ...plan.tasks]) planned[item.kind] = (planned[item.kind] ?? 0) + 1;
+
+    const concurrency = config.concurrency ?? 8;
+    await forEachLimited(plan.lrps, concurrency, async (item) => {
+      count(signal.aborted ? 'skipped' : await this.#applyLRP(item, instances, evacuating, cells, now));
+    });
+
+    const kicks: TaskStartRequest[] = [];
+    const taskWrites: TaskWriteItem[] = [];
+    for (const item of plan.tasks) {
+      if (item.kind !== 'kick-task') taskWrites.push(item);
+      else {
+        const task = tasksByGuid.get(item.taskGuid);
+        if (task) kicks.push(taskStartRequest(task));
+      }
+    }
+    await forEachLimited(taskWrites, concurrency, async (item) => {
+      count(signal.aborted ? 'skipped' : await this.#applyTask(item));
+    });
+    if (kicks.length > 0) {
+      if (signal.aborted || !this.#options.requestTaskAuctions) counts.skipped += kicks.length;
+      else {
+        try {
+          await this.#options.requestTaskAuctions(kicks);
+          counts.applied += kicks.length;
+        } catch (err) {
+          counts.error += kicks.length;
+          this.#logger.warn({ err: describeError(err), tasks: kicks.length }, 'kicking tasks failed');
+        }
+      }
+    }
+    this.#forgetOldStops(now.getTime());
+
+    return {
+      planned,
+      applied: counts.applied,
+      conflicts: counts.conflict,
+      skipped: counts.skipped,
+      errors: counts.error,
+      durationMs: this.#now().getTime() - started,
+    };
+  }
+
+  async #applyLRP(
+    item: LRPConvergenceItem,
+    instances: ReadonlyMap<string, ActualLRP>,
+    evacuating: ReadonlyMap<string, ActualLRP>,
+    cells: ReadonlyMap<string, CellPresence>,
+    now: Date,
+  ): Promise<ItemOutcome> {
+    const { bbs } = this.#options;
+    const ref = { process_guid: item.key.process_guid, index: item.key.index };
+    return this.#attempt(item.kind, refKey(ref), async () => {
+      switch (item.kind) {
+        case 'unclaim-and-start':
+        case 'restart-crashed':
+          // The BBS writes the start request in the same transaction.
+          await bbs.unclaimActualLRP({ ...ref, expected: item.expected });
+          return 'applied';
+        case 'create-and-start':
+          await bbs.createActualLRP(ref);
+          return 'applied';
+        case 're-emit-start': {
+          // UNCLAIMED → UNCLAIMED: a new `since` and a new start request, under the CAS.
+          const current = instances.get(refKey(ref));
+          if (!current) return 'conflict';
+          await bbs.unclaimActualLRP({ ...ref, expected: current.modification_tag });
+          return 'applied';
+        }
+        case 'remove-actual':
+          await bbs.removeActualLRP({ ...ref, expected: item.expected });
+          return 'applied';
+        case 'stop': {
+          const current = instances.get(refKey(ref));
+          if (!current) return 'conflict';
+          const askedAt = this.#stopsAsked.get(item.instance.instance_guid);
+          if (askedAt !== undefined && now.getTime() - askedAt < this.#stopRepeatMs()) return 'skipped';
+          const result = await bbs.retireActualLRP({ ...ref, expected: current.modification_tag });
+          this.#stopsAsked.set(item.instance.instance_guid, now.getTime());
+          const stop = result.stop_request;
+          const cell = stop ? cells.get(stop.cell_id) : undefined;
+          if (stop && cell && this.#options.repClientFor) {
+            // Best effort: the outbox row already guarantees the stop.
+            this.#options
+              .repClientFor(cell)
+              .stop({ process_guid: stop.process_guid, index: stop.index, instance_guid: stop.instance_guid })
+              .catch(() => {});
+          }
+          return 'applied';
+        }
+        case 'remove-evacuating': {
+          const copy = evacuating.get(refKey(ref));
+          if (!copy) return 'conflict';
+          await bbs.removeEvacuatingActualLRP({
+            ...ref,
+            expected: item.expected,
+            instance_key: { instance_guid: copy.instance_guid, cell_id: copy.cell_id },
+          });
+          return 'applied';
+        }
+      }
+    });
+  }
+
+  async #applyTask(item: TaskWriteItem): Promise<ItemOutcome> {
+    const { bbs } = this.#options;
+    const task_guid = item.taskGuid;
+    return this.#attempt(item.kind, task_guid, async () => {
+      switch (item.kind) {
+        case 'fail-task':
+          await bbs.failTask({ task_guid, expected: item.expected, failure_reason: item.reason });
+          return 'applied';
+        case 'demote-resolving':
+          await bbs.demoteResolvingTask({ task_guid, expected: item.expected });
+          return 'applied';
+        case 'delete-task':
+          await bbs.deleteTask({ task_guid, expected: item.expected });
+          return 'applied';
+      }
+    });
+  }
+
+  /**
+   * Runs one item's write. A lost CAS, a record already gone or created, or one that moved to a
+   * state the move no longer applies to, all mean another writer got there first: a conflict, not
+   * an error. Anything else (the store unreachable) is logged and counted; the next pass retries.
+   */
+  async #attempt(kind: string, id: string, write: () => Promise<ItemOutcome>): Promise<ItemOutcome> {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof CasConflictError) return 'conflict';
+      if (isBerthError(err) && movedOnCodes.has(err.code)) return 'conflict';
+      this.#logger.warn({ kind, id, err: describeError(err) }, 'convergence item failed');
+      return 'error';
+    }
+  }
+
+  #stopRepeatMs(): number {
+    const { config } = this.#options;
+    return config.stopRepeatMs ?? config.unclaimedStartTimeoutMs;
+  }
+
+  #forgetOldStops(nowMs: number): void {
+    const window = this.#stopRepeatMs();
+    for (const [guid, at] of this.#stopsAsked) if (nowMs - at >= window) this.#stopsAsked.delete(guid);
+  }
+}
+
+const movedOnCodes: ReadonlySet<string> = new Set([
+  'cas_conflict',
+  'not_found',
+  'already_exists',
+  'conflict',
+  'illegal_transition',
+]);
+
+function refKey(ref: { readonly process_guid: string; readonly index: number }): string {
+  return `${ref.process_guid}\u0000${ref.index}`;
+}
+
+function taskStartRequest(task: Task): TaskStartRequest {
+  return {
+    task_guid: task.task_guid,
+    domain: task.domain,
+    memory_mb: task.memory_mb,
+    disk_mb: task.disk_mb,
+    placement_tags: task.placement_tags,
+  };
+}
