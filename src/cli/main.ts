@@ -11,6 +11,16 @@ const modules: Readonly<Record<string, Loader>> = {
   version: () => import('./version-command.js'),
   image: () => import('./image-commands.js'),
   server: () => import('./server-command.js'),
+  prepare: () => import('./pod-commands.js'),
+  run: () => import('./pod-commands.js'),
+  'run-prepared': () => import('./pod-commands.js'),
+  status: () => import('./pod-commands.js'),
+  list: () => import('./pod-commands.js'),
+  logs: () => import('./pod-commands.js'),
+  enter: () => import('./pod-commands.js'),
+  stop: () => import('./pod-commands.js'),
+  rm: () => import('./pod-commands.js'),
+  gc: () => import('./pod-commands.js'),
 };
 
 const helpText = `berth — a container orchestrator

@@ -63,6 +63,22 @@ function hostResolvConf(): string {
 }
 
 /**
+ * A bounded blocking wait for a shared lock. A flock(2) blocked on libuv's thread pool cannot be
+ * cancelled, and a process cannot exit while one is pending, so a wait with a deadline blocks in
+ * util-linux's flock(1) instead: it sleeps in the kernel and gives up at the deadline.
+ */
+function waitLockWithTimeout(path: string, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('flock', ['--shared', '--wait', String(timeoutMs / 1000), path, 'true'], {
+      stdio: 'ignore',
+    });
+    child.once('error', reject);
+    // 1 = timed out; 0 = granted; anything else (the directory moved): look again.
+    child.once('exit', (code) => resolve(code !== 1));
+  });
+}
+
+/**
  * The node-local pod runtime of seed 000 over runc. Stateless: every call re-reads the pods
  * directory, so any number of berth processes can work on one data dir at once.
  */
@@ -199,7 +215,7 @@ export class PodRuntime {
   async startDetached(
     location: PodLocation,
     lockFd: number,
-    options: { remove?: boolean } = {},
+    options: { remove?: boolean; onExit?: () => void } = {},
   ): Promise<void> {
     const path = this.store.path(location);
     const logFd = openSync(join(path, podFiles.log), 'a');
@@ -209,6 +225,8 @@ export class PodRuntime {
       stdio: ['ignore', logFd, logFd, lockFd, 'pipe'],
       detached: true,
     });
+    // A long-running caller (the executor) learns of the exit the moment the holder ends.
+    if (options.onExit) holder.once('exit', options.onExit);
     closeSync(logFd);
     closeSync(lockFd);
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
@@ -261,30 +279,19 @@ export class PodRuntime {
         throw err;
       }
       try {
-        const waited = waitLock(fd, 'shared');
-        if (timeoutMs === undefined) await waited;
-        else {
-          let timer: NodeJS.Timeout | undefined;
-          const timedOut = await Promise.race([
-            waited.then(() => false),
-            new Promise<boolean>((resolve) => {
-              timer = setTimeout(() => resolve(true), timeoutMs);
-            }),
-          ]);
-          clearTimeout(timer);
-          if (timedOut) {
-            throw new BerthError(
-              'unavailable',
-              `Timed out after ${timeoutMs} ms waiting for pod ${location.uuid} to exit`,
-              {
-                uuid: location.uuid,
-              },
-            );
-          }
+        if (timeoutMs === undefined) {
+          await waitLock(fd, 'shared');
+          unlock(fd);
+        } else if (!(await waitLockWithTimeout(this.store.path(location), timeoutMs))) {
+          throw new BerthError(
+            'unavailable',
+            `Timed out after ${timeoutMs} ms waiting for pod ${location.uuid} to exit`,
+            {
+              uuid: location.uuid,
+            },
+          );
         }
-        unlock(fd);
       } finally {
-        // A blocked flock keeps running on the thread pool; closing the fd after it returns is safe.
         closeSync(fd);
       }
       const info = this.store.inspect(this.store.locate(location.uuid));

@@ -18,7 +18,7 @@ export function spawnBerth(
     process.execPath,
     [
       '-e',
-      `import(${JSON.stringify(mainUrl)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`,
+      `import(${JSON.stringify(mainUrl)}).then(async (m) => { process.exit(await m.main(process.argv.slice(1))); })`,
       '--',
       ...args,
     ],

@@ -120,3 +120,24 @@ export async function copyHashing(from: string, to: string): Promise<StoredBlob>
   }
   return { digest: sha256Digest(hash.digest('hex')), size };
 }
+
+/**
+ * Writes a stream to a new file `to`, hashing on the way; fsyncs so a rename after it is durable.
+ * Used for blobs fetched from a registry, which are verified before they enter the store.
+ */
+export async function writeStreamHashing(source: AsyncIterable<Uint8Array>, to: string): Promise<StoredBlob> {
+  const hash = createHash('sha256');
+  const handle = await open(to, 'wx', 0o644);
+  let size = 0;
+  try {
+    for await (const chunk of source) {
+      hash.update(chunk);
+      size += chunk.length;
+      await handle.write(chunk);
+    }
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { digest: sha256Digest(hash.digest('hex')), size };
+}

@@ -22,6 +22,7 @@ import { checkLayerMediaType, ociConfig, ociLayerGzip, ociLayerTar, ociManifest 
 import { readNames, writeNames } from './names-index.js';
 import { hostArchitecture, planOciLayout } from './oci-layout-reader.js';
 import { packRootfs } from './rootfs-archiver.js';
+import { StoreBlobSource } from './store-blob-source.js';
 import { makeWorkDir } from './store-files.js';
 import type { StoreLayout } from './store-layout.js';
 import type { StoreLocks } from './store-locks.js';
@@ -89,6 +90,42 @@ export async function importArchive(
         );
       }
       return await install(deps, plan, work);
+    });
+  } catch (err) {
+    throw describeFailure(err, what);
+  }
+}
+
+/**
+ * Imports a manifest (or index) whose blobs are already in the store, as the registry does for a
+ * manifest PUT and a pull does after fetching the blobs: the manifest is presented as a one-entry
+ * OCI layout, so it is verified, read and flattened by the same code as an OCI layout import.
+ */
+export async function importManifest(
+  deps: ImporterDeps,
+  manifest: Buffer,
+  mediaType: string,
+  options: { readonly name?: string } = {},
+): Promise<ImageSummary> {
+  const digest = sha256Digest(createHash('sha256').update(manifest).digest('hex'));
+  const what = `the manifest ${digest}`;
+  const wantedName = options.name === undefined ? undefined : normalizeImageName(options.name);
+  try {
+    return await withWorkDir(deps, async (work) => {
+      const manifestFile = join(work, 'manifest.json');
+      const indexFile = join(work, 'index.json');
+      await writeFile(manifestFile, manifest, { flag: 'wx', mode: 0o600 });
+      const index = { schemaVersion: 2, manifests: [{ mediaType, digest, size: manifest.length }] };
+      await writeFile(indexFile, JSON.stringify(index), { flag: 'wx', mode: 0o600 });
+      const source = new StoreBlobSource(
+        deps.layout,
+        what,
+        new Map([
+          ['index.json', indexFile],
+          [`blobs/sha256/${digest.slice('sha256:'.length)}`, manifestFile],
+        ]),
+      );
+      return await install(deps, await planOciLayout(source, wantedName), work);
     });
   } catch (err) {
     throw describeFailure(err, what);

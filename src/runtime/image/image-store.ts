@@ -1,14 +1,15 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { readdir, rename, rm, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { readdir, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { errnoCode, InvalidArgumentError, NotFoundError } from '../../core/index.js';
-import type { BlobStore } from './blob-store.js';
+import type { BlobStore, StoredBlob } from './blob-store.js';
 import { digestHex, isDigest } from './digest.js';
 import { type ImageRecord, readRecord, recordBlobs } from './image-record.js';
 import { isImageName, normalizeImageName } from './image-reference.js';
 import type { ImageSummary, ResolvedImage } from './image-types.js';
 import { type NamesIndex, namesOf, readNames, writeNames } from './names-index.js';
-import { makeWorkDir } from './store-files.js';
+import { makeWorkDir, tempName } from './store-files.js';
 import { StoreLayout } from './store-layout.js';
 import { StoreLocks } from './store-locks.js';
 
@@ -25,7 +26,38 @@ export interface GcResult {
   readonly blobsRemoved: number;
   readonly rootfsRemoved: number;
   readonly tmpRemoved: number;
+  /** Bytes of the blobs removed. */
+  readonly bytesRemoved?: number;
+  /** Unreferenced blobs kept because they were pushed or pulled within the grace period. */
+  readonly pendingKept?: number;
+  /** Rootfs dirs of removed images kept because a live pod still uses them. */
+  readonly rootfsInUse?: number;
 }
+
+export interface GcOptions {
+  /**
+   * A blob pushed to the registry (or pulled) is unreferenced until its manifest arrives; gc
+   * keeps such blobs this long after they were written. Default 1 hour.
+   */
+  readonly pendingGraceMs?: number;
+}
+
+/** A manifest as the store keeps it, for the registry to serve. */
+export interface StoredManifest {
+  readonly digest: string;
+  readonly mediaType: string;
+  /** The image (config digest) the manifest describes. */
+  readonly id: string;
+}
+
+/** The blob of a registry upload, written and hashed by the caller in `uploadsDir()`. */
+export interface HashedFile {
+  readonly path: string;
+  readonly digest: string;
+  readonly size: number;
+}
+
+const defaultPendingGraceMs = 60 * 60 * 1000;
 
 interface Found {
   readonly id: string;
@@ -65,6 +97,99 @@ export class ImageStore {
     return importRootfs(await this.deps(), dir, name);
   }
 
+  /**
+   * Imports a manifest whose config and layer blobs are already in the store (put there by
+   * `putBlob`/`adoptBlob`), verifying and flattening it exactly like an OCI layout import.
+   */
+  async importManifest(
+    manifest: Buffer,
+    mediaType: string,
+    options: { readonly name?: string } = {},
+  ): Promise<ImageSummary> {
+    const { importManifest } = await import('./image-importer.js');
+    const image = await importManifest(await this.deps(), manifest, mediaType, options);
+    // The blobs belong to an image now: their pending marks are no longer needed.
+    const record = readRecord(this.layout, image.id);
+    if (record !== undefined) {
+      for (const digest of recordBlobs(record)) {
+        await unlink(join(this.layout.pending, digestHex(digest))).catch(() => undefined);
+      }
+    }
+    return image;
+  }
+
+  /**
+   * Writes a blob from a stream (a registry download), hashing it on the way; refuses it unless
+   * it has the expected digest (and size). The blob is marked pending so gc keeps it until an
+   * image references it (or the grace period ends).
+   */
+  async putBlob(
+    source: Readable | AsyncIterable<Uint8Array>,
+    expected: { readonly digest: string; readonly size?: number },
+    what = `the blob ${expected.digest}`,
+  ): Promise<StoredBlob> {
+    digestHex(expected.digest);
+    const { writeStreamHashing } = await import('./blob-store.js');
+    const lease = await this.locks.holdForWork();
+    try {
+      const deps = await this.deps();
+      const tmp = tempName(this.layout, 'pull');
+      try {
+        const hashed = await writeStreamHashing(source, tmp);
+        await this.markPending(expected.digest);
+        return await deps.blobs.ingest({ ...hashed, path: tmp, staged: true }, what, expected);
+      } finally {
+        await rm(tmp, { force: true });
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Moves a complete, fsynced, hashed file from `uploadsDir()` into the store as a blob, if
+   * `digest` is what the uploader hashed. The blob is marked pending (see `putBlob`).
+   */
+  async adoptBlob(
+    file: HashedFile,
+    expected: { readonly digest: string },
+    what: string,
+  ): Promise<StoredBlob> {
+    digestHex(expected.digest);
+    const lease = await this.locks.holdForWork();
+    try {
+      const deps = await this.deps();
+      await this.markPending(expected.digest);
+      return await deps.blobs.ingest({ ...file, staged: true }, what, expected);
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** Where the registry keeps uploads in progress: same filesystem as the blobs, for rename. */
+  uploadsDir(): string {
+    mkdirSync(this.layout.uploads, { recursive: true, mode: 0o700 });
+    return this.layout.uploads;
+  }
+
+  /** The names index (`name:tag` → image id), as the registry lists tags. */
+  names(): Readonly<Record<string, string>> {
+    return readNames(this.layout);
+  }
+
+  /** The manifest of the image `name:tag` points at, if the name exists. */
+  manifestByName(name: string): StoredManifest | undefined {
+    const id = readNames(this.layout)[name];
+    const record = id === undefined ? undefined : readRecord(this.layout, id);
+    return record === undefined ? undefined : manifestOf(record);
+  }
+
+  /** The stored image whose manifest has this digest, if any. */
+  manifestByDigest(digest: string): StoredManifest | undefined {
+    const record = this.records().find((r) => r.manifestDigest === digest);
+    return record === undefined ? undefined : manifestOf(record);
+  }
+
   list(): ImageSummary[] {
     const names = readNames(this.layout);
     return this.records()
@@ -90,6 +215,7 @@ export class ImageStore {
     let trash: string | undefined;
     let result: RemoveResult;
     try {
+      const inUse = await this.rootfsInUse();
       result = await this.locks.withNamesLock(async () => {
         const names = readNames(this.layout);
         const found = this.find(ref, names);
@@ -101,8 +227,12 @@ export class ImageStore {
           // Record first: a crash after it leaves a complete rootfs without a record, which a
           // later import of the same image reuses and gc otherwise deletes.
           await unlink(this.layout.record(deleted)).catch(ignoreMissing);
-          trash = await makeWorkDir(this.layout, 'remove');
-          await rename(this.layout.rootfs(deleted), join(trash, 'rootfs')).catch(ignoreMissing);
+          // A live pod's overlay has this rootfs as its lower dir: it stays (without a record)
+          // until gc finds no pod using it.
+          if (!inUse.has(digestHex(deleted))) {
+            trash = await makeWorkDir(this.layout, 'remove');
+            await rename(this.layout.rootfs(deleted), join(trash, 'rootfs')).catch(ignoreMissing);
+          }
         }
         return deleted === undefined ? { untagged } : { untagged, deleted };
       });
@@ -116,35 +246,106 @@ export class ImageStore {
 
   /**
    * Sweeps what no image record references: blobs, rootfs dirs left by a crash between publish
-   * steps, and `tmp/` debris of killed imports. Skips (ran: false) while any import or removal
-   * is under way in any process, since their blobs are not referenced yet.
+   * steps or kept for a pod of a removed image, and `tmp/` debris of killed imports. Skips
+   * (ran: false) while any import or removal is under way in any process, since their blobs are
+   * not referenced yet. Never removes a blob a record references, a blob pushed or pulled within
+   * the grace period (its manifest may still come), or a rootfs a live pod uses.
    */
-  async gc(): Promise<GcResult> {
+  async gc(options: GcOptions = {}): Promise<GcResult> {
     const lease = await this.locks.tryHoldForGc();
     if (lease === undefined) return { ran: false, blobsRemoved: 0, rootfsRemoved: 0, tmpRemoved: 0 };
     try {
       const tmpRemoved = await this.locks.sweepTmp();
+      const inUse = await this.rootfsInUse();
+      const pending = await this.pendingBlobs(options.pendingGraceMs ?? defaultPendingGraceMs);
       return await this.locks.withNamesLock(async () => {
         const records = this.records();
         const live = new Set(records.flatMap((r) => recordBlobs(r).map((d) => digestHex(d))));
         const ids = new Set(records.map((r) => digestHex(r.id)));
         let blobsRemoved = 0;
+        let bytesRemoved = 0;
+        let pendingKept = 0;
         for (const hex of await readdir(this.layout.blobs)) {
           if (live.has(hex)) continue;
-          await rm(join(this.layout.blobs, hex), { force: true });
+          if (pending.has(hex)) {
+            pendingKept += 1;
+            continue;
+          }
+          const path = join(this.layout.blobs, hex);
+          bytesRemoved += statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+          await rm(path, { force: true });
           blobsRemoved += 1;
         }
         let rootfsRemoved = 0;
+        let rootfsKept = 0;
         for (const hex of await readdir(this.layout.rootfsDir)) {
           if (ids.has(hex)) continue;
+          if (inUse.has(hex)) {
+            rootfsKept += 1;
+            continue;
+          }
           await rm(join(this.layout.rootfsDir, hex), { recursive: true, force: true });
           rootfsRemoved += 1;
         }
-        return { ran: true, blobsRemoved, rootfsRemoved, tmpRemoved };
+        return {
+          ran: true,
+          blobsRemoved,
+          rootfsRemoved,
+          tmpRemoved,
+          bytesRemoved,
+          pendingKept,
+          rootfsInUse: rootfsKept,
+        };
       });
     } finally {
       lease.release();
     }
+  }
+
+  /** Marks a blob as pushed or pulled just now (see GcOptions.pendingGraceMs). */
+  private async markPending(digest: string): Promise<void> {
+    mkdirSync(this.layout.pending, { recursive: true, mode: 0o755 });
+    const path = join(this.layout.pending, digestHex(digest));
+    const now = new Date();
+    await utimes(path, now, now).catch(async (err: unknown) => {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+      await writeFile(path, '', { mode: 0o644 });
+    });
+  }
+
+  /** Hex digests of blobs marked pending within the grace period; older marks are deleted. */
+  private async pendingBlobs(graceMs: number): Promise<Set<string>> {
+    const fresh = new Set<string>();
+    const names = await readdir(this.layout.pending).catch(() => [] as string[]);
+    const cutoff = Date.now() - graceMs;
+    for (const hex of names) {
+      const path = join(this.layout.pending, hex);
+      const info = await stat(path).catch(() => undefined);
+      if (info !== undefined && info.mtimeMs > cutoff) fresh.add(hex);
+      else await rm(path, { force: true });
+    }
+    return fresh;
+  }
+
+  /**
+   * Hex ids of the image rootfs dirs that pods being prepared, prepared or running use (their
+   * pod.json `image.rootfs`): deleting one would pull the lower dir from under a live overlay or
+   * make a prepared pod unstartable. Loaded lazily: the pod store needs the flock addon.
+   */
+  private async rootfsInUse(): Promise<Set<string>> {
+    const { PodStore } = await import('../pod-store.js');
+    const pods = new PodStore(this.dataDir);
+    const used = new Set<string>();
+    for (const phase of ['prepare', 'prepared', 'run'] as const) {
+      for (const uuid of pods.listPhase(phase)) {
+        const info = pods.inspect({ uuid, phase });
+        if (info === undefined) continue;
+        if (info.state !== 'preparing' && info.state !== 'prepared' && info.state !== 'running') continue;
+        const rootfs = info.manifest?.image.rootfs;
+        if (rootfs !== undefined && basename(dirname(rootfs)) === 'rootfs') used.add(basename(rootfs));
+      }
+    }
+    return used;
   }
 
   /** Path of a blob in the store (whether or not it is there), for the registry to serve. */
@@ -207,6 +408,10 @@ export class ImageStore {
     if (match === undefined) throw new NotFoundError('image', ref);
     return { id: `sha256:${match.slice(0, 64)}` };
   }
+}
+
+function manifestOf(record: ImageRecord): StoredManifest {
+  return { digest: record.manifestDigest, mediaType: record.manifestMediaType, id: record.id };
 }
 
 function summary(record: ImageRecord, names: NamesIndex): ImageSummary {

@@ -4,8 +4,25 @@
  */
 import { ImageStore } from './image-store.js';
 
-export type { GcResult, RemoveResult } from './image-store.js';
+export type { StoredBlob } from './blob-store.js';
+export { digestHex, isDigest } from './digest.js';
+export { isImageName, normalizeImageName } from './image-reference.js';
+export type {
+  GcOptions,
+  GcResult,
+  HashedFile,
+  RemoveResult,
+  StoredManifest,
+} from './image-store.js';
 export type { ImageRuntimeConfig, ImageSummary, ResolvedImage } from './image-types.js';
+export {
+  dockerManifest,
+  dockerManifestList,
+  indexTypes,
+  manifestTypes,
+  ociIndex,
+  ociManifest,
+} from './media-types.js';
 export { ImageStore };
 
 export function openImageStore(dataDir: string): ImageStore {

@@ -9,6 +9,8 @@ import { digestHex } from './digest.js';
  *   records/<id hex>.json one record per image: digests, layers, runtime config
  *   names.json           the names index: `name:tag` → image id
  *   tmp/                 imports in progress and removals being deleted (swept when stale)
+ *   uploads/<uuid>       registry blob uploads in progress (resumable across requests)
+ *   pending/<hex>        marks a blob pushed or pulled but not yet part of an image (gc keeps it)
  *   gc.lock, names.lock  flock(2) files (see store-locks.ts)
  */
 export class StoreLayout {
@@ -20,6 +22,8 @@ export class StoreLayout {
   readonly namesFile: string;
   readonly gcLock: string;
   readonly namesLock: string;
+  readonly uploads: string;
+  readonly pending: string;
 
   constructor(dataDir: string) {
     this.root = join(dataDir, 'images');
@@ -30,6 +34,8 @@ export class StoreLayout {
     this.namesFile = join(this.root, 'names.json');
     this.gcLock = join(this.root, 'gc.lock');
     this.namesLock = join(this.root, 'names.lock');
+    this.uploads = join(this.root, 'uploads');
+    this.pending = join(this.root, 'pending');
   }
 
   blob(digest: string): string {

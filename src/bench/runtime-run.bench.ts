@@ -1,0 +1,84 @@
+/**
+ * `npm run bench runtime-run [RUNS]`: `berth run --rm <busybox> -- true` end to end, against bare
+ * `runc run` of an equivalent bundle, `node -e 0`, and `podman run --rm` when podman is installed.
+ * Prints medians and berth's own overhead (berth − runc − node start). Goal (issue 2): median ≤ 1/3
+ * of podman's, overhead under 30 ms.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { fmt, hasCommand, medianMs, runOrThrow } from './bench-util.js';
+
+const runs = Number(process.argv[2] ?? 20);
+const berth = new URL('../../bin/berth', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'berth-bench-run-'));
+
+try {
+  const rootfs = makeBusyboxRootfs(join(work, 'rootfs'));
+  const dataDir = join(work, 'data');
+  runOrThrow(berth, ['image', 'import-rootfs', '--dir', dataDir, rootfs, '--name', 'bb:bench']);
+  runOrThrow(berth, ['run', '--rm', '--dir', dataDir, 'bb:bench', '--', 'true']); // warm caches
+
+  // Bare runc: the same rootfs, runc's own default spec with `true` as the process.
+  const bundle = join(work, 'bundle');
+  cpSync(rootfs, join(bundle, 'rootfs'), { recursive: true, verbatimSymlinks: true });
+  runOrThrow('runc', ['spec', '--bundle', bundle]);
+  const specPath = join(bundle, 'config.json');
+  const spec = JSON.parse(spawnSync('cat', [specPath], { encoding: 'utf8' }).stdout) as {
+    process: { terminal: boolean; args: string[] };
+  };
+  spec.process.terminal = false;
+  spec.process.args = ['true'];
+  writeFileSync(specPath, JSON.stringify(spec));
+  const runcRoot = join(work, 'runc-root');
+  let n = 0;
+
+  const results: [string, number][] = [];
+  results.push(['node -e 0', medianMs(runs, () => runOrThrow(process.execPath, ['-e', '0']))]);
+  results.push([
+    'runc run (bare bundle)',
+    medianMs(runs, () => runOrThrow('runc', ['--root', runcRoot, 'run', '--bundle', bundle, `bench-${n++}`])),
+  ]);
+  results.push([
+    'berth run --rm --net none',
+    medianMs(runs, () =>
+      runOrThrow(berth, ['run', '--rm', '--net', 'none', '--dir', dataDir, 'bb:bench', '--', 'true']),
+    ),
+  ]);
+  results.push([
+    'berth run --rm (private net)',
+    medianMs(runs, () => runOrThrow(berth, ['run', '--rm', '--dir', dataDir, 'bb:bench', '--', 'true'])),
+  ]);
+  if (hasCommand('podman')) {
+    spawnSync('sh', ['-c', `tar -C ${rootfs} -c . | podman import - localhost/bb:bench`], {
+      stdio: 'ignore',
+    });
+    results.push([
+      'podman run --rm --network none',
+      medianMs(runs, () =>
+        runOrThrow('podman', ['run', '--rm', '--network', 'none', 'localhost/bb:bench', 'true']),
+      ),
+    ]);
+    results.push([
+      'podman run --rm',
+      medianMs(runs, () => runOrThrow('podman', ['run', '--rm', 'localhost/bb:bench', 'true'])),
+    ]);
+  } else {
+    console.log('podman is not installed: no podman comparison (apt-get install podman to add it)');
+  }
+  console.log(`median of ${runs} runs each`);
+  for (const [name, ms] of results) console.log(`${name.padEnd(32)} ${fmt(ms)}`);
+  const get = (name: string) => results.find(([n2]) => n2 === name)?.[1] ?? Number.NaN;
+  const overhead = get('berth run --rm --net none') - get('runc run (bare bundle)') - get('node -e 0');
+  console.log(`berth's own overhead (berth --net none − runc − node start): ${fmt(overhead)} (goal < 30 ms)`);
+  const podman = get('podman run --rm');
+  if (!Number.isNaN(podman)) {
+    console.log(
+      `berth / podman (default networks): ${(get('berth run --rm (private net)') / podman).toFixed(2)} (goal ≤ 0.33)`,
+    );
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

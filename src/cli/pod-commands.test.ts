@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { mountsUnder } from '../runtime/mounts.js';
+import { runBerth } from '../testing/berth-cli.js';
+import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+
+/** The pod commands end to end: real image store, real runc, every command as its own process. */
+const dir = mkdtempSync(join(tmpdir(), 'berth-cli-pods-'));
+const berth = (...args: string[]) => runBerth([...args.slice(0, 1), '--dir', dir, ...args.slice(1)]);
+
+before(async () => {
+  const rootfs = makeBusyboxRootfs(join(dir, 'rootfs'));
+  const imported = await runBerth(['image', 'import-rootfs', '--dir', dir, rootfs, '--name', 'bb:1']);
+  assert.equal(imported.code, 0, imported.stderr);
+});
+
+after(() => {
+  const runcRoot = join(dir, 'runc');
+  if (existsSync(runcRoot))
+    for (const id of readdirSync(runcRoot)) spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
+  for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('berth run', () => {
+  it('streams the app output and exits with its code; ARGS replace the image Cmd', async () => {
+    const result = await berth('run', '--rm', 'bb:1', '--', 'sh', '-c', 'echo hello; echo oops >&2; exit 42');
+    assert.equal(result.code, 42);
+    assert.equal(result.stdout, 'hello\n');
+    assert.match(result.stderr, /oops/);
+  });
+
+  it('honours --env, --workdir, --user, --entrypoint and the default PATH', async () => {
+    const result = await berth(
+      'run',
+      '--rm',
+      '--env',
+      'GREETING=hi',
+      '--workdir',
+      '/tmp/work',
+      '--user',
+      'nobody',
+      '--entrypoint',
+      '/bin/sh',
+      'bb:1',
+      '--',
+      '-c',
+      'echo $GREETING $(pwd) $(id -u) $PATH',
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(
+      result.stdout,
+      'hi /tmp/work 65534 /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n',
+    );
+  });
+
+  it('--detach prints the UUID alone and the pod keeps running; status, logs, enter, stop, rm', async () => {
+    const started = await berth(
+      'run',
+      '--detach',
+      '--name',
+      'web',
+      'bb:1',
+      '--',
+      'sh',
+      '-c',
+      'echo ready; exec sleep 1000',
+    );
+    assert.equal(started.code, 0, started.stderr);
+    const uuid = started.stdout.trim();
+    assert.match(started.stdout, /^[0-9a-f-]{36}\n$/);
+    const status = JSON.parse((await berth('status', '--format', 'json', uuid)).stdout) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(status.state, 'running');
+    assert.equal(status.name, 'web');
+    assert.ok(typeof status.pid === 'number');
+    const logs = await berth('logs', 'web');
+    assert.equal(logs.stdout, 'ready\n');
+    const entered = await berth('enter', uuid, '--', 'sh', '-c', 'echo inside $(hostname)');
+    assert.equal(entered.code, 0, entered.stderr);
+    const removeRunning = await berth('rm', uuid);
+    assert.notEqual(removeRunning.code, 0);
+    assert.match(removeRunning.stderr, /current state is running/);
+    const stopped = await berth('stop', '--timeout', '1', uuid);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    const waited = await berth('status', '--wait', uuid);
+    assert.equal(waited.code, 137, 'status --wait exits with the app code (SIGKILL after the timeout)');
+    assert.equal((await berth('rm', uuid)).code, 0);
+    assert.equal((await berth('status', uuid)).code, 3);
+  });
+
+  it('status --wait=TIMEOUT gives up with a clear error on a pod that keeps running', async () => {
+    const uuid = (await berth('run', '-d', 'bb:1', '--', 'sleep', '1000')).stdout.trim();
+    const waited = await berth('status', '--wait=200ms', uuid);
+    assert.notEqual(waited.code, 0);
+    assert.match(waited.stderr, /Timed out after 200 ms/);
+    await berth('stop', '--timeout', '0', uuid);
+  });
+
+  it('prepare prints the UUID alone; run-prepared runs it; list --format json has the fields', async () => {
+    const prepared = await berth('prepare', 'bb:1', '--', 'sh', '-c', 'exit 5');
+    assert.match(prepared.stdout, /^[0-9a-f-]{36}\n$/);
+    const uuid = prepared.stdout.trim();
+    const ran = await berth('run-prepared', uuid);
+    assert.equal(ran.code, 5);
+    const again = await berth('run-prepared', uuid);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /already started/);
+    const list = JSON.parse((await berth('list', '--format', 'json')).stdout) as Record<string, unknown>[];
+    const pod = list.find((p) => p.uuid === uuid);
+    assert.ok(pod);
+    for (const field of ['uuid', 'state', 'image', 'created', 'started', 'exit_code'])
+      assert.ok(field in pod, field);
+    assert.equal(pod.state, 'exited');
+    assert.equal(pod.exit_code, 5);
+    assert.equal(pod.image, 'bb:1');
+    const table = await berth('list', '--no-legend');
+    assert.ok(table.stdout.split('\n').some((line) => line.startsWith(uuid)));
+    assert.ok(!table.stdout.includes('UUID'));
+  });
+});
+
+describe('bad input', () => {
+  it('an unknown image is a clear error and leaves no pod behind', async () => {
+    const before = readdirSync(join(dir, 'pods', 'prepare')).length;
+    const result = await berth('run', 'nope:1', '--', 'true');
+    assert.equal(result.code, 3);
+    assert.match(result.stderr, /nope:1/);
+    assert.equal(readdirSync(join(dir, 'pods', 'prepare')).length, before);
+  });
+
+  it('bad flag values name the flag', async () => {
+    for (const [args, pattern] of [
+      [['run', '--net', 'wifi', 'bb:1'], /--net "wifi"/],
+      [['run', '--memory', 'lots', 'bb:1'], /--memory "lots"/],
+      [['run', '--pids-limit', 'x', 'bb:1'], /--pids-limit/],
+      [['run', '-p', '99999:80', 'bb:1'], /--publish "99999:80"/],
+      [['run', '--name', 'bad name', 'bb:1'], /--name "bad name"/],
+      [['run', '--user', 'ghost', 'bb:1', '--', 'true'], /Cannot find user "ghost"/],
+      [['status', '--format', 'yaml', '00000000-0000-4000-8000-000000000000'], /--format "yaml"/],
+    ] as const) {
+      const result = await berth(...args);
+      assert.notEqual(result.code, 0, args.join(' '));
+      assert.match(result.stderr, pattern);
+    }
+  });
+});

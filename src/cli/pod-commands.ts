@@ -1,0 +1,412 @@
+import { spawn } from 'node:child_process';
+import { closeSync, createReadStream, existsSync, openSync, readSync, watch } from 'node:fs';
+import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
+import type { NetMode, PodManifest } from '../runtime/pod-manifest.js';
+import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
+import type { PodInfo, PodLocation } from '../runtime/pod-store.js';
+import {
+  booleanOption,
+  type CommandContext,
+  type CommandSpec,
+  dataDir,
+  intOption,
+  stringListOption,
+  stringOption,
+} from './command.js';
+import { renderTable } from './table-output.js';
+
+async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {
+  const dir = dataDir(ctx.values);
+  // The image store loads only when a command resolves an image (prepare/run).
+  return new PodRuntime(dir, {
+    resolve: async (ref) => {
+      const { openImageStore } = await import('../runtime/image/index.js');
+      return openImageStore(dir).resolve(ref);
+    },
+  });
+}
+
+const podOptions = {
+  name: { type: 'string' },
+  entrypoint: { type: 'string' },
+  env: { type: 'string', short: 'e', multiple: true },
+  workdir: { type: 'string', short: 'w' },
+  user: { type: 'string', short: 'u' },
+  memory: { type: 'string', short: 'm' },
+  'pids-limit': { type: 'string' },
+  net: { type: 'string' },
+  publish: { type: 'string', short: 'p', multiple: true },
+} as const;
+
+const podFlagsUsage =
+  '[--name NAME] [--entrypoint CMD] [--env K=V]... [--workdir DIR] [--user USER[:GROUP]] [--memory SIZE] [--pids-limit N] [--net private|host|none] [-p HOSTPORT:PORT]...';
+
+function prepareOptions(ctx: CommandContext): PrepareOptions {
+  const v = ctx.values;
+  const net = stringOption(v, 'net') ?? 'private';
+  if (net !== 'private' && net !== 'host' && net !== 'none') {
+    throw new InvalidArgumentError(`Invalid --net "${net}": expected private, host or none`, { flag: 'net' });
+  }
+  const memory = stringOption(v, 'memory');
+  const pids = intOption(v, 'pids-limit');
+  if (pids !== undefined && pids < 1)
+    throw new InvalidArgumentError(`--pids-limit must be at least 1, got ${pids}`);
+  const options: {
+    -readonly [K in keyof PrepareOptions]: PrepareOptions[K];
+  } = { args: ctx.rest, env: stringListOption(v, 'env'), net: net as NetMode };
+  const name = stringOption(v, 'name');
+  if (name !== undefined) options.name = name;
+  const entrypoint = stringOption(v, 'entrypoint');
+  if (entrypoint !== undefined) options.entrypoint = entrypoint;
+  const workdir = stringOption(v, 'workdir');
+  if (workdir !== undefined) options.workdir = workdir;
+  const user = stringOption(v, 'user');
+  if (user !== undefined) options.user = user;
+  if (memory !== undefined) options.memoryBytes = parseMemory(memory);
+  if (pids !== undefined) options.pidsLimit = pids;
+  const ports = stringListOption(v, 'publish').map(parsePublish);
+  if (ports.length > 0) options.ports = ports;
+  return options;
+}
+
+function parsePublish(text: string): { host_port: number; container_port: number } {
+  const match = /^(\d{1,5}):(\d{1,5})$/.exec(text);
+  const host = Number(match?.[1]);
+  const container = Number(match?.[2]);
+  if (!match || host < 1 || host > 65535 || container < 1 || container > 65535) {
+    throw new InvalidArgumentError(
+      `Invalid --publish "${text}": expected HOSTPORT:CONTAINERPORT, ports 1-65535`,
+      { flag: 'publish' },
+    );
+  }
+  return { host_port: host, container_port: container };
+}
+
+function requireImage(ctx: CommandContext): string {
+  const image = ctx.positionals[0];
+  if (image === undefined) throw new InvalidArgumentError('An image is required');
+  return image;
+}
+
+/** Detached runs and run-prepared exit with the app's code only in the foreground. */
+async function runLocation(
+  runtime: PodRuntime,
+  ctx: CommandContext,
+  claimed: { location: PodLocation; manifest: PodManifest; lockFd: number },
+  opts: { detach: boolean; remove: boolean },
+): Promise<number> {
+  let location = claimed.location;
+  if (location.phase !== 'run') {
+    if (!runtime.store.move(location, 'run'))
+      throw new BerthError('internal', `Pod ${location.uuid} vanished while starting`);
+    location = { uuid: location.uuid, phase: 'run' };
+  }
+  const run = { uuid: location.uuid, phase: 'run' as const };
+  if (opts.detach) {
+    await runtime.startDetached(run, claimed.lockFd, { remove: opts.remove });
+    ctx.stdout.write(`${run.uuid}\n`);
+    return 0;
+  }
+  const { runForeground } = await import('../runtime/foreground-run.js');
+  const exit = await runForeground(runtime, run, claimed.manifest, claimed.lockFd, {
+    stdout: ctx.stdout,
+    stderr: ctx.stderr,
+    remove: opts.remove,
+  });
+  if (exit.exit_code === null) {
+    ctx.stderr.write(`berth: pod ${run.uuid} did not run: ${exit.reason ?? 'unknown reason'}\n`);
+    return 125;
+  }
+  return exit.exit_code;
+}
+
+const prepare: CommandSpec = {
+  name: 'prepare',
+  summary: 'Create a pod from an image, ready for run-prepared; prints its UUID.',
+  usage: `berth prepare ${podFlagsUsage} IMAGE [-- ARGS...]`,
+  options: podOptions,
+  positionals: { min: 1, max: 1, names: 'IMAGE' },
+  acceptsRest: true,
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    ctx.stdout.write(`${await runtime.prepareOnly(requireImage(ctx), prepareOptions(ctx))}\n`);
+    return 0;
+  },
+};
+
+const run: CommandSpec = {
+  name: 'run',
+  summary: 'Run a pod. In the foreground it streams the app output and exits with its code.',
+  usage: `berth run [--rm] [--detach|-d] ${podFlagsUsage} IMAGE [-- ARGS...]`,
+  options: { ...podOptions, rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
+  positionals: { min: 1, max: 1, names: 'IMAGE' },
+  acceptsRest: true,
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const prepared = await runtime.prepare(requireImage(ctx), prepareOptions(ctx));
+    return runLocation(runtime, ctx, prepared, {
+      detach: booleanOption(ctx.values, 'detach'),
+      remove: booleanOption(ctx.values, 'rm'),
+    });
+  },
+};
+
+const runPrepared: CommandSpec = {
+  name: 'run-prepared',
+  summary: 'Run a prepared pod (exactly one of several racing callers wins).',
+  usage: 'berth run-prepared [--detach|-d] [--rm] UUID',
+  options: { rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
+  positionals: { min: 1, max: 1, names: 'UUID' },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const claimed = runtime.claimPrepared(ctx.positionals[0] ?? '');
+    return runLocation(runtime, ctx, claimed, {
+      detach: booleanOption(ctx.values, 'detach'),
+      remove: booleanOption(ctx.values, 'rm'),
+    });
+  },
+};
+
+/** The JSON shape of a pod in `status --format json` and `list --format json`. */
+export function podJson(info: PodInfo): Record<string, unknown> {
+  return {
+    uuid: info.uuid,
+    name: info.manifest?.name ?? '',
+    state: info.state,
+    image: info.manifest?.image.ref ?? '',
+    image_id: info.manifest?.image.id ?? '',
+    command: info.manifest?.app.args ?? [],
+    pid: info.pid,
+    address: info.network?.address ?? null,
+    ports: info.network?.ports ?? info.manifest?.ports ?? [],
+    created: info.manifest?.created ?? null,
+    started: info.started?.started_at ?? null,
+    finished: info.exit?.finished_at ?? null,
+    exit_code: info.exit?.exit_code ?? null,
+    reason:
+      info.exit?.reason ?? (info.state === 'exited' && !info.exit ? 'exit status was not recorded' : null),
+    labels: info.manifest?.labels ?? {},
+  };
+}
+
+function formatOption(ctx: CommandContext, allowed: readonly string[]): string {
+  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
+  if (!allowed.includes(format)) {
+    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
+      flag: 'format',
+    });
+  }
+  return format;
+}
+
+const status: CommandSpec = {
+  name: 'status',
+  summary: "Show a pod's state; with --wait block until it exits and exit with the app's code.",
+  usage: 'berth status [--wait[=TIMEOUT]] [--format text|json] UUID',
+  options: { wait: { type: 'string' }, format: { type: 'string' } },
+  optionalValue: ['wait'],
+  positionals: { min: 1, max: 1, names: 'UUID' },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const format = formatOption(ctx, ['text', 'json']);
+    const waitValue = ctx.values.wait;
+    const ref = ctx.positionals[0] ?? '';
+    let info: PodInfo;
+    if (waitValue !== undefined) {
+      const timeout = typeof waitValue === 'string' ? parseDuration(waitValue, '--wait') : undefined;
+      info = await runtime.waitExit(ref, timeout);
+    } else {
+      info = runtime.status(ref);
+    }
+    const json = podJson(info);
+    if (format === 'json') ctx.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    else {
+      for (const [key, value] of Object.entries(json)) {
+        if (key === 'labels') continue;
+        ctx.stdout.write(`${key}=${Array.isArray(value) ? value.join(' ') : (value ?? '')}\n`);
+      }
+    }
+    if (waitValue !== undefined) return info.exit?.exit_code ?? 125;
+    return 0;
+  },
+};
+
+const list: CommandSpec = {
+  name: 'list',
+  summary: 'List pods on this machine.',
+  usage: 'berth list [--format table|json] [--no-legend]',
+  options: { format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const format = formatOption(ctx, ['table', 'json']);
+    const pods = runtime.store
+      .list()
+      .sort((a, b) => (a.manifest?.created ?? '').localeCompare(b.manifest?.created ?? ''));
+    if (format === 'json') {
+      ctx.stdout.write(`${JSON.stringify(pods.map(podJson), null, 2)}\n`);
+      return 0;
+    }
+    const rows = pods.map((p) => [
+      p.uuid,
+      p.manifest?.name ?? '',
+      p.manifest?.image.ref ?? '',
+      p.state,
+      p.manifest?.created ?? '',
+      p.started?.started_at ?? '',
+      p.exit?.exit_code === undefined || p.exit.exit_code === null ? '' : String(p.exit.exit_code),
+    ]);
+    ctx.stdout.write(
+      renderTable(
+        ['UUID', 'NAME', 'IMAGE', 'STATE', 'CREATED', 'STARTED', 'EXIT'],
+        rows,
+        !booleanOption(ctx.values, 'no-legend'),
+      ),
+    );
+    return 0;
+  },
+};
+
+const logs: CommandSpec = {
+  name: 'logs',
+  summary: "Print a pod's output; with -f keep following until the pod exits.",
+  usage: 'berth logs [-f|--follow] UUID',
+  options: { follow: { type: 'boolean', short: 'f' } },
+  positionals: { min: 1, max: 1, names: 'UUID' },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const { info, path } = runtime.logPath(ctx.positionals[0] ?? '');
+    if (!existsSync(path)) return 0;
+    if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') {
+      await new Promise<void>((resolve, reject) => {
+        createReadStream(path).on('error', reject).on('end', resolve).pipe(ctx.stdout, { end: false });
+      });
+      return 0;
+    }
+    // Follow: copy what is there, then whatever is appended, until the pod's lock drops.
+    const fd = openSync(path, 'r');
+    let offset = 0;
+    const drain = () => {
+      const buffer = Buffer.alloc(64 * 1024);
+      for (
+        let n = readSync(fd, buffer, 0, buffer.length, offset);
+        n > 0;
+        n = readSync(fd, buffer, 0, buffer.length, offset)
+      ) {
+        ctx.stdout.write(buffer.subarray(0, n));
+        offset += n;
+      }
+    };
+    drain();
+    const watcher = watch(path, () => drain());
+    try {
+      await runtime.waitExit(info.uuid);
+    } finally {
+      watcher.close();
+      drain();
+      closeSync(fd);
+    }
+    return 0;
+  },
+};
+
+const enter: CommandSpec = {
+  name: 'enter',
+  summary: 'Run a command inside a running pod (runc exec).',
+  usage: 'berth enter UUID -- CMD [ARGS...]',
+  positionals: { min: 1, max: 1, names: 'UUID' },
+  acceptsRest: true,
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const info = runtime.status(ctx.positionals[0] ?? '');
+    if (info.state !== 'running') {
+      throw new BerthError('conflict', `Cannot enter pod ${info.uuid}: current state is ${info.state}`);
+    }
+    if (ctx.rest.length === 0) throw new InvalidArgumentError('berth enter needs a command after "--"');
+    const env = info.manifest?.app.env ?? [];
+    const cwd = info.manifest?.app.cwd ?? '/';
+    const user = info.manifest?.app.user;
+    const args = ['--root', runtime.store.dirs.runc, 'exec', '--cwd', cwd];
+    for (const e of env) args.push('--env', e);
+    if (user) args.push('--user', `${user.uid}:${user.gid}`);
+    args.push(info.uuid, ...ctx.rest);
+    const child = spawn('runc', args, { stdio: 'inherit' });
+    return new Promise((resolve) =>
+      child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 125))),
+    );
+  },
+};
+
+const stop: CommandSpec = {
+  name: 'stop',
+  summary: 'Stop a running pod: SIGTERM, then SIGKILL after the timeout.',
+  usage: 'berth stop [--timeout SECONDS] UUID',
+  options: { timeout: { type: 'string', short: 't' } },
+  positionals: { min: 1, max: 1, names: 'UUID' },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const timeout = parseDuration(stringOption(ctx.values, 'timeout') ?? '10', '--timeout');
+    const info = await runtime.stop(ctx.positionals[0] ?? '', timeout);
+    ctx.stdout.write(`${info.uuid}\n`);
+    return 0;
+  },
+};
+
+const rm: CommandSpec = {
+  name: 'rm',
+  summary: 'Remove a pod that is not running.',
+  usage: 'berth rm UUID...',
+  positionals: { min: 1, max: 1000, names: 'UUID...' },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    let failed = 0;
+    for (const ref of ctx.positionals) {
+      try {
+        ctx.stdout.write(`${runtime.remove(ref)}\n`);
+      } catch (err) {
+        failed++;
+        ctx.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);
+      }
+    }
+    return failed === 0 ? 0 : 1;
+  },
+};
+
+const gc: CommandSpec = {
+  name: 'gc',
+  summary: 'Mark exited pods and failed prepares, then delete garbage older than the grace period.',
+  usage: 'berth gc [--grace-period 30m] [--expire-prepared 24h] [--mark-only]',
+  options: {
+    'grace-period': { type: 'string' },
+    'expire-prepared': { type: 'string' },
+    'mark-only': { type: 'boolean' },
+  },
+  async run(ctx) {
+    const runtime = await openRuntime(ctx);
+    const { collectGarbage } = await import('../runtime/pod-gc.js');
+    const report = collectGarbage(runtime, {
+      gracePeriodMs: parseDuration(stringOption(ctx.values, 'grace-period') ?? '30m', '--grace-period'),
+      expirePreparedMs: parseDuration(
+        stringOption(ctx.values, 'expire-prepared') ?? '24h',
+        '--expire-prepared',
+      ),
+      markOnly: booleanOption(ctx.values, 'mark-only'),
+    });
+    for (const uuid of report.marked) ctx.stdout.write(`marked ${uuid}\n`);
+    for (const uuid of report.discarded) ctx.stdout.write(`discarded ${uuid}\n`);
+    for (const uuid of report.deleted) ctx.stdout.write(`deleted ${uuid}\n`);
+    return 0;
+  },
+};
+
+export const commands: readonly CommandSpec[] = [
+  prepare,
+  run,
+  runPrepared,
+  status,
+  list,
+  logs,
+  enter,
+  stop,
+  rm,
+  gc,
+];
