@@ -21,7 +21,9 @@ interface RunningServer {
 
 /** A real `berth server` process; resolves once it printed its URL. */
 async function startServer(args: readonly string[]): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['-e', importer, cli, 'server', '--listen', '127.0.0.1:0', ...args], {
+  // These cases test the BBS, not auth (src/api/history-routes.test.ts does): tokens off.
+  const serverArgs = ['server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args];
+  const child = spawn(process.execPath, ['-e', importer, cli, ...serverArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
