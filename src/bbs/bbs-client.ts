@@ -52,6 +52,8 @@ export interface BbsClientOptions {
   /** Per-request timeout; a timeout is an `unavailable` error (retryable). */
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
+  /** Bearer token for a server with auth on (see readCliToken in src/cli/cli-token.ts). */
+  readonly token?: string;
 }
 
 /**
@@ -63,11 +65,13 @@ export class BbsClient implements BbsStore {
   readonly baseUrl: string;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #auth: Readonly<Record<string, string>>;
 
   constructor(baseUrl: string, options: BbsClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#fetch = options.fetch ?? fetch;
+    this.#auth = options.token ? { authorization: `Bearer ${options.token}` } : {};
   }
 
   desireLRP = (req: DesiredLRPDefinition): Promise<DesiredLRP> => this.call('desireLRP', req);
@@ -142,7 +146,11 @@ export class BbsClient implements BbsStore {
       let response: Response;
       try {
         response = await this.#fetch(`${this.baseUrl}/v1/events`, {
-          headers: { accept: 'text/event-stream', ...(cursor ? { 'last-event-id': cursor } : {}) },
+          headers: {
+            accept: 'text/event-stream',
+            ...this.#auth,
+            ...(cursor ? { 'last-event-id': cursor } : {}),
+          },
           ...(options.signal ? { signal: options.signal } : {}),
         });
       } catch (err) {
@@ -169,7 +177,7 @@ export class BbsClient implements BbsStore {
     try {
       response = await this.#fetch(`${this.baseUrl}${bbsOperationPaths[operation]}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...this.#auth },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });

@@ -11,6 +11,11 @@ const modules: Readonly<Record<string, Loader>> = {
   version: () => import('./version-command.js'),
   image: () => import('./image-commands.js'),
   server: () => import('./server-command.js'),
+  history: () => import('./history-commands.js'),
+  ps: () => import('./history-commands.js'),
+  events: () => import('./history-commands.js'),
+  subscribe: () => import('./history-commands.js'),
+  token: () => import('./history-commands.js'),
   prepare: () => import('./pod-commands.js'),
   run: () => import('./pod-commands.js'),
   'run-prepared': () => import('./pod-commands.js'),
@@ -39,6 +44,13 @@ Pods on this machine (no daemon; state lives in --dir, env BERTH_DIR, default /v
   stop [--timeout S] UUID              stop a running pod
   rm UUID                              remove a pod that is not running
   gc                                   mark exited pods and sweep old garbage
+
+Cluster history (--server URL, env BERTH_SERVER; token from BERTH_TOKEN or <dir>/admin.token):
+  ps [--status S] [--system N]         every container across the cluster
+  history ID                           a container's status and every recorded change
+  events [--follow]                    container status changes from the event bus
+  subscribe --status S,S URL           webhook on status changes
+  token create --role R [--name N]     create an API token (admin)
 
 Run "berth COMMAND --help" for a command's flags.
 `;

@@ -1,0 +1,178 @@
+import { InvalidArgumentError } from '../core/index.js';
+import { HistoryClient } from '../history/index.js';
+import { readCliToken, serverUrl } from './cli-token.js';
+import { booleanOption, type CommandContext, type CommandSpec, dataDir, stringOption } from './command.js';
+import { renderTable } from './table-output.js';
+
+const serverOptions = { server: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+function client(ctx: CommandContext): HistoryClient {
+  const token = readCliToken(dataDir(ctx.values));
+  return new HistoryClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
+}
+
+function json(ctx: CommandContext, value: unknown): number {
+  ctx.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  return 0;
+}
+
+const history: CommandSpec = {
+  name: 'history',
+  summary:
+    'Show a container: what was launched, its status, and every recorded change (who or what caused it)',
+  usage: 'berth history [--server URL] [--json] CONTAINER_ID',
+  options: serverOptions,
+  positionals: { min: 1, max: 1, names: 'CONTAINER_ID' },
+  async run(ctx) {
+    const c = await client(ctx).getContainer(ctx.positionals[0]!);
+    if (booleanOption(ctx.values, 'json')) return json(ctx, c);
+    ctx.stdout.write(
+      `${c.id}  ${c.image} ${c.command.join(' ')}\nstatus ${c.status} since ${c.status_time}  cell ${c.cell_id || '-'}  owner ${c.owner_kind} ${c.owner_id || '-'}${c.system ? `  system ${c.system}` : ''}${c.exit_code !== null ? `  exit ${c.exit_code}` : ''}\n\n`,
+    );
+    ctx.stdout.write(
+      renderTable(
+        ['RECORDED', 'EXTERNAL', 'STATUS', 'EXIT', 'BY', 'MESSAGE'],
+        c.history.map((h) => [
+          h.time_recorded,
+          h.external_timestamp ?? '-',
+          h.status,
+          h.exit_code === null ? '' : String(h.exit_code),
+          h.entity_id ? `${h.entity_type}:${h.entity_id}` : h.entity_type,
+          h.message ?? '',
+        ]),
+      ),
+    );
+    return 0;
+  },
+};
+
+const ps: CommandSpec = {
+  name: 'ps',
+  summary: 'List every container across the cluster, newest first',
+  usage: 'berth ps [--server URL] [--status S] [--system NAME] [--since TIME] [--limit N] [--json]',
+  options: {
+    ...serverOptions,
+    status: { type: 'string' },
+    system: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+  },
+  async run(ctx) {
+    const c = client(ctx);
+    const filter = {
+      ...(stringOption(ctx.values, 'status') !== undefined
+        ? { status: stringOption(ctx.values, 'status')! }
+        : {}),
+      ...(stringOption(ctx.values, 'system') !== undefined
+        ? { system: stringOption(ctx.values, 'system')! }
+        : {}),
+      ...(stringOption(ctx.values, 'since') !== undefined
+        ? { since: stringOption(ctx.values, 'since')! }
+        : {}),
+    };
+    const limitText = stringOption(ctx.values, 'limit');
+    const limit = limitText === undefined ? Number.POSITIVE_INFINITY : Number(limitText);
+    if (!(limit > 0))
+      throw new InvalidArgumentError(`--limit must be a positive integer, got "${limitText}"`);
+    const all = [];
+    let cursor: string | undefined;
+    do {
+      const page = await c.listContainers({
+        ...filter,
+        limit: Math.min(500, limit - all.length),
+        ...(cursor ? { cursor } : {}),
+      });
+      all.push(...page.containers);
+      cursor = page.next_cursor;
+    } while (cursor && all.length < limit);
+    if (booleanOption(ctx.values, 'json')) return json(ctx, all);
+    ctx.stdout.write(
+      renderTable(
+        ['CONTAINER', 'IMAGE', 'STATUS', 'SINCE', 'CELL', 'OWNER'],
+        all.map((x) => [
+          x.id,
+          x.image || '-',
+          x.status,
+          x.status_time,
+          x.cell_id || '-',
+          `${x.owner_kind}:${x.owner_id || '-'}`,
+        ]),
+      ),
+    );
+    return 0;
+  },
+};
+
+const events: CommandSpec = {
+  name: 'events',
+  summary: 'Print container status changes from the event bus (SSE); --follow keeps streaming',
+  usage: 'berth events [--server URL] [--follow] [--after EVENT_ID]',
+  options: { server: { type: 'string' }, follow: { type: 'boolean', short: 'f' }, after: { type: 'string' } },
+  async run(ctx) {
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    const follow = booleanOption(ctx.values, 'follow');
+    // Without --follow: print what is there, then stop after a quiet moment.
+    let idle: NodeJS.Timeout | undefined;
+    const arm = () => {
+      if (follow) return;
+      clearTimeout(idle);
+      idle = setTimeout(stop, 500);
+    };
+    arm();
+    try {
+      const after = stringOption(ctx.values, 'after');
+      for await (const e of client(ctx).streamContainerEvents({
+        signal: controller.signal,
+        ...(after ? { after } : {}),
+      })) {
+        ctx.stdout.write(`${JSON.stringify(e)}\n`);
+        arm();
+      }
+    } finally {
+      clearTimeout(idle);
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+    return 0;
+  },
+};
+
+const subscribe: CommandSpec = {
+  name: 'subscribe',
+  summary:
+    'Subscribe a webhook URL to container status changes (retried with back-off; see its delivery log)',
+  usage: 'berth subscribe [--server URL] [--status Failed,Complete] URL',
+  options: { server: { type: 'string' }, status: { type: 'string' } },
+  positionals: { min: 1, max: 1, names: 'URL' },
+  async run(ctx) {
+    const statuses = (stringOption(ctx.values, 'status') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const sub = await client(ctx).subscribe(ctx.positionals[0]!, statuses);
+    ctx.stdout.write(`${sub.id}\n`);
+    return 0;
+  },
+};
+
+const tokenCreate: CommandSpec = {
+  name: 'token create',
+  summary: 'Create an API token (admin only); prints the token once',
+  usage: 'berth token create --role admin|operator|viewer [--name NAME] [--server URL]',
+  options: { server: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },
+  async run(ctx) {
+    const role = stringOption(ctx.values, 'role');
+    if (role === undefined)
+      throw new InvalidArgumentError('berth token create needs --role admin|operator|viewer');
+    const name = stringOption(ctx.values, 'name');
+    const created = await client(ctx).createToken(role, name);
+    ctx.stdout.write(`${created.token}\n`);
+    ctx.stderr.write(`token ${created.id} for user "${created.name}" with role ${created.role}\n`);
+    return 0;
+  },
+};
+
+export const commands: readonly CommandSpec[] = [history, ps, events, subscribe, tokenCreate];
