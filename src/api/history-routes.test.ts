@@ -167,7 +167,11 @@ describe('nothing observed is lost while the server is down', () => {
       await app.listen({ host: '127.0.0.1', port: 0 });
       const address = app.server.address();
       const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-      return { url, close: async () => (await app.close(), await store.close()) };
+      const close = async () => {
+        await app.close();
+        await store.close();
+      };
+      return { url, close };
     };
     let server = await serve();
     let url = server.url;
