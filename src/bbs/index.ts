@@ -9,4 +9,6 @@ export * from './http/bbs-schemas.js';
 export * from './open-bbs-store.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
+export * from './task-callback-log.js';
+export * from './task-callback-worker.js';
 export * from './task-transitions.js';

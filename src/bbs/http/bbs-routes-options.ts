@@ -1,4 +1,5 @@
 import type { BbsStore } from '../bbs-store.js';
+import type { TaskDeliveryLog } from '../task-callback-log.js';
 
 export interface BbsRoutesOptions {
   readonly store: BbsStore;
@@ -6,4 +7,6 @@ export interface BbsRoutesOptions {
   readonly eventPollMs?: number;
   /** In-process wake-up when this server's store committed events. */
   readonly onEvents?: (listener: () => void) => () => void;
+  /** Completion-callback delivery log shown on `GET /v1/tasks/{guid}`; default: the SQL store's own. */
+  readonly taskDeliveries?: TaskDeliveryLog;
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { BerthError, InvalidArgumentError } from '../../core/index.js';
 import type { ModificationTag, Monitor, Task, TaskState } from '../bbs-types.js';
 import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
+import { taskDeliveryLogFor, toTaskDelivery } from '../task-callback-log.js';
 import { type BbsOperationName, bbsOperationPaths } from './bbs-operations.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import {
@@ -181,12 +182,86 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   );
 
   const TaskParams = Type.Object({ task_guid: Type.String({ minLength: 1 }) });
+  const deliveryLog = options.taskDeliveries ?? taskDeliveryLogFor(store);
   app.get(
     '/v1/tasks/:task_guid',
-    { schema: { tags: ['tasks'], params: TaskParams } },
+    {
+      schema: {
+        tags: ['tasks'],
+        summary: 'A task, with its completion-callback delivery log (`deliveries`) while it exists',
+        params: TaskParams,
+      },
+    },
     async (request, reply) => {
       const task: Task = await store.getTask({ task_guid: request.params.task_guid });
+      const deliveries = deliveryLog
+        ? (
+            await deliveryLog.list({ task_guid: task.task_guid, task_epoch: task.modification_tag.epoch })
+          ).map(toTaskDelivery)
+        : [];
+      return reply.header('etag', etag(task.modification_tag)).send({ ...task, deliveries });
+    },
+  );
+  app.get(
+    '/v1/tasks/:task_guid/deliveries',
+    {
+      schema: {
+        tags: ['tasks'],
+        summary:
+          'Every logged callback attempt for this guid, also after the task was deleted (kept for the retention period)',
+        params: TaskParams,
+      },
+    },
+    async (request) => ({
+      deliveries: deliveryLog ? await deliveryLog.list({ task_guid: request.params.task_guid }) : [],
+    }),
+  );
+  app.post(
+    '/v1/tasks/:task_guid/resolve',
+    {
+      schema: {
+        tags: ['tasks'],
+        summary: 'COMPLETED → RESOLVING: the consumer took the result; then DELETE the task',
+        params: TaskParams,
+        headers: IfMatch,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      const task = await asPrecondition(async () =>
+        store.resolvingTask({
+          task_guid: request.params.task_guid,
+          expected:
+            expected ?? (await store.getTask({ task_guid: request.params.task_guid })).modification_tag,
+        }),
+      );
       return reply.header('etag', etag(task.modification_tag)).send(task);
+    },
+  );
+  app.delete(
+    '/v1/tasks/:task_guid',
+    {
+      schema: {
+        tags: ['tasks'],
+        summary: 'Delete a RESOLVING task (resolve it first, as Diego asks)',
+        params: TaskParams,
+        headers: IfMatch,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      const current = await store.getTask({ task_guid: request.params.task_guid });
+      if (current.state !== 'RESOLVING') {
+        throw new BerthError(
+          'illegal_transition',
+          `Cannot delete task "${current.task_guid}": it is ${current.state}; only a RESOLVING task is deleted (POST /v1/tasks/${current.task_guid}/resolve first)`,
+          { machine: 'Task', from: current.state, to: 'DELETED', subject: current.task_guid },
+        );
+      }
+      await asPrecondition(() =>
+        store.deleteTask({ task_guid: current.task_guid, expected: expected ?? current.modification_tag }),
+      );
+      return reply.code(204).send();
     },
   );
   app.post(

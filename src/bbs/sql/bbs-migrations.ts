@@ -104,6 +104,24 @@ function historySchema(kind: SqlDialectKind): string[] {
   ];
 }
 
+/**
+ * The delivery log of task completion callbacks (src/bbs/task-callback-log.ts): one row per POST
+ * attempt, keyed by the task record's epoch so a task re-desired under the same guid starts with
+ * an empty log. Rows outlive their task for a retention period, so "what happened to my callback"
+ * has an answer after a 2xx or a rejection deleted the task.
+ */
+function taskDeliverySchema(kind: SqlDialectKind): string[] {
+  return [
+    `CREATE TABLE task_deliveries (
+      id ${idColumn[kind]}, task_guid TEXT NOT NULL, task_epoch TEXT NOT NULL, attempt INTEGER NOT NULL,
+      at TEXT NOT NULL, url TEXT NOT NULL, status_code INTEGER, error TEXT, outcome TEXT NOT NULL,
+      duration_ms INTEGER NOT NULL)`,
+    // One row per attempt: a second worker that somehow raced the lease cannot log the same attempt.
+    'CREATE UNIQUE INDEX task_deliveries_attempt ON task_deliveries (task_guid, task_epoch, attempt)',
+    'CREATE INDEX task_deliveries_at ON task_deliveries (at)',
+  ];
+}
+
 export const bbsMigrations: readonly BbsMigration[] = [
   {
     version: 1,
@@ -114,6 +132,11 @@ export const bbsMigrations: readonly BbsMigration[] = [
     version: 2,
     name: 'container history, API tokens, webhook subscriptions',
     statements: { sqlite: historySchema('sqlite'), postgres: historySchema('postgres') },
+  },
+  {
+    version: 3,
+    name: 'task completion callback delivery log',
+    statements: { sqlite: taskDeliverySchema('sqlite'), postgres: taskDeliverySchema('postgres') },
   },
 ];
 
