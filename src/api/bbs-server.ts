@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import {
+  openBbsStore,
+  type SqlBbsStore,
+  type TaskCallbackConfig,
+  taskCallbackSingleton,
+} from '../bbs/index.js';
 import { InvalidArgumentError } from '../core/index.js';
 import type { HistoryStore } from '../history/index.js';
 import { ApiMetrics } from './api-metrics.js';
@@ -25,6 +30,8 @@ export interface BbsServerOptions {
   readonly eventPollMs?: number;
   readonly poolSize?: number;
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
+  /** Completion-callback delivery (the `task-callbacks` singleton): attempts, back-off, timeout. */
+  readonly taskCallbacks?: Partial<TaskCallbackConfig>;
   /** 'tokens' (default): every call but /healthz and /metrics needs a bearer token (docs/auth.md). */
   readonly auth?: 'tokens' | 'none';
   /** Where the first admin token is written (`admin.token`, mode 0600) when auth is on. */
@@ -94,6 +101,12 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   const singletons = [
     janitor(store, options.eventRetentionMs ?? 86_400_000),
     parts.singleton,
+    taskCallbackSingleton(store, {
+      ...(options.taskCallbacks ? { config: options.taskCallbacks } : {}),
+      onError: (err) => {
+        if (logger) logger.warn({ err }, 'task callback worker pass failed');
+      },
+    }),
     ...(options.singletons ?? []),
   ];
   for (const singleton of singletons) {
