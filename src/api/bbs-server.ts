@@ -9,6 +9,7 @@ import {
   taskCallbackSingleton,
 } from '../bbs/index.js';
 import { InvalidArgumentError } from '../core/index.js';
+import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { HistoryStore } from '../history/index.js';
 import { ApiMetrics } from './api-metrics.js';
 import { buildApp } from './build-app.js';
@@ -36,6 +37,8 @@ export interface BbsServerOptions {
   readonly auth?: 'tokens' | 'none';
   /** Where the first admin token is written (`admin.token`, mode 0600) when auth is on. */
   readonly dataDir?: string;
+  /** Run systems (deploys, teardowns, status; src/model) in this server; options tune its worker. */
+  readonly systems?: boolean | Omit<SystemDeployerOptions, 'store' | 'backend' | 'owner'>;
 }
 
 export interface BbsServer {
@@ -76,6 +79,17 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     throw err;
   }
   const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const systems = options.systems
+    ? await SystemDeployer.open({
+        store,
+        backend: store.backend,
+        owner: holder,
+        ...(typeof options.systems === 'object' ? options.systems : {}),
+        ...(logger
+          ? { log: (message: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, message) }
+          : {}),
+      })
+    : undefined;
   const leases: SingletonLease[] = [];
   const ttlMs = options.leaseTtlMs ?? 15_000;
   const app = await buildApp({
@@ -87,6 +101,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
     auth: parts.auth,
     plugins: [parts.plugin, ...(options.plugins ?? [])],
+    ...(systems ? { systems } : {}),
   });
   try {
     await app.listen({ host, port });
@@ -97,6 +112,8 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   const address = app.server.address();
   const actualPort = typeof address === 'object' && address ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`;
+  // Deploys whose server died are resumed here (at once when it ran on this host).
+  await systems?.start();
 
   const singletons = [
     janitor(store, options.eventRetentionMs ?? 86_400_000),
@@ -135,6 +152,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     close: () => {
       closing ??= (async () => {
         await Promise.all(leases.map((l) => l.stop()));
+        await systems?.stop();
         await app.close();
         await store.close();
       })();

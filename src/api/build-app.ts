@@ -2,7 +2,9 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
 import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
+import type { SystemDeployer } from '../model/index.js';
 import { ApiMetrics } from './api-metrics.js';
+import { systemRoutes } from './system-routes.js';
 import { type AppAuth, installAuth } from './auth-hook.js';
 
 export interface AppDeps {
@@ -21,6 +23,8 @@ export interface AppDeps {
   readonly auth?: AppAuth;
   /** Later layers (auctioneer, converger, history, model) add their routes here. */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
+  /** Systems, deploys and teardowns (src/model); absent: no /v1/systems or /v1/deploys routes. */
+  readonly systems?: SystemDeployer;
 }
 
 /**
@@ -83,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });
+  if (deps.systems) await systemRoutes(deps.systems)(app);
   for (const plugin of deps.plugins ?? []) await plugin(app);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

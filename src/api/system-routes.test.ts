@@ -1,0 +1,331 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { type ActionRecord, modelRead, SystemDeployer } from '../model/index.js';
+import { buildApp } from './build-app.js';
+
+const shop = `system: shop
+services:
+  /web/api:
+    image: bb:1
+    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/"]
+    instances: 2
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 32
+    relations: ["/db"]
+  /db:
+    image: bb:1
+    command: ["/bin/sleep", "100000"]
+  /log-shipper:
+    image: bb:1
+    command: ["/bin/sleep", "100000"]
+    subordinate_to: /web/api
+jobs:
+  /migrate:
+    image: bb:1
+    command: ["/bin/true"]
+`;
+
+const tree = (image = 'bb:1') => `system: tree
+services:
+  /a/b:
+    image: ${image}
+  /a/c:
+    image: ${image}
+`;
+
+interface Harness {
+  app: FastifyInstance;
+  store: SqlBbsStore;
+  deployer: SystemDeployer;
+  /** Releases held actions (those accepted while `hold` was on). */
+  release(): void;
+  hold: boolean;
+  close(): Promise<void>;
+}
+
+async function harness(): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-systems-'));
+  const store = await openBbsStore(join(dir, 'bbs.sqlite3'));
+  let releaseAll: () => void = () => {};
+  let held = Promise.resolve();
+  const h: Partial<Harness> = { hold: false };
+  const deployer = await SystemDeployer.open({
+    store,
+    backend: store.backend,
+    owner: 'test-server',
+    pollMs: 20,
+    actionTimeoutMs: 20_000,
+    gate: async () => {
+      if (h.hold) await held;
+    },
+  });
+  const app = await buildApp({ store, systems: deployer, logger: false });
+  const reset = () => {
+    held = new Promise<void>((resolve) => {
+      releaseAll = resolve;
+    });
+  };
+  reset();
+  return Object.assign(h, {
+    app,
+    store,
+    deployer,
+    release: () => {
+      releaseAll();
+      reset();
+    },
+    close: async () => {
+      releaseAll();
+      await deployer.stop();
+      await app.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  }) as Harness;
+}
+
+async function deploy(h: Harness, definition: string, path?: string) {
+  return h.app.inject({
+    method: 'POST',
+    url: '/v1/deploys',
+    payload: { definition, ...(path ? { path } : {}) },
+  });
+}
+
+async function waitAction(h: Harness, id: string): Promise<ActionRecord> {
+  for (;;) {
+    const res = await h.app.inject({ method: 'GET', url: `/v1/deploys/${id}` });
+    const action = res.json() as ActionRecord;
+    if (action.state !== 'running') return action;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Plays the cells (the rep's side of the BBS): every UNCLAIMED instance of the system is claimed
+ * and started on cell-<n>; an instance no longer desired is stopped and removed.
+ */
+async function runInstances(store: SqlBbsStore, domain: string): Promise<void> {
+  const desired = new Map(
+    (await store.listDesiredLRPs({ domain })).map((d) => [d.process_guid, d.instances]),
+  );
+  for (const a of await store.listActualLRPs({ domain })) {
+    if (a.evacuating) continue;
+    if (a.index >= (desired.get(a.process_guid) ?? 0)) {
+      await store.removeActualLRP({
+        process_guid: a.process_guid,
+        index: a.index,
+        expected: a.modification_tag,
+      });
+      continue;
+    }
+    if (a.state !== 'UNCLAIMED') continue;
+    const cell_id = `cell-${a.index % 3}`;
+    const key = { instance_guid: `ig-${a.process_guid}-${a.index}`, cell_id };
+    const claimed = await store.claimActualLRP({
+      process_guid: a.process_guid,
+      index: a.index,
+      expected: a.modification_tag,
+      instance_key: key,
+    });
+    await store.startActualLRP({
+      process_guid: a.process_guid,
+      index: a.index,
+      expected: claimed.modification_tag,
+      instance_key: key,
+      net_info: { address: '10.0.0.1', ports: [] },
+    });
+  }
+}
+
+describe('system API (in-process, SQLite)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness();
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('an invalid definition is a 400 listing every problem, and nothing is written', async () => {
+    const res = await deploy(
+      h,
+      `system: Bad_Name
+services:
+  /web:
+    image: ""
+    instances: -1
+    relations: ["/nope"]
+  web2:
+    image: x
+jobs:
+  /web:
+    image: y
+`,
+    );
+    assert.equal(res.statusCode, 400);
+    const body = res.json() as { code: string; details: { problems: { path: string; field: string }[] } };
+    assert.equal(body.code, 'invalid_argument');
+    const fields = body.details.problems.map((p) => `${p.path} ${p.field}`);
+    for (const want of ['/web image', '/web instances', 'web2 ', '/web ']) {
+      assert.ok(
+        fields.some((f) => f.startsWith(want)),
+        `${want} in ${fields.join('; ')}`,
+      );
+    }
+    assert.ok(body.details.problems.some((p) => p.field === 'system'));
+    const yamlError = await deploy(h, 'system: [unclosed');
+    assert.equal(yamlError.statusCode, 400);
+    assert.match(yamlError.json().message, /YAML line 1/);
+    const counts = await modelRead(h.store.backend, async (db) => ({
+      systems: (await db.selectFrom('model_systems').selectAll().execute()).length,
+      actions: (await db.selectFrom('model_actions').selectAll().execute()).length,
+      locks: (await db.selectFrom('model_locks').selectAll().execute()).length,
+    }));
+    assert.deepEqual(counts, { systems: 0, actions: 0, locks: 0 });
+    assert.equal((await h.store.listDesiredLRPs()).length, 0);
+  });
+
+  it('deploys of /a/b and /a/c run together; /a and a teardown during them fail at once naming the holder', async () => {
+    const first = await deploy(h, tree(), '/');
+    assert.equal(first.statusCode, 202);
+    assert.equal((await waitAction(h, first.json().id)).state, 'succeeded');
+    h.hold = true;
+    const b = await deploy(h, tree('bb:2'), '/a/b');
+    const c = await deploy(h, tree('bb:2'), '/a/c');
+    assert.equal(b.statusCode, 202, b.body);
+    assert.equal(c.statusCode, 202, c.body);
+    const a = await deploy(h, tree('bb:2'), '/a');
+    assert.equal(a.statusCode, 409);
+    const holder = a.json().details.holder as { action_id: string; action_path: string; mode: string };
+    assert.ok([b.json().id, c.json().id].includes(holder.action_id), a.body);
+    assert.match(
+      a.json().message,
+      /Cannot deploy \/a in system "tree": deploy d-\S+ of \/a\/[bc] holds IX on \/a/,
+    );
+    const down = await h.app.inject({ method: 'POST', url: '/v1/systems/tree/teardown' });
+    assert.equal(down.statusCode, 409);
+    assert.match(
+      down.json().message,
+      /Cannot tear down in system "tree": deploy d-\S+ of \/a\/[bc] holds IX on \//,
+    );
+    const root = await deploy(h, tree('bb:2'), '/');
+    assert.equal(root.statusCode, 409);
+    h.hold = false;
+    h.release();
+    // No cell runs anything: the rolling updates wait; play the cells so they finish.
+    const waits = [b, c].map((r) => waitAction(h, r.json().id));
+    const cells = setInterval(() => void runInstances(h.store, 'system-tree').catch(() => {}), 30);
+    const [db, dc] = (await Promise.all(waits)) as [ActionRecord, ActionRecord];
+    clearInterval(cells);
+    assert.deepEqual([db.state, dc.state], ['succeeded', 'succeeded'], JSON.stringify([db, dc]));
+    // Released with their final state: /a is free now.
+    const locks = await h.deployer.systems.locks('tree');
+    assert.deepEqual(locks, []);
+  });
+
+  it('a teardown holds / exclusively: a deploy during it fails at once', async () => {
+    h.hold = true;
+    const down = await h.app.inject({ method: 'POST', url: '/v1/systems/tree/teardown' });
+    assert.equal(down.statusCode, 202);
+    const d = await deploy(h, tree('bb:3'), '/a/b');
+    assert.equal(d.statusCode, 409);
+    assert.match(d.json().message, /teardown d-\S+ of \/ holds X on \//);
+    h.hold = false;
+    h.release();
+    const cells = setInterval(() => void runInstances(h.store, 'system-tree').catch(() => {}), 30);
+    const ended = await waitAction(h, down.json().id);
+    clearInterval(cells);
+    assert.equal(ended.state, 'succeeded', JSON.stringify(ended));
+    assert.equal((await h.app.inject({ method: 'GET', url: '/v1/systems/tree' })).statusCode, 404);
+    assert.deepEqual(await h.store.listDesiredLRPs({ domain: 'system-tree' }), []);
+  });
+
+  it('deploy creates DesiredLRPs, the job task, units, a relation and sidecars; in-place vs new version; teardown removes everything', async () => {
+    const res = await deploy(h, shop);
+    assert.equal(res.statusCode, 202);
+    assert.equal((await waitAction(h, res.json().id)).state, 'succeeded');
+    const desired = await h.store.listDesiredLRPs({ domain: 'system-shop' });
+    const api = desired.find((d) => d.process_guid.startsWith('shop.web.api.'));
+    assert.equal(api?.instances, 2);
+    assert.ok(desired.some((d) => d.process_guid.startsWith('shop.db.')));
+    assert.equal((await h.store.listTasks({ domain: 'system-shop' })).length, 1);
+    // Cells run the instances; the server places units and creates the sidecar units beside them.
+    await runInstances(h.store, 'system-shop');
+    await h.deployer.reconcile('shop');
+    const sidecarLrps = (await h.store.listDesiredLRPs({ domain: 'system-shop' })).filter((d) =>
+      d.process_guid.startsWith('shop.log-shipper.'),
+    );
+    assert.equal(sidecarLrps.length, 2);
+    await runInstances(h.store, 'system-shop');
+    await h.deployer.reconcile('shop');
+    const status = (await h.app.inject({ method: 'GET', url: '/v1/systems/shop' })).json();
+    assert.equal(status.name, 'shop');
+    assert.equal(status.state, 'stable', JSON.stringify(status, null, 1));
+    const apiStatus = status.services.find((s: { path: string }) => s.path === '/web/api');
+    assert.deepEqual(
+      apiStatus.units.map((u: { index: number; life: string; state: string }) => [u.index, u.life, u.state]),
+      [
+        [0, 'alive', 'RUNNING'],
+        [1, 'alive', 'RUNNING'],
+      ],
+    );
+    const shipper = status.services.find((s: { path: string }) => s.path === '/log-shipper');
+    for (const u of shipper.units) {
+      const principal = apiStatus.units.find((p: { name: string }) => p.name === u.principal);
+      assert.ok(principal, `${u.name} has a principal`);
+      assert.equal(u.cell_id, principal.cell_id, `${u.name} is on its principal's cell`);
+    }
+    for (const d of sidecarLrps) assert.match(d.placement_tags.join(), /^cell:cell-\d$/);
+    const rel = status.relations.find((r: { kind: string }) => r.kind === 'global');
+    assert.deepEqual(rel.endpoints, ['/db', '/web/api']);
+    assert.equal(rel.life, 'alive');
+    assert.deepEqual(rel.scope, ['/db#0', '/web/api#0', '/web/api#1']);
+    const list = (await h.app.inject({ method: 'GET', url: '/v1/systems' })).json();
+    assert.deepEqual(list.systems, [{ name: 'shop', state: 'stable' }]);
+
+    // Only instances changed: the same DesiredLRP, updated in place.
+    const scaled = await deploy(h, shop.replace('instances: 2', 'instances: 3'));
+    assert.equal((await waitAction(h, scaled.json().id)).state, 'succeeded');
+    const after = await h.store.getDesiredLRP({ process_guid: api!.process_guid });
+    assert.equal(after.instances, 3);
+    // The image changed: a new version, rolled while the cells run it.
+    const rolled = await deploy(
+      h,
+      shop
+        .replace('instances: 2', 'instances: 3')
+        .replace('image: bb:1\n    command: ["/bin/busybox"', 'image: bb:2\n    command: ["/bin/busybox"'),
+    );
+    const cells = setInterval(() => void runInstances(h.store, 'system-shop').catch(() => {}), 30);
+    const done = await waitAction(h, rolled.json().id);
+    clearInterval(cells);
+    assert.equal(done.state, 'succeeded', JSON.stringify(done));
+    const apis = (await h.store.listDesiredLRPs({ domain: 'system-shop' })).filter((d) =>
+      d.process_guid.startsWith('shop.web.api.'),
+    );
+    assert.equal(apis.length, 1);
+    assert.notEqual(apis[0]!.process_guid, api!.process_guid);
+    assert.equal(apis[0]!.image, 'bb:2');
+
+    const down = await h.app.inject({ method: 'POST', url: '/v1/systems/shop/teardown' });
+    assert.equal(down.statusCode, 202);
+    const stopping = setInterval(() => void runInstances(h.store, 'system-shop').catch(() => {}), 30);
+    assert.equal((await waitAction(h, down.json().id)).state, 'succeeded');
+    clearInterval(stopping);
+    assert.deepEqual(await h.store.listDesiredLRPs({ domain: 'system-shop' }), []);
+    assert.deepEqual(await h.store.listActualLRPs({ domain: 'system-shop' }), []);
+    assert.deepEqual(await h.store.listTasks({ domain: 'system-shop' }), []);
+    const model = await h.deployer.runner.dump();
+    assert.deepEqual(
+      [model.services, model.units, model.relations].map((l) => l.length),
+      [0, 0, 0],
+    );
+    assert.equal((await h.app.inject({ method: 'GET', url: '/v1/systems/shop' })).statusCode, 404);
+  });
+});

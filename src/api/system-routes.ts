@@ -1,0 +1,128 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { SystemDeployer } from '../model/index.js';
+
+const ActionSchema = Type.Object({
+  id: Type.String(),
+  system: Type.String(),
+  kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
+  path: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  reason: Type.String(),
+  owner: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  finished_at: Type.Union([Type.String(), Type.Null()]),
+  log: Type.Array(Type.String()),
+});
+
+const DeployBodySchema = Type.Union([
+  Type.Object(
+    {
+      definition: Type.Union([Type.String(), Type.Object({}, { additionalProperties: true })], {
+        description: 'The system definition: its YAML text, or the same as a JSON object',
+      }),
+      path: Type.Optional(Type.String({ description: 'The subtree to deploy (default /)' })),
+    },
+    { additionalProperties: false },
+  ),
+  Type.String({ description: 'The YAML text itself (Content-Type application/yaml or text/plain)' }),
+]);
+
+const yamlTypes = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+
+/**
+ * Seed 004's lifecycle actions and system status: `POST /v1/deploys`, `GET /v1/deploys/{id}`,
+ * `POST /v1/systems/{name}/teardown`, `GET /v1/systems`, `GET /v1/systems/{name}`. A refused
+ * definition is a 400 listing every problem (`details.problems`); a lock conflict is a 409 naming
+ * the action holding it (`details.holder`).
+ */
+export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) => Promise<void> {
+  return async (root) => {
+    // Encapsulated: the YAML body parser applies to these routes only.
+    await root.register(async (scope) => {
+      scope.addContentTypeParser(yamlTypes, { parseAs: 'string' }, (_request, body, done) =>
+        done(null, body),
+      );
+      const app = scope.withTypeProvider<TypeBoxTypeProvider>();
+
+      app.post(
+        '/v1/deploys',
+        {
+          schema: {
+            tags: ['systems'],
+            summary:
+              'Deploy a system (or the subtree at path): validated, locked, then executed by the server',
+            querystring: Type.Object({ path: Type.Optional(Type.String()) }, { additionalProperties: false }),
+            body: DeployBodySchema,
+            response: { 202: ActionSchema },
+          },
+        },
+        async (request, reply) => {
+          const body = request.body;
+          const path = typeof body === 'string' ? request.query.path : (body.path ?? request.query.path);
+          const definition = typeof body === 'string' ? body : body.definition;
+          const action = await deployer.deploy({ definition, ...(path !== undefined ? { path } : {}) });
+          return reply.code(202).send({ ...action, log: [...action.log] });
+        },
+      );
+
+      app.get(
+        '/v1/deploys/:id',
+        {
+          schema: {
+            tags: ['systems'],
+            summary: 'A deploy or teardown: running, succeeded or failed (with the reason)',
+            params: Type.Object({ id: Type.String() }),
+            response: { 200: ActionSchema },
+          },
+        },
+        async (request) => {
+          const action = await deployer.getAction(request.params.id);
+          return { ...action, log: [...action.log] };
+        },
+      );
+
+      app.post(
+        '/v1/systems/:name/teardown',
+        {
+          schema: {
+            tags: ['systems'],
+            summary: 'Tear a system down: exclusive on /, so it fails at once while any deploy runs',
+            params: Type.Object({ name: Type.String() }),
+            response: { 202: ActionSchema },
+          },
+        },
+        async (request, reply) => {
+          const action = await deployer.teardown(request.params.name);
+          return reply.code(202).send({ ...action, log: [...action.log] });
+        },
+      );
+
+      app.get(
+        '/v1/systems',
+        {
+          schema: {
+            tags: ['systems'],
+            summary: 'Every system with its state',
+          },
+        },
+        async () => ({ systems: await deployer.listSystems() }),
+      );
+
+      app.get(
+        '/v1/systems/:name',
+        {
+          schema: {
+            tags: ['systems'],
+            summary: 'A system: state, services with their units and cells, relations with their scopes',
+            params: Type.Object({ name: Type.String() }),
+          },
+        },
+        async (request) => deployer.status(request.params.name),
+      );
+    });
+  };
+}

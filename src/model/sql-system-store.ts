@@ -1,0 +1,396 @@
+import { BerthError, NotFoundError } from '../core/index.js';
+import { checkLocks, type LifecycleAction, type LockMode, type LockRow, lockRowsFor } from './lock-table.js';
+import type { ActionRow, ModelDb, SystemRow, SystemServiceRow } from './sql-model-schema.js';
+import { modelRead, modelWrite, type SqlBackend } from './sql-model-txn-runner.js';
+import type { SystemDefinition } from './system-definition.js';
+
+export type ActionKind = 'deploy' | 'teardown';
+export type ActionState = 'running' | 'succeeded' | 'failed';
+
+/** A deploy or teardown as the API shows it. */
+export interface ActionRecord {
+  readonly id: string;
+  readonly system: string;
+  readonly kind: ActionKind;
+  readonly path: string;
+  readonly state: ActionState;
+  readonly reason: string;
+  readonly owner: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly finished_at: string | null;
+  readonly log: readonly string[];
+}
+
+/** A running action with what its executor needs. */
+export interface ActionWork extends ActionRecord {
+  readonly definition: SystemDefinition | null;
+}
+
+export interface SystemRecord {
+  readonly name: string;
+  /** pending | failed | active | deleting (seed 004's diagram; `active` is the computed box). */
+  readonly phase: 'pending' | 'failed' | 'active' | 'deleting';
+  readonly reason: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface SystemServiceRecord {
+  readonly system: string;
+  readonly path: string;
+  readonly kind: 'service' | 'job';
+  readonly model_name: string;
+  readonly version: string;
+  readonly spec: unknown;
+  readonly process_guid: string;
+  readonly old_process_guid: string | null;
+}
+
+export interface AcceptActionRequest {
+  readonly id: string;
+  readonly system: string;
+  readonly action: LifecycleAction;
+  readonly definition?: SystemDefinition;
+  readonly owner: string;
+}
+
+function toAction(row: ActionRow): ActionRecord {
+  return {
+    id: row.id,
+    system: row.system,
+    kind: row.kind as ActionKind,
+    path: row.path,
+    state: row.state as ActionState,
+    reason: row.reason,
+    owner: row.owner,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    finished_at: row.finished_at,
+    log: JSON.parse(row.log) as string[],
+  };
+}
+
+function toWork(row: ActionRow): ActionWork {
+  return {
+    ...toAction(row),
+    definition: row.definition === '' ? null : (JSON.parse(row.definition) as SystemDefinition),
+  };
+}
+
+function toSystem(row: SystemRow): SystemRecord {
+  return { ...row, phase: row.phase as SystemRecord['phase'] };
+}
+
+function toService(row: SystemServiceRow): SystemServiceRecord {
+  return { ...row, kind: row.kind as 'service' | 'job', spec: JSON.parse(row.spec) };
+}
+
+async function heldLocks(db: ModelDb, system: string): Promise<LockRow[]> {
+  const rows = await db.selectFrom('model_locks').selectAll().where('system', '=', system).execute();
+  return rows.map((r) => ({
+    system: r.system,
+    path: r.path,
+    action_id: r.action_id,
+    mode: r.mode as LockMode,
+    action: r.action as ActionKind,
+    action_path: r.action_path,
+  }));
+}
+
+/**
+ * Systems, their deployed services, lifecycle actions and the intention-lock rows, in the BBS
+ * database. Every write runs under the model's write lock (`modelWrite`), so "check the held locks,
+ * then write mine" is one atomic step across every server on the database (seed 004: all or
+ * nothing, at once, nothing queues).
+ */
+export class SqlSystemStore {
+  readonly backend: SqlBackend;
+  readonly #now: () => Date;
+
+  constructor(backend: SqlBackend, now: () => Date = () => new Date()) {
+    this.backend = backend;
+    this.#now = now;
+  }
+
+  /**
+   * Accepts a deploy or teardown: in ONE transaction, checks its locks against every held row of
+   * the system, then writes the action row, its lock rows and the system's new phase. A conflict
+   * throws `LockHeldError` naming the holder, and nothing is written.
+   */
+  async acceptAction(req: AcceptActionRequest): Promise<ActionRecord> {
+    return modelWrite(this.backend, async (db) => {
+      const now = this.#now().toISOString();
+      const wanted = lockRowsFor(req.system, req.id, req.action);
+      const check = checkLocks(await heldLocks(db, req.system), wanted);
+      if (!check.ok) throw check.error;
+      const system = await db
+        .selectFrom('model_systems')
+        .selectAll()
+        .where('name', '=', req.system)
+        .executeTakeFirst();
+      if (req.action.kind === 'teardown') {
+        if (!system) throw new NotFoundError('system', req.system);
+        await db
+          .updateTable('model_systems')
+          .set({ phase: 'deleting', reason: '', updated_at: now })
+          .where('name', '=', req.system)
+          .execute();
+      } else if (!system) {
+        await db
+          .insertInto('model_systems')
+          .values({ name: req.system, phase: 'pending', reason: '', created_at: now, updated_at: now })
+          .execute();
+      } else if (system.phase === 'failed' || system.phase === 'deleting') {
+        // A failed system, or one whose teardown failed, starts over (seed: deleting → gone → pending).
+        await db
+          .updateTable('model_systems')
+          .set({ phase: 'pending', reason: '', updated_at: now })
+          .where('name', '=', req.system)
+          .execute();
+      }
+      const row: ActionRow = {
+        id: req.id,
+        system: req.system,
+        kind: req.action.kind,
+        path: req.action.kind === 'teardown' ? '/' : req.action.path,
+        state: 'running',
+        reason: '',
+        definition: req.definition ? JSON.stringify(req.definition) : '',
+        owner: req.owner,
+        heartbeat_at: now,
+        created_at: now,
+        updated_at: now,
+        finished_at: null,
+        log: '[]',
+      };
+      await db.insertInto('model_actions').values(row).execute();
+      await db.insertInto('model_locks').values(wanted).execute();
+      return toAction(row);
+    });
+  }
+
+  /**
+   * Ends an action: its final state, its lock rows released and the system's phase, in one
+   * transaction. Only the current owner may finish it (a server that lost it to a takeover must
+   * not); returns false when it was not the owner.
+   */
+  async finishAction(
+    id: string,
+    owner: string,
+    state: 'succeeded' | 'failed',
+    reason: string,
+  ): Promise<boolean> {
+    return modelWrite(this.backend, async (db) => {
+      const now = this.#now().toISOString();
+      const action = await db
+        .selectFrom('model_actions')
+        .selectAll()
+        .where('id', '=', id)
+        .where('owner', '=', owner)
+        .where('state', '=', 'running')
+        .executeTakeFirst();
+      if (!action) return false;
+      await db
+        .updateTable('model_actions')
+        .set({ state, reason, updated_at: now, finished_at: now })
+        .where('id', '=', id)
+        .execute();
+      await db.deleteFrom('model_locks').where('action_id', '=', id).execute();
+      const system = await db
+        .selectFrom('model_systems')
+        .selectAll()
+        .where('name', '=', action.system)
+        .executeTakeFirst();
+      if (!system) return true;
+      if (action.kind === 'teardown') {
+        if (state === 'succeeded') {
+          await db.deleteFrom('model_system_services').where('system', '=', action.system).execute();
+          await db.deleteFrom('model_systems').where('name', '=', action.system).execute();
+        } else {
+          await db
+            .updateTable('model_systems')
+            .set({ reason, updated_at: now })
+            .where('name', '=', action.system)
+            .execute();
+        }
+      } else if (state === 'succeeded') {
+        await db
+          .updateTable('model_systems')
+          .set({ phase: 'active', reason: '', updated_at: now })
+          .where('name', '=', action.system)
+          .execute();
+      } else if (system.phase === 'pending') {
+        // Seed 004: pending → failed when "unable to validate the system and create resources".
+        await db
+          .updateTable('model_systems')
+          .set({ phase: 'failed', reason, updated_at: now })
+          .where('name', '=', action.system)
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  async appendLog(id: string, owner: string, line: string): Promise<void> {
+    await modelWrite(this.backend, async (db) => {
+      const row = await db
+        .selectFrom('model_actions')
+        .select('log')
+        .where('id', '=', id)
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      if (!row) return;
+      const log = [...(JSON.parse(row.log) as string[]), `${this.#now().toISOString()} ${line}`].slice(-200);
+      await db
+        .updateTable('model_actions')
+        .set({ log: JSON.stringify(log), updated_at: this.#now().toISOString() })
+        .where('id', '=', id)
+        .execute();
+    });
+  }
+
+  /** Marks this owner's running actions alive. */
+  async heartbeat(owner: string): Promise<void> {
+    await modelWrite(this.backend, async (db) => {
+      await db
+        .updateTable('model_actions')
+        .set({ heartbeat_at: this.#now().toISOString() })
+        .where('owner', '=', owner)
+        .where('state', '=', 'running')
+        .execute();
+    });
+  }
+
+  /**
+   * Takes over running actions whose owner died: its heartbeat is older than `ttlMs`, or
+   * `ownerDead` says so (a server on this host whose process is gone). The takeover is a
+   * compare-and-set on the old owner, so two servers never both take one action; the locks stay
+   * held throughout (they belong to the action, not the server).
+   */
+  async claimOrphans(
+    owner: string,
+    ttlMs: number,
+    ownerDead: (owner: string) => boolean,
+  ): Promise<ActionWork[]> {
+    return modelWrite(this.backend, async (db) => {
+      const now = this.#now();
+      const stale = new Date(now.getTime() - ttlMs).toISOString();
+      const rows = await db
+        .selectFrom('model_actions')
+        .selectAll()
+        .where('state', '=', 'running')
+        .where('owner', '!=', owner)
+        .orderBy('created_at')
+        .execute();
+      const claimed: ActionWork[] = [];
+      for (const row of rows) {
+        if (!(row.heartbeat_at < stale || ownerDead(row.owner))) continue;
+        const result = await db
+          .updateTable('model_actions')
+          .set({ owner, heartbeat_at: now.toISOString(), updated_at: now.toISOString() })
+          .where('id', '=', row.id)
+          .where('owner', '=', row.owner)
+          .where('state', '=', 'running')
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 1n) claimed.push(toWork({ ...row, owner }));
+      }
+      return claimed;
+    });
+  }
+
+  async getAction(id: string): Promise<ActionRecord> {
+    const row = await modelRead(this.backend, (db) =>
+      db.selectFrom('model_actions').selectAll().where('id', '=', id).executeTakeFirst(),
+    );
+    if (!row) throw new NotFoundError('deploy', id);
+    return toAction(row);
+  }
+
+  async getWork(id: string): Promise<ActionWork> {
+    const row = await modelRead(this.backend, (db) =>
+      db.selectFrom('model_actions').selectAll().where('id', '=', id).executeTakeFirst(),
+    );
+    if (!row) throw new NotFoundError('deploy', id);
+    return toWork(row);
+  }
+
+  async listSystems(): Promise<SystemRecord[]> {
+    const rows = await modelRead(this.backend, (db) =>
+      db.selectFrom('model_systems').selectAll().orderBy('name').execute(),
+    );
+    return rows.map(toSystem);
+  }
+
+  async getSystem(name: string): Promise<SystemRecord | undefined> {
+    const row = await modelRead(this.backend, (db) =>
+      db.selectFrom('model_systems').selectAll().where('name', '=', name).executeTakeFirst(),
+    );
+    return row ? toSystem(row) : undefined;
+  }
+
+  async listServices(system: string): Promise<SystemServiceRecord[]> {
+    const rows = await modelRead(this.backend, (db) =>
+      db
+        .selectFrom('model_system_services')
+        .selectAll()
+        .where('system', '=', system)
+        .orderBy('path')
+        .execute(),
+    );
+    return rows.map(toService);
+  }
+
+  async putService(row: SystemServiceRecord): Promise<void> {
+    await modelWrite(this.backend, async (db) => {
+      const values: SystemServiceRow = { ...row, spec: JSON.stringify(row.spec) };
+      await db
+        .insertInto('model_system_services')
+        .values(values)
+        .onConflict((oc) =>
+          oc.columns(['system', 'path']).doUpdateSet({
+            kind: values.kind,
+            model_name: values.model_name,
+            version: values.version,
+            spec: values.spec,
+            process_guid: values.process_guid,
+            old_process_guid: values.old_process_guid,
+          }),
+        )
+        .execute();
+    });
+  }
+
+  async deleteService(system: string, path: string): Promise<void> {
+    await modelWrite(this.backend, async (db) => {
+      await db
+        .deleteFrom('model_system_services')
+        .where('system', '=', system)
+        .where('path', '=', path)
+        .execute();
+    });
+  }
+
+  async locks(system: string): Promise<LockRow[]> {
+    return modelRead(this.backend, (db) => heldLocks(db, system));
+  }
+
+  /** Actions still running for a system (the status shows them). */
+  async runningActions(system: string): Promise<ActionRecord[]> {
+    const rows = await modelRead(this.backend, (db) =>
+      db
+        .selectFrom('model_actions')
+        .selectAll()
+        .where('system', '=', system)
+        .where('state', '=', 'running')
+        .orderBy('created_at')
+        .execute(),
+    );
+    return rows.map(toAction);
+  }
+}
+
+/** An action refused before anything was written, for reasons other than locks. */
+export function refused(message: string, details: Record<string, unknown>): BerthError {
+  return new BerthError('invalid_argument', message, details);
+}
