@@ -1,0 +1,251 @@
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { Value } from '@sinclair/typebox/value';
+import { parse as parseYaml } from 'yaml';
+import {
+  type ActualLRP,
+  type CellPresence,
+  type DesiredLRP,
+  type DesiredLRPDefinition,
+  DesiredLRPDefinitionSchema,
+} from '../bbs/index.js';
+import { errnoCode, InvalidArgumentError } from '../core/index.js';
+import { booleanOption, type CommandContext, type CommandSpec, stringOption } from './command.js';
+import { serverClient, serverFlags, serverFlagsUsage } from './server-client.js';
+import { renderTable } from './table-output.js';
+import { defaultCliDomain } from './task-commands.js';
+
+function formatOption(ctx: CommandContext, allowed: readonly string[]): string {
+  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
+  if (!allowed.includes(format)) {
+    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
+      flag: 'format',
+    });
+  }
+  return format;
+}
+
+const lrpPath = (guid: string) => `/v1/desired_lrps/${encodeURIComponent(guid)}`;
+
+/**
+ * Reads a DesiredLRP from YAML or JSON (JSON is YAML, but a .json file gets JSON's own error
+ * messages) and checks it against the API's schema here, so every problem names its field before
+ * anything is sent. `domain` defaults to "berth" and `instances` to 1.
+ */
+export function readDesiredLRPFile(file: string, text: string): DesiredLRPDefinition {
+  let doc: unknown;
+  try {
+    doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new InvalidArgumentError(
+      `Cannot parse ${file}: ${err instanceof Error ? err.message : String(err)}`,
+      { file },
+    );
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new InvalidArgumentError(`Invalid ${file}: expected a mapping of DesiredLRP fields`, { file });
+  }
+  const withDefaults: Record<string, unknown> = { domain: defaultCliDomain, instances: 1, ...doc };
+  const problems: string[] = [];
+  const fields: string[] = [];
+  for (const error of Value.Errors(DesiredLRPDefinitionSchema, withDefaults)) {
+    const field = error.path.replace(/^\//, '').replaceAll('/', '.') || '(document)';
+    // TypeBox reports a missing field twice (required, then its type); say it once.
+    if (fields.includes(field)) continue;
+    fields.push(field);
+    problems.push(`${field}: ${error.message.toLowerCase()}`);
+  }
+  if (problems.length > 0) {
+    throw new InvalidArgumentError(`Invalid ${file}:\n  ${problems.join('\n  ')}`, { file, fields });
+  }
+  return withDefaults as unknown as DesiredLRPDefinition;
+}
+
+const desire: CommandSpec = {
+  name: 'lrp desire',
+  summary:
+    'Desire a long-running process from a YAML or JSON file of DesiredLRP fields (process_guid and image required; domain defaults to "berth", instances to 1). Its domain is marked fresh: the file is the whole desired state of it.',
+  usage: `berth lrp desire ${serverFlagsUsage} FILE.yaml|FILE.json`,
+  options: { ...serverFlags },
+  positionals: { min: 1, max: 1, names: 'FILE' },
+  async run(ctx) {
+    const file = ctx.positionals[0] ?? '';
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new InvalidArgumentError(`Cannot read ${file}: ${errnoCode(err) ?? String(err)}`, { file });
+    }
+    const definition = readDesiredLRPFile(file, text);
+    const client = serverClient(ctx);
+    const desired = await client.request<DesiredLRP>('POST', '/v1/desired_lrps', definition);
+    // The converger stops extra instances only in fresh domains (seed 002); a user desiring from
+    // the CLI is that domain's authority, so it stays fresh (ttl 0 = forever).
+    await client.request('PUT', `/v1/domains/${encodeURIComponent(desired.domain)}`, { ttl_ms: 0 });
+    ctx.stdout.write(`${desired.process_guid}\n`);
+    return 0;
+  },
+};
+
+const list: CommandSpec = {
+  name: 'lrp list',
+  summary: 'List DesiredLRPs with how many of their instances run.',
+  usage: `berth lrp list [--format table|json] [--domain D] [--no-legend] ${serverFlagsUsage}`,
+  options: {
+    ...serverFlags,
+    format: { type: 'string' },
+    domain: { type: 'string' },
+    'no-legend': { type: 'boolean' },
+  },
+  async run(ctx) {
+    const format = formatOption(ctx, ['table', 'json']);
+    const domain = stringOption(ctx.values, 'domain');
+    const qs = domain !== undefined ? `?domain=${encodeURIComponent(domain)}` : '';
+    const client = serverClient(ctx);
+    const [desired, actuals] = await Promise.all([
+      client.request<DesiredLRP[]>('GET', `/v1/desired_lrps${qs}`),
+      client.request<ActualLRP[]>('GET', `/v1/actual_lrps${qs}`),
+    ]);
+    if (format === 'json') {
+      ctx.stdout.write(`${JSON.stringify(desired, null, 2)}\n`);
+      return 0;
+    }
+    const running = new Map<string, number>();
+    for (const a of actuals) {
+      if (a.state === 'RUNNING' && !a.evacuating)
+        running.set(a.process_guid, (running.get(a.process_guid) ?? 0) + 1);
+    }
+    ctx.stdout.write(
+      renderTable(
+        ['PROCESS_GUID', 'DOMAIN', 'INSTANCES', 'RUNNING', 'MEMORY_MB', 'IMAGE'],
+        desired.map((d) => [
+          d.process_guid,
+          d.domain,
+          String(d.instances),
+          String(running.get(d.process_guid) ?? 0),
+          String(d.memory_mb),
+          d.image,
+        ]),
+        !booleanOption(ctx.values, 'no-legend'),
+      ),
+    );
+    return 0;
+  },
+};
+
+const get: CommandSpec = {
+  name: 'lrp get',
+  summary: 'Show a DesiredLRP and its ActualLRPs (evacuating copies included).',
+  usage: `berth lrp get [--format text|json] ${serverFlagsUsage} GUID`,
+  options: { ...serverFlags, format: { type: 'string' } },
+  positionals: { min: 1, max: 1, names: 'GUID' },
+  async run(ctx) {
+    const format = formatOption(ctx, ['text', 'json']);
+    const guid = ctx.positionals[0] ?? '';
+    const client = serverClient(ctx);
+    const desired = await client.request<DesiredLRP>('GET', lrpPath(guid));
+    const actuals = (
+      await client.request<ActualLRP[]>('GET', `/v1/actual_lrps?process_guid=${encodeURIComponent(guid)}`)
+    ).sort((a, b) => a.index - b.index || Number(a.evacuating) - Number(b.evacuating));
+    if (format === 'json') {
+      ctx.stdout.write(`${JSON.stringify({ desired_lrp: desired, actual_lrps: actuals }, null, 2)}\n`);
+      return 0;
+    }
+    const lines = [
+      `process_guid=${desired.process_guid}`,
+      `domain=${desired.domain}`,
+      `instances=${desired.instances}`,
+      `image=${desired.image}`,
+      `command=${(desired.command ?? []).join(' ')}`,
+      `memory_mb=${desired.memory_mb}`,
+      `disk_mb=${desired.disk_mb}`,
+      `ports=${desired.ports.join(',')}`,
+    ];
+    ctx.stdout.write(`${lines.join('\n')}\n\n`);
+    ctx.stdout.write(
+      renderTable(
+        ['INDEX', 'STATE', 'CELL', 'ADDRESS', 'PORTS', 'CRASHES', 'SINCE', 'NOTE'],
+        actuals.map((a) => [
+          String(a.index),
+          a.state,
+          a.cell_id,
+          a.address,
+          a.ports.map((p) => `${p.host_port}->${p.container_port}`).join(','),
+          String(a.crash_count),
+          a.since,
+          [a.evacuating ? 'evacuating' : '', a.placement_error, a.crash_reason].filter(Boolean).join('; '),
+        ]),
+      ),
+    );
+    return 0;
+  },
+};
+
+const scale: CommandSpec = {
+  name: 'lrp scale',
+  summary: 'Change how many instances of a DesiredLRP run (extra ones are stopped, missing ones started).',
+  usage: `berth lrp scale ${serverFlagsUsage} GUID N`,
+  options: { ...serverFlags },
+  positionals: { min: 2, max: 2, names: 'GUID N' },
+  async run(ctx) {
+    const [guid = '', count = ''] = ctx.positionals;
+    if (!/^\d+$/.test(count)) {
+      throw new InvalidArgumentError(`Invalid instance count "${count}": expected a whole number`, {
+        field: 'instances',
+      });
+    }
+    const desired = await serverClient(ctx).request<DesiredLRP>('PATCH', lrpPath(guid), {
+      instances: Number(count),
+    });
+    ctx.stdout.write(`${desired.process_guid} instances=${desired.instances}\n`);
+    return 0;
+  },
+};
+
+const rm: CommandSpec = {
+  name: 'lrp rm',
+  summary: 'Remove a DesiredLRP; all its instances are stopped.',
+  usage: `berth lrp rm ${serverFlagsUsage} GUID`,
+  options: { ...serverFlags },
+  positionals: { min: 1, max: 1, names: 'GUID' },
+  async run(ctx) {
+    const guid = ctx.positionals[0] ?? '';
+    await serverClient(ctx).request('DELETE', lrpPath(guid));
+    ctx.stdout.write(`${guid}\n`);
+    return 0;
+  },
+};
+
+const cells: CommandSpec = {
+  name: 'cells',
+  summary: 'List the live cells: zone, capacity, rep address, placement tags.',
+  usage: `berth cells [--format table|json] [--no-legend] ${serverFlagsUsage}`,
+  options: { ...serverFlags, format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
+  async run(ctx) {
+    const format = formatOption(ctx, ['table', 'json']);
+    const presences = await serverClient(ctx).request<CellPresence[]>('GET', '/v1/cells');
+    if (format === 'json') {
+      ctx.stdout.write(`${JSON.stringify(presences, null, 2)}\n`);
+      return 0;
+    }
+    ctx.stdout.write(
+      renderTable(
+        ['CELL_ID', 'ZONE', 'MEMORY_MB', 'DISK_MB', 'CONTAINERS', 'REP_URL', 'TAGS', 'EXPIRES_AT'],
+        presences.map((c) => [
+          c.cell_id,
+          c.zone,
+          String(c.capacity.memory_mb),
+          String(c.capacity.disk_mb),
+          String(c.capacity.containers),
+          c.rep_url,
+          c.placement_tags.join(','),
+          c.expires_at,
+        ]),
+        !booleanOption(ctx.values, 'no-legend'),
+      ),
+    );
+    return 0;
+  },
+};
+
+export const commands: readonly CommandSpec[] = [desire, list, get, scale, rm, cells];
