@@ -11,6 +11,9 @@ const modules: Readonly<Record<string, Loader>> = {
   version: () => import('./version-command.js'),
   image: () => import('./image-commands.js'),
   server: () => import('./server-command.js'),
+  task: () => import('./task-commands.js'),
+  lrp: () => import('./lrp-commands.js'),
+  cells: () => import('./lrp-commands.js'),
   history: () => import('./history-commands.js'),
   ps: () => import('./history-commands.js'),
   events: () => import('./history-commands.js'),
@@ -44,6 +47,16 @@ Pods on this machine (no daemon; state lives in --dir, env BERTH_DIR, default /v
   stop [--timeout S] UUID              stop a running pod
   rm UUID                              remove a pod that is not running
   gc                                   mark exited pods and sweep old garbage
+
+The cluster (talks to a server: --server URL, env BERTH_SERVER, default http://127.0.0.1:8889):
+  task run [--wait] [--result-file P] [--callback URL] IMAGE [-- CMD]
+                                       run a one-off task; prints its guid (--wait: its result)
+  task list|get GUID|cancel GUID|rm GUID
+                                       list, show (with callback deliveries), cancel, remove tasks
+  lrp desire FILE.yaml|json            desire a long-running process
+  lrp list|get GUID|scale GUID N|rm GUID
+                                       list, show (with instances), scale, remove LRPs
+  cells                                list the live cells
 
 Cluster history (--server URL, env BERTH_SERVER; token from BERTH_TOKEN or <dir>/admin.token):
   ps [--status S] [--system N]         every container across the cluster

@@ -2,13 +2,17 @@ import { join } from 'node:path';
 import { startBbsServer } from '../api/index.js';
 import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { type CommandSpec, dataDir, stringOption } from './command.js';
+import {
+  taskCallbackConfigFromFlags,
+  taskCallbackServerFlags,
+  taskCallbackServerUsage,
+} from './task-commands.js';
 
 const server: CommandSpec = {
   name: 'server',
   summary:
     'Run the BBS: the cluster state store and its HTTP API (SQLite in the data dir, or PostgreSQL). Several servers on one PostgreSQL share the work; singletons run in one of them.',
-  usage:
-    'berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h]',
+  usage: `berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h] ${taskCallbackServerUsage}`,
   options: {
     listen: { type: 'string' },
     db: { type: 'string' },
@@ -16,6 +20,7 @@ const server: CommandSpec = {
     'event-retention': { type: 'string' },
     'event-poll': { type: 'string' },
     auth: { type: 'string' },
+    ...taskCallbackServerFlags,
   },
   async run(ctx) {
     const db = stringOption(ctx.values, 'db') ?? join(dataDir(ctx.values), 'bbs.sqlite3');
@@ -34,6 +39,7 @@ const server: CommandSpec = {
       ...(leaseTtl !== undefined ? { leaseTtlMs: parseDuration(leaseTtl, '--lease-ttl') } : {}),
       ...(retention !== undefined ? { eventRetentionMs: parseDuration(retention, '--event-retention') } : {}),
       ...(poll !== undefined ? { eventPollMs: parseDuration(poll, '--event-poll') } : {}),
+      taskCallbacks: taskCallbackConfigFromFlags(ctx.values),
     });
     // The first line on stdout is the URL, so scripts (and tests) using port 0 can find it.
     ctx.stdout.write(`${running.url}\n`);
