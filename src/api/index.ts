@@ -5,3 +5,4 @@ export * from './bbs-server.js';
 export * from './build-app.js';
 export * from './history-routes.js';
 export * from './singleton-lease.js';
+export * from './cluster-singletons.js';

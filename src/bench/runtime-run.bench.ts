@@ -58,12 +58,34 @@ try {
     results.push([
       'podman run --rm --network none',
       medianMs(runs, () =>
-        runOrThrow('podman', ['run', '--rm', '--network', 'none', 'localhost/bb:bench', 'true']),
+        runOrThrow('podman', [
+          'run',
+          '--rm',
+          '--ulimit',
+          'nofile=1024:1024',
+          '--ulimit',
+          'nproc=1024:1024',
+          '--network',
+          'none',
+          'localhost/bb:bench',
+          'true',
+        ]),
       ),
     ]);
     results.push([
       'podman run --rm',
-      medianMs(runs, () => runOrThrow('podman', ['run', '--rm', 'localhost/bb:bench', 'true'])),
+      medianMs(runs, () =>
+        runOrThrow('podman', [
+          'run',
+          '--rm',
+          '--ulimit',
+          'nofile=1024:1024',
+          '--ulimit',
+          'nproc=1024:1024',
+          'localhost/bb:bench',
+          'true',
+        ]),
+      ),
     ]);
   } else {
     console.log('podman is not installed: no podman comparison (apt-get install podman to add it)');

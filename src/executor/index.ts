@@ -1,1 +1,2 @@
 export * from './container-state.js';
+export * from './executor.js';

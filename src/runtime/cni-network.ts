@@ -31,7 +31,7 @@ export function netnsPath(uuid: string): string {
   return `/var/run/netns/${netnsName(uuid)}`;
 }
 
-function networkConfig(dataDir: string, ports: readonly PortPublish[]) {
+function networkConfig(ports: readonly PortPublish[]) {
   const subnet = process.env.BERTH_SUBNET ?? '10.213.0.0/16';
   return {
     cniVersion: '1.0.0',
@@ -47,7 +47,8 @@ function networkConfig(dataDir: string, ports: readonly PortPublish[]) {
           type: 'host-local',
           ranges: [[{ subnet }]],
           routes: [{ dst: '0.0.0.0/0' }],
-          dataDir: join(dataDir, 'cni', 'ipam'),
+          // The bridge and its subnet are the host's, shared by every data dir on it, so the
+          // address allocations must be too (host-local's default, /var/lib/cni/networks).
         },
       },
       {
@@ -96,23 +97,18 @@ function pluginEnv(uuid: string): Record<string, string> {
 }
 
 /** Creates the pod's netns and runs CNI ADD through the plugin chain. */
-export function attachNetwork(
-  dataDir: string,
-  uuid: string,
-  ports: readonly PortPublish[],
-): NetworkAttachment {
+export function attachNetwork(uuid: string, ports: readonly PortPublish[]): NetworkAttachment {
   if (!existsSync(join(cniPluginDir, 'bridge'))) {
     throw new BerthError(
       'unavailable',
       `Cannot set up --net private: no CNI plugins in ${cniPluginDir} (install containernetworking-plugins)`,
     );
   }
-  mkdirSync(join(dataDir, 'cni', 'ipam'), { recursive: true });
   const add = spawnSync('ip', ['netns', 'add', netnsName(uuid)], { encoding: 'utf8' });
   if (add.status !== 0 && !/File exists/.test(add.stderr)) {
     throw new BerthError('internal', `Cannot create network namespace for pod ${uuid}: ${add.stderr.trim()}`);
   }
-  const config = networkConfig(dataDir, ports);
+  const config = networkConfig(ports);
   const env = pluginEnv(uuid);
   let prevResult: unknown;
   for (const plugin of config.plugins) {
@@ -124,7 +120,7 @@ export function attachNetwork(
     });
     const { code, stdout } = execPlugin('ADD', plugin, env, stdin);
     if (code !== 0) {
-      detachNetwork(dataDir, uuid, ports);
+      detachNetwork(uuid, ports);
       let message = stdout.trim();
       try {
         const parsed = JSON.parse(stdout) as { msg?: string; details?: string };
@@ -144,8 +140,8 @@ export function attachNetwork(
 }
 
 /** CNI DEL in reverse order, then removes the netns. Idempotent: safe for gc to repeat. */
-export function detachNetwork(dataDir: string, uuid: string, ports: readonly PortPublish[]): void {
-  const config = networkConfig(dataDir, ports);
+export function detachNetwork(uuid: string, ports: readonly PortPublish[]): void {
+  const config = networkConfig(ports);
   const env = pluginEnv(uuid);
   for (const plugin of [...config.plugins].reverse()) {
     const stdin = JSON.stringify({ cniVersion: config.cniVersion, name: config.name, ...plugin });

@@ -362,7 +362,7 @@ export class PodRuntime {
     const path = this.store.path(location);
     unmountAll(path, mounts);
     if (existsSync(netnsPath(location.uuid))) {
-      detachNetwork(this.dataDir, location.uuid, this.store.readManifest(location)?.ports ?? []);
+      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? []);
     }
     if (existsSync(join(this.store.dirs.runc, location.uuid))) {
       spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {

@@ -71,16 +71,15 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     return record;
   };
 
-  const dataDir = dirs.root;
   try {
     if (manifest.net === 'private') {
-      const attached = attachNetwork(dataDir, manifest.uuid, manifest.ports);
+      const attached = attachNetwork(manifest.uuid, manifest.ports);
       const network: PodNetwork = { address: attached.address, ports: attached.ports };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
     mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
   } catch (err) {
-    if (manifest.net === 'private') detachNetwork(dataDir, manifest.uuid, manifest.ports);
+    if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports);
     options.onStarted?.(false);
     return finish({
       exit_code: null,
@@ -190,7 +189,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // The exit record is down: the watcher may go, then the root is unmounted.
   watcher.stdin?.end('done\n');
   unmountAll(podPath);
-  if (manifest.net === 'private') detachNetwork(dataDir, manifest.uuid, manifest.ports);
+  if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports);
   return exit;
 }
 

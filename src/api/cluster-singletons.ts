@@ -1,0 +1,48 @@
+import { AuctioneerService } from '../auctioneer/index.js';
+import type { BbsStore } from '../bbs/index.js';
+import { ConvergerService, defaultConvergenceConfig } from '../converger/index.js';
+import { type CrashPolicy, defaultCrashPolicy, repClientForCell } from '../rep/index.js';
+import type { Singleton } from './singleton-lease.js';
+
+export interface ClusterTimings {
+  readonly convergenceIntervalMs?: number;
+  readonly auctionIntervalMs?: number;
+  readonly crashPolicy?: CrashPolicy;
+  readonly unclaimedStartTimeoutMs?: number;
+  readonly taskKickIntervalMs?: number;
+  readonly taskPendingLimitMs?: number;
+  readonly taskCompletedTtlMs?: number;
+  /** Auth for the rep API is not required; the BBS token is for BbsClient users. */
+  readonly repTimeoutMs?: number;
+}
+
+/**
+ * The auctioneer and the converger, each a singleton under a lease in the store: whichever
+ * server holds the lease places work and heals the cluster; the others stand by.
+ */
+export function clusterSingletons(store: BbsStore, timings: ClusterTimings = {}): Singleton[] {
+  const repClientFor = (cell: Parameters<typeof repClientForCell>[0]) =>
+    repClientForCell(cell, timings.repTimeoutMs !== undefined ? { timeoutMs: timings.repTimeoutMs } : {});
+  const auctioneer = new AuctioneerService({
+    bbs: store,
+    repClientFor,
+    config: { batchIntervalMs: timings.auctionIntervalMs ?? 500 },
+  });
+  const converger = new ConvergerService({
+    bbs: store,
+    repClientFor,
+    requestTaskAuctions: (tasks) => auctioneer.requestAuctions({ tasks }),
+    config: {
+      ...defaultConvergenceConfig,
+      crashPolicy: timings.crashPolicy ?? defaultCrashPolicy,
+      intervalMs: timings.convergenceIntervalMs ?? 30_000,
+      ...(timings.unclaimedStartTimeoutMs !== undefined
+        ? { unclaimedStartTimeoutMs: timings.unclaimedStartTimeoutMs }
+        : {}),
+      ...(timings.taskKickIntervalMs !== undefined ? { taskKickIntervalMs: timings.taskKickIntervalMs } : {}),
+      ...(timings.taskPendingLimitMs !== undefined ? { taskPendingLimitMs: timings.taskPendingLimitMs } : {}),
+      ...(timings.taskCompletedTtlMs !== undefined ? { taskCompletedTtlMs: timings.taskCompletedTtlMs } : {}),
+    },
+  });
+  return [auctioneer, converger];
+}

@@ -1,0 +1,127 @@
+import { hostname } from 'node:os';
+import { BbsClient } from '../bbs/index.js';
+import { InvalidArgumentError, NotFoundError, parseDuration } from '../core/index.js';
+import { pullingImageResolver } from '../registry/index.js';
+import { defaultCrashPolicy, startCell } from '../rep/index.js';
+import { openImageStore } from '../runtime/image/index.js';
+import { readCliToken, serverUrl } from './cli-token.js';
+import { type CommandContext, type CommandSpec, dataDir, intOption, stringOption } from './command.js';
+
+function positiveInt(ctx: CommandContext, name: string, fallback: number): number {
+  const value = intOption(ctx.values, name) ?? fallback;
+  if (value < 1) throw new InvalidArgumentError(`--${name} must be at least 1, got ${value}`, { flag: name });
+  return value;
+}
+
+function durationOption(ctx: CommandContext, name: string, fallback: string): number {
+  return parseDuration(stringOption(ctx.values, name) ?? fallback, `--${name}`);
+}
+
+const cell: CommandSpec = {
+  name: 'cell',
+  summary: "Run a cell: the rep and executor of this machine, registered with a berth server's BBS.",
+  usage:
+    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b]',
+  options: {
+    bbs: { type: 'string' },
+    id: { type: 'string' },
+    zone: { type: 'string' },
+    memory: { type: 'string' },
+    disk: { type: 'string' },
+    containers: { type: 'string' },
+    listen: { type: 'string' },
+    address: { type: 'string' },
+    'poll-interval': { type: 'string' },
+    'presence-ttl': { type: 'string' },
+    'evacuation-timeout': { type: 'string' },
+    'crash-backoff-base': { type: 'string' },
+    'crash-backoff-max': { type: 'string' },
+    ports: { type: 'string' },
+    tags: { type: 'string' },
+    token: { type: 'string' },
+  },
+  async run(ctx) {
+    const dir = dataDir(ctx.values);
+    const bbsUrl = serverUrl(stringOption(ctx.values, 'bbs'));
+    const token = stringOption(ctx.values, 'token') ?? readCliToken(dir);
+    const bbs = new BbsClient(bbsUrl, token ? { token } : {});
+    const portsText = stringOption(ctx.values, 'ports') ?? '61000-61999';
+    const portMatch = /^(\d+)-(\d+)$/.exec(portsText);
+    if (!portMatch || Number(portMatch[1]) > Number(portMatch[2])) {
+      throw new InvalidArgumentError(`Invalid --ports "${portsText}": expected FROM-TO`, { flag: 'ports' });
+    }
+    const store = openImageStore(dir);
+    const cellId = stringOption(ctx.values, 'id') ?? hostname();
+    const running = await startCell({
+      bbs,
+      cellId,
+      zone: stringOption(ctx.values, 'zone') ?? 'z1',
+      dataDir: dir,
+      capacity: {
+        memory_mb: positiveInt(ctx, 'memory', 4096),
+        disk_mb: positiveInt(ctx, 'disk', 16384),
+        containers: positiveInt(ctx, 'containers', 100),
+      },
+      images: pullingImageResolver({ store, serverUrl: bbsUrl, ...(token ? { token } : {}) }),
+      listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:0',
+      address: stringOption(ctx.values, 'address') ?? '127.0.0.1',
+      placementTags: (stringOption(ctx.values, 'tags') ?? '').split(',').filter(Boolean),
+      pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
+      presenceTtlMs: durationOption(ctx, 'presence-ttl', '30s'),
+      evacuationTimeoutMs: durationOption(ctx, 'evacuation-timeout', '10m'),
+      crashPolicy: {
+        ...defaultCrashPolicy,
+        baseMs: durationOption(ctx, 'crash-backoff-base', '30s'),
+        maxMs: durationOption(ctx, 'crash-backoff-max', '16m'),
+      },
+      portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
+      log: (message) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`),
+    });
+    // The first stdout line is the rep URL, so scripts and tests can find a port-0 cell.
+    ctx.stdout.write(`${running.url}\n`);
+    await new Promise<void>((resolve) => {
+      // SIGTERM evacuates before exit (issue 4); SIGINT too, as an operator's ^C expects.
+      const drain = () => {
+        process.off('SIGTERM', drain);
+        process.off('SIGINT', drain);
+        void running.drain().then(resolve, (err: unknown) => {
+          ctx.stderr.write(`berth cell ${cellId}: evacuation failed: ${String(err)}\n`);
+          resolve();
+        });
+      };
+      process.on('SIGTERM', drain);
+      process.on('SIGINT', drain);
+      running.rep.onEvacuated(() => {
+        process.off('SIGTERM', drain);
+        process.off('SIGINT', drain);
+        void running.close().then(resolve);
+      });
+    });
+    return 0;
+  },
+};
+
+const drain: CommandSpec = {
+  name: 'cell drain',
+  summary: 'Evacuate a cell: it takes no new work, hands its instances to other cells, then exits.',
+  usage: 'berth cell drain CELL [--server URL] [--token TOKEN]',
+  options: { server: { type: 'string' }, token: { type: 'string' } },
+  positionals: { min: 1, max: 1, names: 'CELL' },
+  async run(ctx) {
+    const token = stringOption(ctx.values, 'token') ?? readCliToken(dataDir(ctx.values));
+    const bbs = new BbsClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
+    const cellId = ctx.positionals[0] ?? '';
+    const presence = (await bbs.listCells()).find((c) => c.cell_id === cellId);
+    if (!presence) throw new NotFoundError('cell', cellId);
+    const response = await fetch(`${presence.rep_url}/v1/evacuate`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (response.status !== 202)
+      throw new InvalidArgumentError(`Cell ${cellId} refused to evacuate: HTTP ${response.status}`);
+    ctx.stdout.write(`${cellId} evacuating\n`);
+    return 0;
+  },
+};
+
+export const commands: readonly CommandSpec[] = [drain, cell];

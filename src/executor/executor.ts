@@ -1,0 +1,482 @@
+import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { closeSync, existsSync, lstatSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
+import { BerthError, NotFoundError } from '../core/index.js';
+import type { PodInfo, PodRuntime } from '../runtime/index.js';
+import {
+  assertContainerTransition,
+  type ContainerResource,
+  type ContainerResult,
+  type ContainerState,
+  type ContainerTags,
+  type ExecutorContainer,
+} from './container-state.js';
+
+/** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
+export interface ContainerRunSpec {
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Container ports; each gets a host port on this cell. The first is $PORT. */
+  readonly ports: readonly number[];
+  readonly monitor?: Monitor;
+  readonly start_timeout_s?: number;
+  /** Tasks: a file in the container whose first 10 KiB become the task result. */
+  readonly result_file?: string;
+}
+
+export interface ExecutorCapacity {
+  readonly memory_mb: number;
+  readonly disk_mb: number;
+  readonly containers: number;
+}
+
+export interface ExecutorOptions {
+  readonly runtime: PodRuntime;
+  readonly capacity: ExecutorCapacity;
+  /** The address other machines reach this cell on; recorded in ActualLRP net info. */
+  readonly hostAddress: string;
+  readonly portRange?: { readonly from: number; readonly to: number };
+  readonly monitorIntervalMs?: number;
+  /** How often exits of pods not started by this process (after a restart) are looked for. */
+  readonly pollIntervalMs?: number;
+  readonly stopTimeoutMs?: number;
+}
+
+interface Record_ {
+  guid: string;
+  state: ContainerState;
+  tags: ContainerTags;
+  resource: ContainerResource;
+  spec?: ContainerRunSpec;
+  podUuid?: string;
+  result?: ContainerResult;
+  taskResult?: string;
+  netInfo?: ActualLRPNetInfo;
+  createdAt: number;
+  stopRequested: boolean;
+}
+
+const labelPrefix = 'berth.executor.';
+const resultFileLimit = 10 * 1024;
+
+/**
+ * The executor of seed 002: containers RESERVED → INITIALIZING → CREATED → RUNNING → COMPLETED
+ * (moves checked against the seed's table), each one a runtime pod. It tracks capacity, runs
+ * monitors, and emits a `container` event when a container becomes RUNNING or COMPLETED. Pods
+ * carry the container's identity as labels, so a restarted executor finds its containers again.
+ */
+export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
+  private readonly containers = new Map<string, Record_>();
+  private readonly usedPorts = new Set<number>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private readonly monitors = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly options: ExecutorOptions) {
+    super();
+  }
+
+  get runtime(): PodRuntime {
+    return this.options.runtime;
+  }
+
+  /** Rebuilds containers from the pods on disk and starts watching for exits. */
+  start(): void {
+    for (const pod of this.options.runtime.store.list()) this.adopt(pod);
+    this.pollTimer = setInterval(() => this.pollPods(), this.options.pollIntervalMs ?? 1000);
+    this.pollTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.pollTimer);
+    for (const timer of this.monitors.values()) clearTimeout(timer);
+    this.monitors.clear();
+  }
+
+  private adopt(pod: PodInfo): void {
+    const labels = pod.manifest?.labels ?? {};
+    const raw = labels[`${labelPrefix}container`];
+    if (!raw || pod.state === 'exited-garbage' || pod.state === 'garbage' || pod.state === 'deleting') return;
+    const saved = JSON.parse(raw) as {
+      guid: string;
+      tags: ContainerTags;
+      resource: ContainerResource;
+      spec: ContainerRunSpec;
+    };
+    const record: Record_ = {
+      guid: saved.guid,
+      state: 'INITIALIZING',
+      tags: saved.tags,
+      resource: saved.resource,
+      spec: saved.spec,
+      podUuid: pod.uuid,
+      createdAt: Date.now(),
+      stopRequested: existsSync(join(this.options.runtime.store.path(pod), 'stop-requested')),
+    };
+    for (const p of pod.manifest?.ports ?? []) this.usedPorts.add(p.host_port);
+    if (pod.network) record.netInfo = this.netInfo(pod.network.ports);
+    this.containers.set(record.guid, record);
+    if (pod.state === 'running') {
+      record.state = 'RUNNING';
+    } else if (pod.state === 'exited') {
+      this.complete(record, pod);
+    } else {
+      // Prepared or failed prepare: the start never happened; report it as a crash so the rep
+      // restarts the instance instead of waiting for it forever.
+      record.state = 'COMPLETED';
+      record.result = {
+        failed: true,
+        reason: 'the cell restarted before the container started',
+        kind: 'crashed',
+      };
+    }
+  }
+
+  list(): ExecutorContainer[] {
+    return [...this.containers.values()].map((r) => this.view(r));
+  }
+
+  get(guid: string): ExecutorContainer | undefined {
+    const record = this.containers.get(guid);
+    return record ? this.view(record) : undefined;
+  }
+
+  private view(r: Record_): ExecutorContainer {
+    return {
+      guid: r.guid,
+      state: r.state,
+      tags: r.tags,
+      resource: r.resource,
+      ...(r.result ? { result: r.result } : {}),
+      ...(r.taskResult !== undefined ? { task_result: r.taskResult } : {}),
+      ...(r.netInfo ? { net_info: r.netInfo } : {}),
+    };
+  }
+
+  /** Resources held by every container in any state until it is deleted. */
+  used(): ExecutorCapacity {
+    let memory = 0;
+    let disk = 0;
+    for (const r of this.containers.values()) {
+      memory += r.resource.memory_mb;
+      disk += r.resource.disk_mb;
+    }
+    return { memory_mb: memory, disk_mb: disk, containers: this.containers.size };
+  }
+
+  get capacity(): ExecutorCapacity {
+    return this.options.capacity;
+  }
+
+  /** RESERVED: allocates resources, or refuses with resource_exhausted naming what is short. */
+  reserve(guid: string, tags: ContainerTags, resource: ContainerResource): ExecutorContainer {
+    if (this.containers.has(guid)) throw new BerthError('already_exists', `Container ${guid} already exists`);
+    const used = this.used();
+    const cap = this.options.capacity;
+    const short =
+      used.containers + 1 > cap.containers
+        ? `containers (${cap.containers} max)`
+        : used.memory_mb + resource.memory_mb > cap.memory_mb
+          ? `memory (${cap.memory_mb - used.memory_mb} MB free, ${resource.memory_mb} MB asked)`
+          : used.disk_mb + resource.disk_mb > cap.disk_mb
+            ? `disk (${cap.disk_mb - used.disk_mb} MB free, ${resource.disk_mb} MB asked)`
+            : undefined;
+    if (short)
+      throw new BerthError('resource_exhausted', `Cannot reserve container ${guid}: not enough ${short}`);
+    const record: Record_ = {
+      guid,
+      state: 'RESERVED',
+      tags,
+      resource,
+      createdAt: Date.now(),
+      stopRequested: false,
+    };
+    this.containers.set(guid, record);
+    return this.view(record);
+  }
+
+  private move(record: Record_, to: ContainerState): void {
+    assertContainerTransition(record.state, to, record.guid);
+    record.state = to;
+    if (to === 'RUNNING' || to === 'COMPLETED') this.emit('container', this.view(record));
+  }
+
+  private allocatePorts(containerPorts: readonly number[]): PortMapping[] {
+    const from = this.options.portRange?.from ?? 61000;
+    const to = this.options.portRange?.to ?? 61999;
+    const mappings: PortMapping[] = [];
+    for (const containerPort of containerPorts) {
+      let host = from;
+      while (host <= to && this.usedPorts.has(host)) host++;
+      if (host > to) {
+        for (const m of mappings) this.usedPorts.delete(m.host_port);
+        throw new BerthError('resource_exhausted', `No free host port in ${from}-${to}`);
+      }
+      this.usedPorts.add(host);
+      mappings.push({ container_port: containerPort, host_port: host });
+    }
+    return mappings;
+  }
+
+  private netInfo(ports: readonly { host_port: number; container_port: number }[]): ActualLRPNetInfo {
+    return {
+      address: this.options.hostAddress,
+      ports: ports.map((p) => ({ container_port: p.container_port, host_port: p.host_port })),
+    };
+  }
+
+  /**
+   * RESERVED → INITIALIZING → CREATED (pod started) → RUNNING once the monitor passes (at once
+   * without a monitor). Failures on the way complete the container as crashed, never throw:
+   * the rep learns everything from the container's state.
+   */
+  async run(guid: string, spec: ContainerRunSpec): Promise<void> {
+    const record = this.containers.get(guid);
+    if (!record) throw new NotFoundError('container', guid);
+    this.move(record, 'INITIALIZING');
+    record.spec = spec;
+    let mappings: PortMapping[] = [];
+    try {
+      mappings = this.allocatePorts(spec.ports);
+      const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
+      if (spec.ports[0] !== undefined) env.push(`PORT=${spec.ports[0]}`);
+      if (record.tags.kind === 'lrp') {
+        env.push(`INSTANCE_INDEX=${record.tags.index}`, `INSTANCE_GUID=${record.tags.instance_guid}`);
+      }
+      const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
+      const prepared = await this.options.runtime.prepare(spec.image, {
+        ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
+        env,
+        name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
+        memoryBytes:
+          record.resource.memory_mb > 0 ? Math.max(6, record.resource.memory_mb) * 1024 * 1024 : null,
+        net: 'private',
+        ports: mappings,
+        labels: { [`${labelPrefix}container`]: saved },
+      });
+      record.podUuid = prepared.location.uuid;
+      if (record.state !== 'INITIALIZING') {
+        // Deleted while preparing: leave the pod to gc as a failed prepare.
+        closeSync(prepared.lockFd);
+        return;
+      }
+      const runtime = this.options.runtime;
+      if (!runtime.store.move(prepared.location, 'run'))
+        throw new BerthError('internal', `Pod ${prepared.location.uuid} vanished`);
+      await runtime.startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
+        onExit: () => this.onPodExit(guid),
+      });
+      const info = runtime.status(prepared.location.uuid);
+      record.netInfo = this.netInfo(info.network?.ports ?? mappings);
+      if (record.state !== 'INITIALIZING') return;
+      this.move(record, 'CREATED');
+      this.scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
+    } catch (err) {
+      for (const m of mappings) this.usedPorts.delete(m.host_port);
+      if (record.state === 'INITIALIZING' || record.state === 'CREATED') {
+        record.result = {
+          failed: true,
+          reason: err instanceof Error ? err.message : String(err),
+          kind: 'crashed',
+        };
+        this.move(record, 'COMPLETED');
+      }
+    }
+  }
+
+  private scheduleMonitor(record: Record_, podAddress: string): void {
+    const monitor = record.spec?.monitor;
+    if (!monitor) {
+      this.move(record, 'RUNNING');
+      return;
+    }
+    const interval = this.options.monitorIntervalMs ?? 500;
+    const deadline = record.createdAt + (record.spec?.start_timeout_s ?? 60) * 1000;
+    let failures = 0;
+    const tick = async () => {
+      this.monitors.delete(record.guid);
+      if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
+      const healthy = await this.check(record, monitor, podAddress);
+      if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
+      if (healthy) {
+        failures = 0;
+        if (record.state === 'CREATED') this.move(record, 'RUNNING');
+      } else if (record.state === 'CREATED' && Date.now() > deadline) {
+        await this.kill(record, `the monitor did not pass within ${record.spec?.start_timeout_s ?? 60}s`);
+        return;
+      } else if (record.state === 'RUNNING' && ++failures >= 3) {
+        await this.kill(record, 'the monitor failed 3 times in a row');
+        return;
+      }
+      this.monitors.set(record.guid, setTimeout(tick, interval));
+    };
+    this.monitors.set(record.guid, setTimeout(tick, 0));
+  }
+
+  private async check(record: Record_, monitor: Monitor, address: string): Promise<boolean> {
+    try {
+      if ('tcp' in monitor) {
+        return await new Promise<boolean>((resolve) => {
+          const socket = connect({ host: address, port: monitor.tcp, timeout: 1000 });
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve(true);
+          });
+          socket.once('error', () => resolve(false));
+          socket.once('timeout', () => {
+            socket.destroy();
+            resolve(false);
+          });
+        });
+      }
+      if ('http' in monitor) {
+        const response = await fetch(`http://${address}:${monitor.http.port}${monitor.http.path}`, {
+          signal: AbortSignal.timeout(1000),
+        });
+        return response.status >= 200 && response.status < 400;
+      }
+      const uuid = record.podUuid;
+      if (!uuid) return false;
+      return await new Promise<boolean>((resolve) => {
+        const child = spawn(
+          'runc',
+          ['--root', this.options.runtime.store.dirs.runc, 'exec', uuid, ...monitor.command],
+          {
+            stdio: 'ignore',
+          },
+        );
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          resolve(code === 0);
+        });
+        child.once('error', () => resolve(false));
+      });
+    } catch {
+      return false;
+    }
+  }
+
+  /** The monitor gave up: stop the pod; its exit completes the container as crashed. */
+  private async kill(record: Record_, reason: string): Promise<void> {
+    record.result = { failed: true, reason, kind: 'crashed' };
+    if (record.podUuid) await this.options.runtime.stop(record.podUuid, 0).catch(() => undefined);
+  }
+
+  private onPodExit(guid: string): void {
+    const record = this.containers.get(guid);
+    if (!record?.podUuid || record.state === 'COMPLETED') return;
+    try {
+      const info = this.options.runtime.status(record.podUuid);
+      if (info.state !== 'running') this.complete(record, info);
+    } catch {
+      // The pod was removed meanwhile (delete): nothing to report.
+    }
+  }
+
+  private pollPods(): void {
+    for (const record of this.containers.values()) {
+      if (record.podUuid && (record.state === 'CREATED' || record.state === 'RUNNING'))
+        this.onPodExit(record.guid);
+    }
+  }
+
+  /** Any state → COMPLETED with the result the pod's exit implies. */
+  private complete(record: Record_, pod: PodInfo): void {
+    clearTimeout(this.monitors.get(record.guid));
+    this.monitors.delete(record.guid);
+    const code = pod.exit?.exit_code ?? null;
+    if (!record.result) {
+      record.result = record.stopRequested
+        ? { failed: false, reason: 'stopped', kind: 'shutdown' }
+        : {
+            failed: code !== 0,
+            reason:
+              code === null ? (pod.exit?.reason ?? 'the container vanished') : `exited with status ${code}`,
+            kind: record.tags.kind === 'task' ? (code === 0 ? 'shutdown' : 'crashed') : 'crashed',
+          };
+    }
+    if (record.spec?.result_file) {
+      record.taskResult = this.readResultFile(pod, record.spec.result_file);
+    }
+    if (record.state === 'COMPLETED') return;
+    // Adoption after a restart may find a pod that exited before it was ever seen running.
+    if (record.state === 'RESERVED') record.state = 'INITIALIZING';
+    this.move(record, 'COMPLETED');
+  }
+
+  /**
+   * The first 10 KiB of a file the container wrote: it is in the pod's overlay upper dir (the
+   * container's own writes) or else the image. Symlinks are not followed out of the pod.
+   */
+  private readResultFile(pod: PodInfo, file: string): string {
+    const parts = file.split('/').filter((p) => p && p !== '.' && p !== '..');
+    const candidates = [join(this.options.runtime.store.path(pod), 'upper', ...parts)];
+    if (pod.manifest) candidates.push(join(pod.manifest.image.rootfs, ...parts));
+    for (const path of candidates) {
+      try {
+        if (!lstatSync(path).isFile()) continue;
+        const fd = openSync(path, 'r');
+        try {
+          const buffer = Buffer.alloc(resultFileLimit);
+          const n = readSync(fd, buffer, 0, resultFileLimit, 0);
+          return buffer.subarray(0, n).toString('utf8');
+        } finally {
+          closeSync(fd);
+        }
+      } catch {
+        // Not in this layer.
+      }
+    }
+    return '';
+  }
+
+  /** Asks a container to stop; its completion then reads `shutdown`, not `crashed`. */
+  async stopContainer(guid: string): Promise<void> {
+    const record = this.containers.get(guid);
+    if (!record) throw new NotFoundError('container', guid);
+    record.stopRequested = true;
+    if (record.state === 'RESERVED' || record.state === 'INITIALIZING') {
+      record.result = { failed: false, reason: 'stopped before it started', kind: 'shutdown' };
+      if (record.state === 'RESERVED') record.state = 'INITIALIZING';
+      this.move(record, 'COMPLETED');
+      return;
+    }
+    if (record.state === 'COMPLETED' || !record.podUuid) return;
+    const path = this.options.runtime.store.path(this.options.runtime.store.locate(record.podUuid));
+    writeFileSync(join(path, 'stop-requested'), '');
+    await this.options.runtime
+      .stop(record.podUuid, this.options.stopTimeoutMs ?? 10_000)
+      .catch(() => undefined);
+    this.onPodExit(guid);
+  }
+
+  /** Deletes a container in any state: kills its pod if needed and removes it from disk. */
+  async deleteContainer(guid: string): Promise<void> {
+    const record = this.containers.get(guid);
+    if (!record) return;
+    clearTimeout(this.monitors.get(guid));
+    this.monitors.delete(guid);
+    const wasActive = record.state !== 'COMPLETED';
+    record.state = 'COMPLETED';
+    record.result ??= { failed: false, reason: 'deleted', kind: 'shutdown' };
+    if (record.podUuid) {
+      const runtime = this.options.runtime;
+      try {
+        if (wasActive && runtime.status(record.podUuid).state === 'running') {
+          record.stopRequested = true;
+          await runtime.stop(record.podUuid, 0);
+        }
+        runtime.remove(record.podUuid);
+      } catch (err) {
+        if (!(err instanceof BerthError && err.code === 'not_found')) throw err;
+      }
+      const manifest = record.netInfo?.ports ?? [];
+      for (const p of manifest) this.usedPorts.delete(p.host_port);
+    }
+    this.containers.delete(guid);
+  }
+}

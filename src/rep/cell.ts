@@ -1,0 +1,93 @@
+import type { BbsStore } from '../bbs/index.js';
+import { Executor, type ExecutorCapacity } from '../executor/index.js';
+import { type ImageResolver, PodRuntime } from '../runtime/index.js';
+import type { CrashPolicy } from './crash-policy.js';
+import { Rep } from './rep.js';
+import { buildRepApp } from './rep-server.js';
+
+export interface CellOptions {
+  readonly bbs: BbsStore;
+  readonly cellId: string;
+  readonly zone: string;
+  readonly dataDir: string;
+  readonly capacity: ExecutorCapacity;
+  readonly images: ImageResolver;
+  /** Where the rep API listens ("HOST:PORT", port 0 = any free port). */
+  readonly listen: string;
+  /** The address instances are reachable on from other machines (net info of ActualLRPs). */
+  readonly address: string;
+  readonly placementTags?: readonly string[];
+  readonly pollIntervalMs?: number;
+  readonly presenceTtlMs?: number;
+  readonly evacuationTimeoutMs?: number;
+  readonly crashPolicy?: CrashPolicy;
+  readonly portRange?: { readonly from: number; readonly to: number };
+  readonly log?: (message: string) => void;
+}
+
+export interface RunningCell {
+  readonly rep: Rep;
+  readonly executor: Executor;
+  readonly url: string;
+  /** Evacuates (seed: refuse work, hand instances over, then leave), then stops. */
+  drain(): Promise<void>;
+  /** Stops without evacuating: instances keep running; the next cell process adopts them. */
+  close(): Promise<void>;
+}
+
+/** A cell: executor over the local runtime, the rep, and the rep's HTTP API. */
+export async function startCell(options: CellOptions): Promise<RunningCell> {
+  const runtime = new PodRuntime(options.dataDir, options.images);
+  runtime.store.ensureDirs();
+  const executor = new Executor({
+    runtime,
+    capacity: options.capacity,
+    hostAddress: options.address,
+    ...(options.portRange ? { portRange: options.portRange } : {}),
+    ...(options.pollIntervalMs !== undefined
+      ? { pollIntervalMs: Math.max(100, options.pollIntervalMs / 2) }
+      : {}),
+  });
+  executor.start();
+  const [host = '127.0.0.1', portText = '0'] = options.listen.split(/:(?=\d+$)/);
+  // The rep must exist before the app, and the app's address before the rep registers presence.
+  let url = '';
+  const rep = new Rep({
+    bbs: options.bbs,
+    executor,
+    cellId: options.cellId,
+    zone: options.zone,
+    get repUrl() {
+      return url;
+    },
+    ...(options.placementTags ? { placementTags: options.placementTags } : {}),
+    ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
+    ...(options.presenceTtlMs !== undefined ? { presenceTtlMs: options.presenceTtlMs } : {}),
+    ...(options.evacuationTimeoutMs !== undefined
+      ? { evacuationTimeoutMs: options.evacuationTimeoutMs }
+      : {}),
+    ...(options.crashPolicy ? { crashPolicy: options.crashPolicy } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  const app = buildRepApp(rep);
+  await app.listen({ host, port: Number(portText) });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : Number(portText);
+  url = `http://${host}:${port}`;
+  await rep.start();
+  const close = async () => {
+    rep.stop();
+    executor.stop();
+    await app.close();
+  };
+  return {
+    rep,
+    executor,
+    url,
+    async drain() {
+      await rep.evacuate();
+      await close();
+    },
+    close,
+  };
+}

@@ -1,0 +1,61 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { httpStatusByCode, isBerthError } from '../core/index.js';
+import type { Rep } from './rep.js';
+import type { RepStopRequest, RepWork } from './rep-api.js';
+
+/**
+ * The rep's HTTP API (`rep-api.ts`): what the auctioneer asks of a cell. Built without listening
+ * so tests can `inject`; `startCell` listens.
+ */
+export function buildRepApp(rep: Rep): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 });
+  app.setErrorHandler((err, _req, reply) => {
+    if (isBerthError(err)) return reply.status(httpStatusByCode[err.code]).send(err.toJSON());
+    const statusCode = (err as { statusCode?: unknown }).statusCode;
+    const status = typeof statusCode === 'number' ? statusCode : 500;
+    const message = err instanceof Error ? err.message : String(err);
+    return reply
+      .status(status)
+      .send({ code: status === 400 ? 'invalid_argument' : 'internal', message, details: {} });
+  });
+  app.get('/healthz', async () => ({ ok: true, cell_id: rep.cellId }));
+  app.get('/v1/state', async () => rep.state());
+  app.post<{ Body: RepWork }>(
+    '/v1/work',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['lrps', 'tasks'],
+          properties: { lrps: { type: 'array' }, tasks: { type: 'array' } },
+        },
+      },
+    },
+    async (req) => rep.perform(req.body),
+  );
+  app.post<{ Body: RepStopRequest }>(
+    '/v1/stop',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['process_guid', 'index', 'instance_guid'],
+          properties: {
+            process_guid: { type: 'string' },
+            index: { type: 'integer' },
+            instance_guid: { type: 'string' },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      await rep.stopInstance(req.body);
+      return reply.status(204).send();
+    },
+  );
+  app.post('/v1/evacuate', async (_req, reply) => {
+    void rep.evacuate();
+    return reply.status(202).send({ evacuating: true });
+  });
+  return app;
+}
