@@ -173,7 +173,7 @@ export class Rep {
       .getActualLRP({ process_guid: lrp.process_guid, index: lrp.index })
       .catch(() => null);
     const actual = group?.instance ?? null;
-    if (!actual || actual.state !== 'UNCLAIMED') {
+    if (actual?.state !== 'UNCLAIMED') {
       await this.options.executor.deleteContainer(guid);
       return;
     }
@@ -402,7 +402,7 @@ export class Rep {
 
   private async reconcileTaskContainer(guid: string): Promise<void> {
     const container = this.options.executor.get(guid);
-    if (!container || container.tags.kind !== 'task') return;
+    if (container?.tags.kind !== 'task') return;
     const task = await this.options.bbs.getTask({ task_guid: container.tags.task_guid }).catch((err) => {
       if (isBerthError(err) && err.code === 'not_found') return null;
       throw err;
