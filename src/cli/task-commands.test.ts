@@ -191,6 +191,25 @@ describe('berth task', () => {
     assert.match(gone.stderr, /Cannot find Task "to-cancel"/);
   });
 
+  it('resolve and DELETE routes: If-Match is a CAS (stale → 412); resolve, then delete', async () => {
+    const token = readFileSync(join(dir, 'admin.token'), 'utf8').trim();
+    const call = (method: string, path: string, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
+    await berth(['task', 'run'], '--guid', 'routes', 'busybox');
+    const pendingEtag = (await call('GET', '/v1/tasks/routes')).headers.get('etag') ?? '';
+    assert.equal((await call('POST', '/v1/tasks/routes/cancel')).status, 200);
+    assert.equal((await call('POST', '/v1/tasks/routes/resolve', { 'if-match': pendingEtag })).status, 412);
+    const resolved = await call('POST', '/v1/tasks/routes/resolve');
+    assert.equal(resolved.status, 200);
+    assert.equal(((await resolved.json()) as Task).state, 'RESOLVING');
+    assert.equal((await call('DELETE', '/v1/tasks/routes', { 'if-match': pendingEtag })).status, 412);
+    assert.equal(
+      (await call('DELETE', '/v1/tasks/routes', { 'if-match': resolved.headers.get('etag') ?? '' })).status,
+      204,
+    );
+    assert.equal((await call('GET', '/v1/tasks/routes')).status, 404);
+  });
+
   it('task rm refuses a PENDING task unless --force', async () => {
     await berth(['task', 'run'], '--guid', 'still-pending', 'busybox');
     const refused = await berth(['task', 'rm'], 'still-pending');

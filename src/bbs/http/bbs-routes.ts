@@ -228,13 +228,14 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
     async (request, reply) => {
       const expected = ifMatch(request.headers['if-match']);
-      const task = await asPrecondition(async () =>
-        store.resolvingTask({
-          task_guid: request.params.task_guid,
-          expected:
-            expected ?? (await store.getTask({ task_guid: request.params.task_guid })).modification_tag,
-        }),
-      );
+      const guid = request.params.task_guid;
+      // Only a caller's own If-Match makes a lost CAS a 412; without one it is the usual 409.
+      const task = expected
+        ? await asPrecondition(() => store.resolvingTask({ task_guid: guid, expected }))
+        : await store.resolvingTask({
+            task_guid: guid,
+            expected: (await store.getTask({ task_guid: guid })).modification_tag,
+          });
       return reply.header('etag', etag(task.modification_tag)).send(task);
     },
   );
@@ -258,9 +259,8 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
           { machine: 'Task', from: current.state, to: 'DELETED', subject: current.task_guid },
         );
       }
-      await asPrecondition(() =>
-        store.deleteTask({ task_guid: current.task_guid, expected: expected ?? current.modification_tag }),
-      );
+      if (expected) await asPrecondition(() => store.deleteTask({ task_guid: current.task_guid, expected }));
+      else await store.deleteTask({ task_guid: current.task_guid, expected: current.modification_tag });
       return reply.code(204).send();
     },
   );
