@@ -30,6 +30,9 @@ const modules: Readonly<Record<string, Loader>> = {
   stop: () => import('./pod-commands.js'),
   rm: () => import('./pod-commands.js'),
   gc: () => import('./pod-commands.js'),
+  deploy: () => import('./system-commands.js'),
+  teardown: () => import('./system-commands.js'),
+  system: () => import('./system-commands.js'),
 };
 
 const helpText = `berth — a container orchestrator
@@ -65,6 +68,12 @@ Cluster history (--server URL, env BERTH_SERVER; token from BERTH_TOKEN or <dir>
   events [--follow]                    container status changes from the event bus
   subscribe --status S,S URL           webhook on status changes
   token create --role R [--name N]     create an API token (admin)
+
+Systems (--server URL, env BERTH_SERVER; token from BERTH_TOKEN or <dir>/admin.token):
+  deploy FILE [--path P] [--wait]     deploy a system definition; prints the deploy id
+  teardown SYSTEM [--wait]             tear a system down
+  system list                          systems and their states
+  system status SYSTEM [--format json] services, units, cells, relations
 
 Run "berth COMMAND --help" for a command's flags.
 `;

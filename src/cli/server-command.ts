@@ -36,6 +36,8 @@ const server: CommandSpec = {
       auth,
       dataDir: dataDir(ctx.values),
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
+      // Systems: deploys and teardowns run in the server that accepted them (src/model).
+      systems: true,
       ...(leaseTtl !== undefined ? { leaseTtlMs: parseDuration(leaseTtl, '--lease-ttl') } : {}),
       ...(retention !== undefined ? { eventRetentionMs: parseDuration(retention, '--event-retention') } : {}),
       ...(poll !== undefined ? { eventPollMs: parseDuration(poll, '--event-poll') } : {}),

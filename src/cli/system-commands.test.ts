@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { openBbsStore } from '../bbs/index.js';
+import { containsPath } from '../model/index.js';
+import { runBerth } from '../testing/berth-cli.js';
+import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
+import { playCells } from '../testing/system-cells.js';
+
+const cli = fileURLToPath(new URL('./main.js', import.meta.url));
+const importer =
+  'import(process.argv[1]).then(async m => process.exitCode = await m.main(process.argv.slice(2)))';
+
+interface RunningServer {
+  readonly child: ChildProcess;
+  readonly url: string;
+}
+
+/** A real `berth server` process (tokens off: auth has its own tests); resolves with its URL. */
+async function startServer(args: readonly string[]): Promise<RunningServer> {
+  const child = spawn(
+    process.execPath,
+    ['-e', importer, cli, 'server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n')[0];
+      if (out.includes('\n') && line) resolve(line.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`berth server exited ${code}: ${stderr}`)));
+  });
+  return { child, url };
+}
+
+async function stopServer(s: RunningServer | undefined): Promise<void> {
+  if (!s || s.child.exitCode !== null || s.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => s.child.once('exit', resolve));
+  s.child.kill('SIGTERM');
+  await exited;
+}
+
+const definition = (system: string, image: string, paths: readonly string[]) =>
+  `system: ${system}\nservices:\n${paths.map((p) => `  ${p}:\n    image: ${image}\n`).join('')}`;
+
+interface Action {
+  id: string;
+  state: string;
+  owner: string;
+  path: string;
+  reason: string;
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url);
+  return (await res.json()) as T;
+}
+
+describe('berth deploy / teardown / system (real processes)', () => {
+  const dirs: string[] = [];
+  const servers: RunningServer[] = [];
+  let pg: PostgresServer | undefined;
+  const tmp = () => {
+    const d = mkdtempSync(join(tmpdir(), 'berth-sys-cli-'));
+    dirs.push(d);
+    return d;
+  };
+  after(async () => {
+    for (const s of servers) await stopServer(s);
+    await pg?.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('two servers on one PostgreSQL, racing CLI deploys of overlapping paths: exactly the seed 004 semantics', {
+    skip: postgresSkipReason() ?? false,
+    timeout: 120_000,
+  }, async (t) => {
+    pg = await startPostgres();
+    const [s1, s2] = await Promise.all([
+      startServer(['--db', pg.url, '--dir', tmp()]),
+      startServer(['--db', pg.url, '--dir', tmp()]),
+    ]);
+    servers.push(s1!, s2!);
+    const dir = tmp();
+    const all = ['/a', '/a/b', '/a/c', '/d'];
+    writeFileSync(join(dir, 'v1.yaml'), definition('race', 'bb:1', all));
+    writeFileSync(join(dir, 'v2.yaml'), definition('race', 'bb:2', all));
+    const first = await runBerth(['deploy', join(dir, 'v1.yaml'), '--wait', '--server', s1!.url]);
+    assert.equal(first.code, 0, first.stderr);
+    // v2 changes every image: each accepted deploy is a rolling update, and with no cell running
+    // anything it stays running, holding its locks, for the rest of the test.
+    const paths = ['/', '/a', '/a/b', '/a/c', '/d', '/a/b', '/a', '/d', '/a/c', '/'];
+    const results = await Promise.all(
+      paths.map((p, i) =>
+        runBerth(['deploy', join(dir, 'v2.yaml'), '--path', p, '--server', (i % 2 === 0 ? s1 : s2)!.url]),
+      ),
+    );
+    const accepted = results.flatMap((r, i) =>
+      r.code === 0 ? [{ path: paths[i]!, id: r.stdout.trim() }] : [],
+    );
+    const refused = results.flatMap((r, i) => (r.code !== 0 ? [{ path: paths[i]!, ...r }] : []));
+    assert.ok(accepted.length > 0, JSON.stringify(results));
+    t.diagnostic(
+      `accepted: ${accepted.map((a) => a.path).join(' ')}; refused: ${refused.map((r) => r.path).join(' ')}`,
+    );
+    // No two accepted actions overlap (seed: only IX is compatible with IX).
+    for (const a of accepted)
+      for (const b of accepted)
+        if (a !== b) assert.ok(!containsPath(a.path, b.path), `${a.path} and ${b.path} both accepted`);
+    // Every refusal failed at once (exit 4, lock_held) naming an accepted action that overlaps it.
+    for (const r of refused) {
+      assert.equal(r.code, 4, r.stderr);
+      const holder = accepted.find((a) => r.stderr.includes(a.id));
+      assert.ok(holder, `${r.path} refused naming an accepted action: ${r.stderr}`);
+      assert.ok(containsPath(holder.path, r.path) || containsPath(r.path, holder.path), r.stderr);
+    }
+    // Maximal: whatever was refused conflicts with something accepted, and the rows say the same.
+    const status = await getJson<{ actions: Action[] }>(`${s2!.url}/v1/systems/race`);
+    assert.deepEqual(status.actions.map((a) => a.id).sort(), accepted.map((a) => a.id).sort());
+    const down = await runBerth(['teardown', 'race', '--server', s2!.url]);
+    assert.equal(down.code, 4);
+    assert.match(down.stderr, /Cannot tear down in system "race": deploy d-\S+ of \/\S* holds/);
+    await Promise.all([stopServer(s1), stopServer(s2)]);
+  });
+
+  it('kill -9 of the server: its deploy is taken over at the next start, keeps its locks, and finishes', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = tmp();
+    const file = join(dir, 'v1.yaml');
+    writeFileSync(file, definition('rec', 'bb:1', ['/web']));
+    writeFileSync(join(dir, 'v2.yaml'), definition('rec', 'bb:2', ['/web']));
+    const first = await startServer(['--dir', dir]);
+    servers.push(first);
+    const env = { BERTH_SERVER: first.url };
+    assert.equal((await runBerth(['deploy', file, '--wait'], env)).code, 0);
+    const rolling = await runBerth(['deploy', join(dir, 'v2.yaml')], env);
+    assert.equal(rolling.code, 0, rolling.stderr);
+    const id = rolling.stdout.trim();
+    const before = await getJson<Action>(`${first.url}/v1/deploys/${id}`);
+    assert.equal(before.state, 'running');
+    const killed = new Promise((resolve) => first.child.once('exit', resolve));
+    first.child.kill('SIGKILL');
+    await killed;
+
+    const second = await startServer(['--dir', dir]);
+    servers.push(second);
+    const recovered = await getJson<Action>(`${second.url}/v1/deploys/${id}`);
+    assert.equal(recovered.state, 'running');
+    assert.notEqual(recovered.owner, before.owner, 'taken over at start (its owner is dead)');
+    const conflict = await runBerth(['deploy', file, '--path', '/web', '--server', second.url]);
+    assert.equal(conflict.code, 4);
+    assert.match(conflict.stderr, new RegExp(`deploy ${id} of / holds X on /`));
+    // Play the cells (through the BBS, as reps would): the resumed rolling update completes.
+    const store = await openBbsStore(join(dir, 'bbs.sqlite3'));
+    try {
+      const deadline = Date.now() + 60_000;
+      let action = recovered;
+      while (action.state === 'running' && Date.now() < deadline) {
+        await playCells(store, 'system-rec');
+        await new Promise((r) => setTimeout(r, 200));
+        action = await getJson<Action>(`${second.url}/v1/deploys/${id}`);
+      }
+      assert.equal(action.state, 'succeeded', JSON.stringify(action));
+      const status = await runBerth(['system', 'status', 'rec', '--format', 'json', '--server', second.url]);
+      assert.equal(status.code, 0, status.stderr);
+      const json = JSON.parse(status.stdout) as {
+        name: string;
+        services: { path: string; version: string }[];
+      };
+      assert.equal(json.name, 'rec');
+      assert.deepEqual(
+        json.services.map((s) => s.path),
+        ['/web'],
+      );
+      const teardown = runBerth(['teardown', 'rec', '--wait', '--server', second.url]);
+      const playing = setInterval(() => void playCells(store, 'system-rec').catch(() => {}), 100);
+      const down = await teardown;
+      clearInterval(playing);
+      assert.equal(down.code, 0, down.stderr);
+      assert.match(down.stdout, /teardown d-\S+ succeeded/);
+      const gone = await runBerth(['system', 'status', 'rec', '--server', second.url]);
+      assert.equal(gone.code, 3, gone.stderr);
+      const list = await runBerth(['system', 'list', '--server', second.url]);
+      assert.equal(list.code, 0);
+      assert.doesNotMatch(list.stdout, /\brec\b/);
+      assert.deepEqual(await store.listDesiredLRPs({ domain: 'system-rec' }), []);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('an invalid file exits non-zero listing every problem; nothing is accepted', async () => {
+    const dir = tmp();
+    const server = await startServer(['--dir', dir]);
+    servers.push(server);
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(
+      file,
+      'system: shop\nservices:\n  /web:\n    image: ""\n    bogus: 1\n  /x:\n    image: y\n    relations: ["/nope"]\n',
+    );
+    const res = await runBerth(['deploy', file, '--server', server.url]);
+    assert.equal(res.code, 2, res.stderr);
+    assert.match(res.stderr, /3 problem\(s\)/);
+    assert.match(res.stderr, /\/web image/);
+    assert.match(res.stderr, /\/web bogus|bogus/);
+    assert.match(res.stderr, /\/x relations: \/nope is not a service of this system/);
+    const list = await runBerth(['system', 'list', '--server', server.url]);
+    assert.equal(list.stdout.trim(), 'SYSTEM  STATE');
+  });
+});
