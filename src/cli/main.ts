@@ -10,6 +10,7 @@ type Loader = () => Promise<{ readonly commands: readonly CommandSpec[] }>;
 const modules: Readonly<Record<string, Loader>> = {
   version: () => import('./version-command.js'),
   cell: () => import('./cell-command.js'),
+  up: () => import('./up-command.js'),
   image: () => import('./image-commands.js'),
   server: () => import('./server-command.js'),
   task: () => import('./task-commands.js'),

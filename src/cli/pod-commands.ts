@@ -361,7 +361,7 @@ const rm: CommandSpec = {
     let failed = 0;
     for (const ref of ctx.positionals) {
       try {
-        ctx.stdout.write(`${runtime.remove(ref)}\n`);
+        ctx.stdout.write(`${await runtime.remove(ref)}\n`);
       } catch (err) {
         failed++;
         ctx.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);

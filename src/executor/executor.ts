@@ -470,7 +470,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
-        runtime.remove(record.podUuid);
+        await runtime.remove(record.podUuid);
       } catch (err) {
         if (!(err instanceof BerthError && err.code === 'not_found')) throw err;
       }

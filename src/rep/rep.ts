@@ -234,10 +234,14 @@ export class Rep {
         limit: 100,
         visibility_ms: 30_000,
       });
-      for (const stop of stops) {
-        if (stop.kind === 'lrp') await this.stopInstance(stop.request);
-        else await this.options.executor.stopContainer(stop.request.process_guid).catch(() => undefined);
-      }
+      // Stops run side by side: each may wait out its app's graceful-stop timeout.
+      await Promise.all(
+        stops.map((stop) =>
+          stop.kind === 'lrp'
+            ? this.stopInstance(stop.request)
+            : this.options.executor.stopContainer(stop.request.process_guid).catch(() => undefined),
+        ),
+      );
       if (stops.length > 0) await this.options.bbs.ackStopRequests({ ids: stops.map((s) => s.id) });
       // BBS first, then containers: a container that appears in between is seen as a container,
       // never as a "No Container" row for a record this cell just claimed.
@@ -287,8 +291,24 @@ export class Rep {
     return group?.instance ?? null;
   }
 
-  /** Reconciles one LRP container with its ActualLRP (events and polling both come here). */
-  async reconcileContainer(guid: string): Promise<void> {
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  /**
+   * Reconciles one LRP container with its ActualLRP (events and polling both come here). Calls for
+   * one container run one after another, so an event and a poll never act on the same stale view.
+   */
+  reconcileContainer(guid: string): Promise<void> {
+    const previous = this.inFlight.get(guid) ?? Promise.resolve();
+    const next = previous.then(() => this.reconcileContainerNow(guid));
+    const settled = next.catch(() => {});
+    this.inFlight.set(guid, settled);
+    void settled.then(() => {
+      if (this.inFlight.get(guid) === settled) this.inFlight.delete(guid);
+    });
+    return next;
+  }
+
+  private async reconcileContainerNow(guid: string): Promise<void> {
     const container = this.options.executor.get(guid);
     if (!container) return;
     if (container.tags.kind === 'task') return this.reconcileTaskContainer(guid);
@@ -320,14 +340,14 @@ export class Rep {
             break;
           case 'claim':
             await bbs.claimActualLRP({
-              ...action.key,
+              ...refOf(action.key),
               expected: action.expected,
               instance_key: action.instance,
             });
             break;
           case 'start':
             await bbs.startActualLRP({
-              ...action.key,
+              ...refOf(action.key),
               expected: action.expected,
               instance_key: action.instance,
               net_info: action.netInfo,
@@ -357,10 +377,10 @@ export class Rep {
             });
             break;
           case 'remove-actual':
-            await bbs.removeActualLRP({ ...action.key, expected: action.expected });
+            await bbs.removeActualLRP({ ...refOf(action.key), expected: action.expected });
             break;
           case 'unclaim-and-request-start':
-            await bbs.unclaimActualLRP({ ...action.key, expected: action.expected });
+            await bbs.unclaimActualLRP({ ...refOf(action.key), expected: action.expected });
             break;
           case 'delete-container': {
             if (action.revalidate && container) {
@@ -584,6 +604,14 @@ export class Rep {
     }
     await this.options.executor.deleteContainer(c.guid);
   }
+}
+
+/** The BBS's ActualLRP reference: the API refuses fields it does not expect (like domain). */
+function refOf(key: { readonly process_guid: string; readonly index: number }): {
+  process_guid: string;
+  index: number;
+} {
+  return { process_guid: key.process_guid, index: key.index };
 }
 
 function runSpecOfLRP(desired: DesiredLRP): ContainerRunSpec {

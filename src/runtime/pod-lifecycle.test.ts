@@ -180,9 +180,9 @@ describe('detached pods and their lock', () => {
   it('rm refuses a running pod and removes an exited one', async () => {
     const runtime = newRuntime();
     const uuid = await startDetached(runtime, ['sleep', '1000']);
-    assert.throws(() => runtime.remove(uuid), /current state is running; stop it first/);
+    await assert.rejects(runtime.remove(uuid), /current state is running; stop it first/);
     await runtime.stop(uuid, 100);
-    assert.equal(runtime.remove(uuid), uuid);
+    assert.equal(await runtime.remove(uuid), uuid);
     assert.throws(() => runtime.status(uuid), /Cannot find pod/);
     assert.deepEqual(readdirSync(join(runtime.dataDir, 'runc')), [], "runc's state is gone too");
   });

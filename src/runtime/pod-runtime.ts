@@ -63,6 +63,19 @@ function hostResolvConf(): string {
 }
 
 /**
+ * Retries a non-blocking lock for up to `ms`, yielding to the event loop between tries: the
+ * shared lock in the way may be this very process's (a waiter about to unlock).
+ */
+async function tryLockFor(fd: number, mode: 'shared' | 'exclusive', ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (tryLock(fd, mode)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
  * A bounded blocking wait for a shared lock. A flock(2) blocked on libuv's thread pool cannot be
  * cancelled, and a process cannot exit while one is pending, so a wait with a deadline blocks in
  * util-linux's flock(1) instead: it sleeps in the kernel and gives up at the deadline.
@@ -326,7 +339,7 @@ export class PodRuntime {
    * `berth rm`: exited → exited-garbage, prepared/prepare-failed → garbage, then delete with the
    * exclusive lock held. A running or preparing pod is refused.
    */
-  remove(ref: string): string {
+  async remove(ref: string): Promise<string> {
     const info = this.status(ref);
     const refuse = () =>
       new BerthError(
@@ -345,7 +358,9 @@ export class PodRuntime {
           : 'garbage';
     const fd = openDirFd(this.store.path(info));
     try {
-      if (!tryLock(fd, 'exclusive')) throw refuse();
+      // A status probe or a waiter may hold a shared lock for a moment; only a pod whose lock
+      // stays taken (running, or being deleted) is refused.
+      if (!(await tryLockFor(fd, 'exclusive', 500))) throw refuse();
       if (target !== info.phase && !this.store.move(info, target)) throw new NotFoundError('pod', ref);
       this.destroy({ uuid: info.uuid, phase: target });
     } finally {

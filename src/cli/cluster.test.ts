@@ -1,0 +1,352 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type ActualLRP, BbsClient, type DesiredLRPDefinition } from '../bbs/index.js';
+import { mountsUnder } from '../runtime/mounts.js';
+import { runBerth, spawnBerth } from '../testing/berth-cli.js';
+import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+
+/**
+ * Issue 4's "must show", end to end: one `berth server` and three `berth cell` processes (three
+ * zones), real runc containers, real CNI host ports, every interval shrunk by flags.
+ */
+const root = mkdtempSync(join(tmpdir(), 'berth-cluster-'));
+const processes: ChildProcess[] = [];
+const cellDirs: string[] = [];
+let bbs: BbsClient;
+let serverUrl = '';
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    let errText = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      text += c.toString();
+      const nl = text.indexOf('\n');
+      if (nl !== -1) resolve(text.slice(0, nl).trim());
+    });
+    child.stderr?.on('data', (c: Buffer) => {
+      errText += c.toString();
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code} before printing its URL: ${errText}`)));
+  });
+}
+
+const cells = new Map<string, ChildProcess>();
+
+async function startCellProcess(
+  id: string,
+  zone: string,
+  portBase: number,
+  server = () => serverUrl,
+): Promise<void> {
+  const dir = join(root, id);
+  cellDirs.push(dir);
+  const child = spawnBerth([
+    'cell',
+    '--bbs',
+    server(),
+    '--id',
+    id,
+    '--zone',
+    zone,
+    '--dir',
+    dir,
+    '--memory',
+    '1024',
+    '--disk',
+    '8192',
+    '--poll-interval',
+    '1s',
+    '--presence-ttl',
+    '3s',
+    '--evacuation-timeout',
+    '60s',
+    '--ports',
+    `${portBase}-${portBase + 99}`,
+  ]);
+  processes.push(child);
+  cells.set(id, child);
+  await firstLine(child);
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`Timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(250);
+  }
+}
+
+function lrp(
+  processGuid: string,
+  instances: number,
+  extra: Partial<DesiredLRPDefinition> = {},
+): DesiredLRPDefinition {
+  return {
+    process_guid: processGuid,
+    domain: 'tests',
+    instances,
+    image: 'bb:1',
+    command: ['/bin/busybox', 'httpd', '-f', '-p', '8080', '-h', '/etc'],
+    env: {},
+    memory_mb: 16,
+    disk_mb: 16,
+    ports: [8080],
+    routes: {},
+    annotation: '',
+    monitor: { tcp: 8080 },
+    start_timeout_s: 60,
+    placement_tags: [],
+    ...extra,
+  };
+}
+
+const running = (actuals: readonly ActualLRP[]) =>
+  actuals.filter((a) => a.state === 'RUNNING' && !a.evacuating);
+
+async function startServer(name: string, convergenceInterval: string): Promise<string> {
+  const serverDir = join(root, name);
+  const imported = await runBerth([
+    'image',
+    'import-rootfs',
+    '--dir',
+    serverDir,
+    makeBusyboxRootfs(join(root, 'rootfs')),
+    '--name',
+    'bb:1',
+  ]);
+  assert.equal(imported.code, 0, imported.stderr);
+  const server = spawnBerth([
+    'server',
+    '--dir',
+    serverDir,
+    '--listen',
+    '127.0.0.1:0',
+    '--auth',
+    'none',
+    '--convergence-interval',
+    convergenceInterval,
+    '--auction-interval',
+    '200ms',
+    '--crash-backoff-base',
+    '2s',
+    '--crash-backoff-max',
+    '4s',
+    '--unclaimed-timeout',
+    '5s',
+    '--lease-ttl',
+    '2s',
+  ]);
+  processes.push(server);
+  return firstLine(server);
+}
+
+before(async () => {
+  serverUrl = await startServer('server', '1s');
+  bbs = new BbsClient(serverUrl);
+  await bbs.upsertDomain({ domain: 'tests', ttl_ms: 0 });
+  await Promise.all([
+    startCellProcess('c1', 'z1', 62000),
+    startCellProcess('c2', 'z2', 62100),
+    startCellProcess('c3', 'z3', 62200),
+  ]);
+  await waitFor('three cells', async () => ((await bbs.listCells()).length === 3 ? true : undefined));
+});
+
+after(async () => {
+  for (const child of processes) child.kill('SIGKILL');
+  await sleep(200);
+  for (const dir of cellDirs) {
+    const runcRoot = join(dir, 'runc');
+    if (existsSync(runcRoot))
+      for (const id of readdirSync(runcRoot))
+        spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
+    for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point]);
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('a desired LRP kept running across three cells', { timeout: 600_000 }, () => {
+  it('10 instances → all RUNNING, spread over cells and zones, each reachable on its host port', async () => {
+    await bbs.desireLRP(lrp('web', 10));
+    const actuals = await waitFor(
+      '10 RUNNING',
+      async () => {
+        const list = running(await bbs.listActualLRPs({ process_guid: 'web' }));
+        return list.length === 10 ? list : undefined;
+      },
+      120_000,
+    );
+    const perCell = new Map<string, number>();
+    for (const a of actuals) perCell.set(a.cell_id, (perCell.get(a.cell_id) ?? 0) + 1);
+    assert.equal(perCell.size, 3, `spread over all cells: ${JSON.stringify([...perCell])}`);
+    for (const count of perCell.values()) assert.ok(count >= 3 && count <= 4, JSON.stringify([...perCell]));
+    for (const a of actuals) {
+      const port = a.ports[0]?.host_port;
+      assert.ok(port, `instance ${a.index} has a host port`);
+      const body = await waitFor(`instance ${a.index} answers`, async () => {
+        const response = await fetch(`http://${a.address}:${port}/hostname`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        return response.ok ? response.text() : undefined;
+      });
+      assert.ok(body.trim().length > 0);
+    }
+  });
+
+  it('scale 10 → 3 stops and removes the extra instances; scaling up again reuses the indices', async () => {
+    await bbs.updateDesiredLRP({ process_guid: 'web', update: { instances: 3 } });
+    await waitFor('3 instances left', async () => {
+      const list = await bbs.listActualLRPs({ process_guid: 'web' });
+      return list.length === 3 && list.every((a) => a.index < 3) ? true : undefined;
+    });
+    await bbs.updateDesiredLRP({ process_guid: 'web', update: { instances: 5 } });
+    const list = await waitFor(
+      '5 RUNNING again',
+      async () => {
+        const l = running(await bbs.listActualLRPs({ process_guid: 'web' }));
+        return l.length === 5 ? l : undefined;
+      },
+      120_000,
+    );
+    assert.deepEqual(list.map((a) => a.index).sort(), [0, 1, 2, 3, 4]);
+  });
+
+  it('an app that exits at once: restarted at once twice, CRASHED at the third crash, then restarted on the back-off', async () => {
+    await bbs.desireLRP(
+      lrp('crasher', 1, { command: ['/bin/sh', '-c', 'exit 3'], monitor: undefined as never, ports: [] }),
+    );
+    const seen = new Set<string>();
+    const crashed = await waitFor(
+      'CRASHED with count 3',
+      async () => {
+        const [a] = await bbs.listActualLRPs({ process_guid: 'crasher' });
+        if (a) seen.add(`${a.state}:${a.crash_count}`);
+        return a?.state === 'CRASHED' && a.crash_count >= 3 ? a : undefined;
+      },
+      120_000,
+    );
+    assert.ok(
+      !seen.has('CRASHED:1') && !seen.has('CRASHED:2'),
+      `never CRASHED before the third crash: ${[...seen].join(' ')}`,
+    );
+    assert.ok(crashed.last_crashed_at);
+    // crash-backoff-base 2s: the converger restarts it after 2 s; the fourth crash follows.
+    const later = await waitFor(
+      'restarted after its back-off',
+      async () => {
+        const [a] = await bbs.listActualLRPs({ process_guid: 'crasher' });
+        return a && a.crash_count >= 4 ? a : undefined;
+      },
+      60_000,
+    );
+    const gap = Date.parse(later.last_crashed_at ?? '') - Date.parse(crashed.last_crashed_at ?? '');
+    assert.ok(gap >= 2000, `the restart waited for the back-off (gap ${gap} ms)`);
+    await bbs.removeDesiredLRP({ process_guid: 'crasher' });
+  });
+
+  it('drain a cell while a 2-instance app runs on it: at every moment at least one instance RUNNING', async () => {
+    await bbs.updateDesiredLRP({ process_guid: 'web', update: { instances: 0 } });
+    await waitFor('web gone', async () =>
+      (await bbs.listActualLRPs({ process_guid: 'web' })).length === 0 ? true : undefined,
+    );
+    await bbs.desireLRP(lrp('pair', 2));
+    const placed = await waitFor(
+      'pair RUNNING',
+      async () => {
+        const l = running(await bbs.listActualLRPs({ process_guid: 'pair' }));
+        return l.length === 2 ? l : undefined;
+      },
+      120_000,
+    );
+    const target = placed[0]?.cell_id ?? '';
+    let minRunning = 2;
+    let done = false;
+    const watcher = (async () => {
+      while (!done) {
+        const all = await bbs.listActualLRPs({ process_guid: 'pair' });
+        // An evacuating copy still serves traffic: count instances with any RUNNING copy.
+        const indices = new Set(all.filter((a) => a.state === 'RUNNING').map((a) => a.index));
+        minRunning = Math.min(minRunning, indices.size);
+        await sleep(100);
+      }
+    })();
+    const drained = await runBerth(['cell', 'drain', target, '--server', serverUrl]);
+    assert.equal(drained.code, 0, drained.stderr);
+    const cellProcess = cells.get(target);
+    await waitFor(
+      'the drained cell exits',
+      async () => (cellProcess?.exitCode !== null ? true : undefined),
+      120_000,
+    );
+    const after = await waitFor(
+      'pair RUNNING elsewhere',
+      async () => {
+        const l = running(await bbs.listActualLRPs({ process_guid: 'pair' }));
+        return l.length === 2 && l.every((a) => a.cell_id !== target) ? l : undefined;
+      },
+      120_000,
+    );
+    done = true;
+    await watcher;
+    assert.ok(minRunning >= 1, 'never zero instances RUNNING during the drain');
+    assert.equal(after.length, 2);
+    assert.ok(!(await bbs.listCells()).some((c) => c.cell_id === target), 'the drained cell left');
+  });
+
+  it('kill -9 a cell → its instances RUNNING elsewhere after the presence TTL and a convergence pass', async () => {
+    const before = running(await bbs.listActualLRPs({ process_guid: 'pair' }));
+    const victimCell = before[0]?.cell_id ?? '';
+    cells.get(victimCell)?.kill('SIGKILL');
+    const moved = await waitFor(
+      'instances moved',
+      async () => {
+        const l = running(await bbs.listActualLRPs({ process_guid: 'pair' }));
+        return l.length === 2 && l.every((a) => a.cell_id !== victimCell) ? l : undefined;
+      },
+      120_000,
+    );
+    assert.equal(moved.length, 2);
+  });
+});
+
+describe('the rep keeps the BBS true to what runs', { timeout: 300_000 }, () => {
+  it('stale BBS state: a RUNNING row deleted under a running container is recreated by its rep', async () => {
+    // Its own server, whose converger would take a minute: only the rep can bring the row back.
+    const url = await startServer('stale-server', '60s');
+    const client = new BbsClient(url);
+    await startCellProcess('s1', 'z1', 62300, () => url);
+    await client.desireLRP(lrp('stale', 1));
+    const [victim] = await waitFor('stale RUNNING', async () => {
+      const l = running(await client.listActualLRPs({ process_guid: 'stale' }));
+      return l.length === 1 ? l : undefined;
+    });
+    assert.ok(victim);
+    await client.removeActualLRP({
+      process_guid: 'stale',
+      index: victim.index,
+      expected: victim.modification_tag,
+    });
+    const back = await waitFor('the row back', async () => {
+      const group = await client
+        .getActualLRP({ process_guid: 'stale', index: victim.index })
+        .catch(() => undefined);
+      return group?.instance?.state === 'RUNNING' ? group.instance : undefined;
+    });
+    assert.equal(back.cell_id, 's1');
+    assert.equal(back.instance_guid, victim.instance_guid);
+  });
+});
