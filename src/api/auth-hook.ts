@@ -18,8 +18,11 @@ declare module 'fastify' {
 
 const rank: Readonly<Record<Role, number>> = { viewer: 0, operator: 1, admin: 2 };
 
-/** Always open: load balancers and Prometheus carry no tokens. */
-const openPaths: ReadonlySet<string> = new Set(['/healthz', '/metrics']);
+/**
+ * Always open: load balancers and Prometheus carry no tokens, and the dashboard's page and script
+ * are static (its API calls carry the user's token).
+ */
+const openPaths: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/', '/dashboard.js']);
 
 /** The BBS's RPC-style internal routes are all POST; the ones that only read are for viewers too. */
 const readOnlyPosts: ReadonlySet<string> = new Set(

@@ -3,6 +3,7 @@ export * from './auth-hook.js';
 export * from './auth-token-store.js';
 export * from './bbs-server.js';
 export * from './build-app.js';
+export * from './cluster-singletons.js';
+export * from './dashboard-routes.js';
 export * from './history-routes.js';
 export * from './singleton-lease.js';
-export * from './cluster-singletons.js';

@@ -255,6 +255,24 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     );
     const gap = Date.parse(later.last_crashed_at ?? '') - Date.parse(crashed.last_crashed_at ?? '');
     assert.ok(gap >= 2000, `the restart waited for the back-off (gap ${gap} ms)`);
+    // Every crashed container has its own record with history, delivered from the cell's journal.
+    const records = await waitFor('history of the crashes', async () => {
+      const response = await fetch(`${serverUrl}/v1/containers?status=Failed&limit=100`);
+      const body = (await response.json()) as {
+        containers: { id: string; owner_id: string; history: unknown[] }[];
+      };
+      const mine = body.containers.filter((c) => c.owner_id === 'crasher/0');
+      return mine.length >= 3 ? mine : undefined;
+    });
+    const detail = (await (await fetch(`${serverUrl}/v1/containers/${records[0]?.id}`)).json()) as {
+      status: string;
+      history: { status: string; entity_type: string; exit_code: number | null }[];
+    };
+    assert.equal(detail.status, 'Failed');
+    assert.ok(
+      detail.history.some((h) => h.entity_type === 'event' && h.exit_code === 3),
+      JSON.stringify(detail.history),
+    );
     await bbs.removeDesiredLRP({ process_guid: 'crasher' });
   });
 

@@ -78,6 +78,8 @@ export interface ExecutorContainer {
   readonly resource: ContainerResource;
   /** Set once the container is COMPLETED. */
   readonly result?: ContainerResult;
+  /** The app's exit status once COMPLETED (null: it never ran, or its status was lost). */
+  readonly exit_code?: number | null;
   /** Tasks: the first 10 KiB of the task's result_file, read when the container completed. */
   readonly task_result?: string;
   /** Known once the container exists on the network (CREATED and later). */

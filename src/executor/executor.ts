@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { closeSync, existsSync, lstatSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
@@ -55,6 +55,7 @@ interface Record_ {
   podUuid?: string;
   result?: ContainerResult;
   taskResult?: string;
+  exitCode?: number | null;
   netInfo?: ActualLRPNetInfo;
   createdAt: number;
   stopRequested: boolean;
@@ -152,6 +153,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       resource: r.resource,
       ...(r.result ? { result: r.result } : {}),
       ...(r.taskResult !== undefined ? { task_result: r.taskResult } : {}),
+      ...(r.exitCode !== undefined ? { exit_code: r.exitCode } : {}),
       ...(r.netInfo ? { net_info: r.netInfo } : {}),
     };
   }
@@ -389,6 +391,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     clearTimeout(this.monitors.get(record.guid));
     this.monitors.delete(record.guid);
     const code = pod.exit?.exit_code ?? null;
+    record.exitCode = code;
     if (!record.result) {
       record.result = record.stopRequested
         ? { failed: false, reason: 'stopped', kind: 'shutdown' }
@@ -396,7 +399,9 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
             failed: code !== 0,
             reason:
               code === null ? (pod.exit?.reason ?? 'the container vanished') : `exited with status ${code}`,
-            kind: record.tags.kind === 'task' ? (code === 0 ? 'shutdown' : 'crashed') : 'crashed',
+            // Ended on its own: for an LRP that is a crash; for a task, its normal end (the rep's
+            // task table reads `failed`, and treats only `shutdown`, a stop, as interrupted).
+            kind: 'crashed',
           };
     }
     if (record.spec?.result_file) {
@@ -432,6 +437,19 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       }
     }
     return '';
+  }
+
+  /** What the container's app wrote to stdout and stderr (its pod's log), for finalization. */
+  readLog(guid: string): string {
+    const record = this.containers.get(guid);
+    if (!record?.podUuid) return '';
+    const { path } = this.options.runtime.logPath(record.podUuid);
+    return existsSync(path) ? readFileSync(path, 'utf8') : '';
+  }
+
+  /** What a container was launched with, for its history record. */
+  spec(guid: string): ContainerRunSpec | undefined {
+    return this.containers.get(guid)?.spec;
   }
 
   /** Asks a container to stop; its completion then reads `shutdown`, not `crashed`. */

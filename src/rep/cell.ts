@@ -1,6 +1,8 @@
 import type { BbsStore } from '../bbs/index.js';
 import { Executor, type ExecutorCapacity } from '../executor/index.js';
+import type { IngestRecord } from '../history/index.js';
 import { type ImageResolver, PodRuntime } from '../runtime/index.js';
+import { CellHistory } from './cell-history.js';
 import type { CrashPolicy } from './crash-policy.js';
 import { Rep } from './rep.js';
 import { buildRepApp } from './rep-server.js';
@@ -23,6 +25,8 @@ export interface CellOptions {
   readonly crashPolicy?: CrashPolicy;
   readonly portRange?: { readonly from: number; readonly to: number };
   readonly log?: (message: string) => void;
+  /** Where journaled history goes (the server's ingest); without it the journal only fills. */
+  readonly postHistory?: (batch: readonly IngestRecord[]) => Promise<void>;
 }
 
 export interface RunningCell {
@@ -48,6 +52,8 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
       ? { pollIntervalMs: Math.max(100, options.pollIntervalMs / 2) }
       : {}),
   });
+  const history = new CellHistory(options.dataDir, options.cellId, executor, options.log ?? (() => {}));
+  if (options.postHistory) history.start(options.postHistory);
   executor.start();
   const [host = '127.0.0.1', portText = '0'] = options.listen.split(/:(?=\d+$)/);
   // The rep must exist before the app, and the app's address before the rep registers presence.
@@ -78,6 +84,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
   const close = async () => {
     rep.stop();
     executor.stop();
+    await history.stop();
     await app.close();
   };
   return {

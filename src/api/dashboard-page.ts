@@ -1,0 +1,123 @@
+// The dashboard's page and script, kept as strings so the build (tsc) ships them with no copy step.
+
+export const dashboardHtml = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>berth</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+  header { background: #14324a; color: #fff; padding: 10px 20px; display: flex; gap: 16px; align-items: center; }
+  header h1 { font-size: 18px; margin: 0; }
+  header input { flex: 1; max-width: 420px; padding: 4px 6px; }
+  main { display: grid; grid-template-columns: minmax(320px, 1fr) minmax(320px, 1fr); gap: 16px; padding: 16px 20px; }
+  section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 12px 16px; }
+  h2 { font-size: 15px; margin: 0 0 8px; }
+  ul { list-style: none; padding-left: 16px; margin: 4px 0; }
+  .state { display: inline-block; padding: 0 6px; border-radius: 3px; font-size: 12px; background: #e3e7ec; }
+  .stable, .RUNNING, .Running, .Complete, .succeeded { background: #cdebd3; }
+  .pending, .updating, .scaling, .CLAIMED, .UNCLAIMED, .running, .Created { background: #fbeec4; }
+  .failed, .degraded, .CRASHED, .Failed, .Killed { background: #f6cfcf; }
+  .unit { cursor: pointer; text-decoration: underline dotted; }
+  .muted { color: #68737d; }
+  table { border-collapse: collapse; width: 100%; }
+  td, th { text-align: left; padding: 2px 6px; border-bottom: 1px solid #eef0f2; font-size: 13px; }
+  #error { color: #a31f1f; }
+</style>
+</head>
+<body>
+<header><h1>berth</h1><input id="token" type="password" placeholder="API token (berth up prints it)"><span id="error"></span></header>
+<main>
+  <section><h2>Systems</h2><div id="systems" class="muted">loading…</div></section>
+  <section><h2 id="timeline-title">Container history</h2><div id="timeline" class="muted">Pick a unit to see its container's history.</div></section>
+</main>
+<script src="/dashboard.js"></script>
+</body>
+</html>
+`;
+
+export const dashboardScript = `'use strict';
+const tokenInput = document.getElementById('token');
+const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromHash) { localStorage.setItem('berth-token', fromHash); history.replaceState(null, '', '/'); }
+tokenInput.value = localStorage.getItem('berth-token') || '';
+tokenInput.addEventListener('change', () => { localStorage.setItem('berth-token', tokenInput.value.trim()); refresh(); });
+let selected = null;
+
+async function api(path) {
+  const token = tokenInput.value.trim();
+  const response = await fetch(path, { headers: token ? { authorization: 'Bearer ' + token } : {} });
+  if (!response.ok) throw new Error(path + ': HTTP ' + response.status);
+  return response.json();
+}
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'onclick') node.addEventListener('click', v); else node.setAttribute(k, v);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+const badge = (state) => el('span', { class: 'state ' + state, 'data-state': state }, state);
+
+async function renderSystems() {
+  const { systems } = await api('/v1/systems');
+  const root = el('ul', { id: 'system-list' });
+  for (const summary of systems) {
+    const system = await api('/v1/systems/' + encodeURIComponent(summary.name));
+    const services = el('ul');
+    for (const service of system.services) {
+      const units = el('ul');
+      for (const unit of service.units || []) {
+        const label = 'unit ' + unit.index + (unit.principal ? ' (sidecar of ' + unit.principal + ')' : '');
+        units.append(el('li', {}, el('span', { class: 'unit', onclick: () => { selected = { service, unit }; renderTimeline(); } }, label), ' ',
+          badge(unit.state || unit.life), unit.cell_id ? ' on ' + unit.cell_id : ''));
+      }
+      services.append(el('li', { 'data-path': service.path }, el('strong', {}, service.path), ' ', badge(service.state), ' ', el('span', { class: 'muted' }, service.life), units));
+    }
+    const relations = el('ul');
+    for (const relation of system.relations || []) {
+      relations.append(el('li', { class: 'muted' }, 'relation ' + relation.endpoints.join(' ↔ ') + ' (' + relation.life + ')'));
+    }
+    root.append(el('li', { 'data-system': system.name }, el('strong', {}, system.name), ' ', badge(system.state), services, relations));
+  }
+  const target = document.getElementById('systems');
+  target.replaceChildren(systems.length ? root : 'No systems yet: berth deploy FILE');
+  target.className = '';
+}
+
+async function renderTimeline() {
+  if (!selected) return;
+  const { service, unit } = selected;
+  const title = document.getElementById('timeline-title');
+  const target = document.getElementById('timeline');
+  title.textContent = 'History of ' + service.path + ' unit ' + unit.index;
+  if (!service.process_guid) { target.textContent = 'This unit has no container (yet).'; return; }
+  const actuals = await api('/v1/actual_lrps?process_guid=' + encodeURIComponent(service.process_guid));
+  const list = Array.isArray(actuals) ? actuals : actuals.actual_lrps || [];
+  const actual = list.find((a) => a.index === unit.index && !a.evacuating);
+  if (!actual || !actual.instance_guid) { target.textContent = 'Not placed yet.'; return; }
+  let record;
+  try { record = await api('/v1/containers/' + encodeURIComponent(actual.instance_guid)); }
+  catch { target.textContent = 'No history recorded yet for container ' + actual.instance_guid + '.'; return; }
+  const rows = record.history.map((h) => el('tr', {}, el('td', {}, h.time_recorded), el('td', {}, badge(h.status)), el('td', {}, h.entity_type), el('td', {}, h.exit_code ?? ''), el('td', {}, h.message || '')));
+  target.className = '';
+  target.replaceChildren(el('p', {}, 'container ', el('code', {}, record.id), ' ', badge(record.status)),
+    el('table', { id: 'timeline-table' }, el('tr', {}, el('th', {}, 'time'), el('th', {}, 'status'), el('th', {}, 'by'), el('th', {}, 'exit'), el('th', {}, 'message')), ...rows));
+}
+
+async function refresh() {
+  try {
+    await renderSystems();
+    await renderTimeline();
+    document.getElementById('error').textContent = '';
+  } catch (err) {
+    document.getElementById('error').textContent = String(err.message || err);
+  }
+}
+refresh();
+setInterval(refresh, 2000);
+`;

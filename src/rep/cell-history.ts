@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+import type { Executor, ExecutorContainer } from '../executor/index.js';
+import { CellEventJournal, collectFinalization, type IngestRecord } from '../history/index.js';
+
+/**
+ * What a cell tells the history layer (seed 001): each container's launch, its start, its death
+ * with the exit code, and its finalization (logs, then Complete or Failed). Observations go to an
+ * on-disk journal first and are delivered in order while the server is reachable, so nothing
+ * observed during an outage is lost and every item keeps its original external_timestamp.
+ */
+export class CellHistory {
+  readonly journal: CellEventJournal;
+  private readonly controller = new AbortController();
+  private delivery: Promise<void> | undefined;
+  private readonly launched = new Set<string>();
+
+  constructor(
+    dataDir: string,
+    private readonly cellId: string,
+    private readonly executor: Executor,
+    private readonly log: (message: string) => void,
+  ) {
+    this.journal = new CellEventJournal({ dir: join(dataDir, 'history-journal') });
+  }
+
+  start(post: (batch: readonly IngestRecord[]) => Promise<void>): void {
+    this.executor.on('container', (container) => {
+      try {
+        this.observe(container);
+      } catch (err) {
+        this.log(`history: ${String(err)}`);
+      }
+    });
+    this.delivery = this.journal.runDelivery({
+      post,
+      signal: this.controller.signal,
+      onError: (err, retryInMs) =>
+        this.log(`history delivery failed, retrying in ${retryInMs} ms: ${String(err)}`),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await this.delivery?.catch(() => {});
+  }
+
+  private observe(container: ExecutorContainer): void {
+    const now = new Date().toISOString();
+    if (!this.launched.has(container.guid)) {
+      this.launched.add(container.guid);
+      const spec = this.executor.spec(container.guid);
+      this.journal.recordLaunch(
+        {
+          id: container.guid,
+          image: spec?.image ?? '',
+          command: spec?.command ?? [],
+          env_names: Object.keys(spec?.env ?? {}),
+          cell_id: this.cellId,
+          owner_kind: container.tags.kind,
+          owner_id:
+            container.tags.kind === 'lrp'
+              ? `${container.tags.process_guid}/${container.tags.index}`
+              : container.tags.task_guid,
+          system: null,
+        },
+        now,
+      );
+    }
+    if (container.state === 'RUNNING') {
+      this.journal.record({
+        container_id: container.guid,
+        event: 'start',
+        external_timestamp: now,
+        entity_type: 'event',
+      });
+      return;
+    }
+    if (container.state !== 'COMPLETED') return;
+    const exitCode = container.exit_code ?? null;
+    const stopped = container.result?.kind === 'shutdown' && container.tags.kind === 'lrp';
+    this.journal.record({
+      container_id: container.guid,
+      event: stopped ? 'kill' : 'die',
+      external_timestamp: now,
+      exit_code: exitCode,
+      message: container.result?.reason ?? null,
+      entity_type: 'event',
+    });
+    const logs = this.executor.readLog(container.guid);
+    void collectFinalization({
+      container_id: container.guid,
+      exit_code: exitCode,
+      readLogs: async () => logs,
+    }).then(
+      (record) => this.journal.recordFinalization(record),
+      (err: unknown) => this.log(`history finalization: ${String(err)}`),
+    );
+  }
+}
