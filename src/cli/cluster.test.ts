@@ -368,3 +368,83 @@ describe('the rep keeps the BBS true to what runs', { timeout: 300_000 }, () => 
     assert.equal(back.instance_guid, victim.instance_guid);
   });
 });
+
+describe('tasks on real cells', { timeout: 300_000 }, () => {
+  const task = (guid: string, command: string[], extra: Record<string, unknown> = {}) => ({
+    task_guid: guid,
+    domain: 'tests',
+    image: 'bb:1',
+    command,
+    env: {},
+    memory_mb: 16,
+    disk_mb: 16,
+    result_file: '',
+    completion_callback_url: '',
+    placement_tags: [],
+    ...extra,
+  });
+  const completed = (guid: string) =>
+    waitFor(
+      `task ${guid} COMPLETED`,
+      async () => {
+        const t = await bbs.getTask({ task_guid: guid });
+        return t.state === 'COMPLETED' ? t : undefined;
+      },
+      120_000,
+    );
+
+  it('a task that writes its result file completes with that result', async () => {
+    await bbs.desireTask(
+      task('t-result', ['/bin/sh', '-c', 'echo -n forty-two > /tmp/result'], { result_file: '/tmp/result' }),
+    );
+    const done = await completed('t-result');
+    assert.equal(done.failed, false, done.failure_reason);
+    assert.equal(done.result, 'forty-two');
+  });
+
+  it('a failing task completes failed with its exit status in failure_reason', async () => {
+    await bbs.desireTask(task('t-fail', ['/bin/sh', '-c', 'exit 7']));
+    const done = await completed('t-fail');
+    assert.equal(done.failed, true);
+    assert.match(done.failure_reason, /7/);
+  });
+
+  it('cancel mid-run → COMPLETED failed "task was cancelled", and its container is destroyed', async () => {
+    await bbs.desireTask(task('t-cancel', ['/bin/sleep', '1000']));
+    const runningTask = await waitFor(
+      't-cancel RUNNING',
+      async () => {
+        const t = await bbs.getTask({ task_guid: 't-cancel' });
+        return t.state === 'RUNNING' ? t : undefined;
+      },
+      120_000,
+    );
+    await bbs.cancelTask({ task_guid: 't-cancel' });
+    const done = await bbs.getTask({ task_guid: 't-cancel' });
+    assert.equal(done.state, 'COMPLETED');
+    assert.equal(done.failure_reason, 'task was cancelled');
+    const cellDir = join(root, runningTask.cell_id);
+    await waitFor('the container gone', async () => {
+      const result = await runBerth(['list', '--dir', cellDir, '--format', 'json']);
+      const pods = JSON.parse(result.stdout) as { name: string; state: string }[];
+      return pods.some((p) => p.name === 't-cancel' && p.state === 'running') ? undefined : true;
+    });
+  });
+
+  it('kill -9 the cell running a task → the task fails "cell disappeared before completion" and never runs again', async () => {
+    await bbs.desireTask(task('t-orphan', ['/bin/sleep', '1000']));
+    const runningTask = await waitFor(
+      't-orphan RUNNING',
+      async () => {
+        const t = await bbs.getTask({ task_guid: 't-orphan' });
+        return t.state === 'RUNNING' ? t : undefined;
+      },
+      120_000,
+    );
+    cells.get(runningTask.cell_id)?.kill('SIGKILL');
+    const done = await completed('t-orphan');
+    assert.equal(done.failed, true);
+    assert.equal(done.failure_reason, 'cell disappeared before completion');
+    assert.equal(done.cell_id, runningTask.cell_id, 'never moved to another cell');
+  });
+});

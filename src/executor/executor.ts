@@ -273,7 +273,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       });
       const info = runtime.status(prepared.location.uuid);
       record.netInfo = this.netInfo(info.network?.ports ?? mappings);
-      if (record.state !== 'INITIALIZING') return;
+      if (record.state !== 'INITIALIZING') {
+        // Deleted or stopped while its pod was starting: the pod must not outlive the container.
+        await runtime.stop(prepared.location.uuid, 0).catch(() => undefined);
+        if (!this.containers.has(guid)) await runtime.remove(prepared.location.uuid).catch(() => undefined);
+        return;
+      }
       this.move(record, 'CREATED');
       this.scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
     } catch (err) {
