@@ -10,7 +10,9 @@ const available = existsSync('dist/bench')
   : [];
 const [name, ...args] = process.argv.slice(2);
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench NAME [args]\nbenchmarks: ${available.join(', ') || '(none built: run scripts/setup)'}`);
+  console.error(
+    `usage: npm run bench NAME [args]\nbenchmarks: ${available.join(', ') || '(none built: run scripts/setup)'}`,
+  );
   process.exit(name ? 2 : 0);
 }
 const result = spawnSync(process.execPath, [`dist/bench/${name}.bench.js`, ...args], { stdio: 'inherit' });
