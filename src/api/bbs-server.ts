@@ -9,8 +9,9 @@ import {
   taskCallbackSingleton,
 } from '../bbs/index.js';
 import { InvalidArgumentError } from '../core/index.js';
-import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { HistoryStore } from '../history/index.js';
+import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
+import type { RegistryRoutesOptions } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
 import { buildApp } from './build-app.js';
 import { createHistoryServerParts } from './history-routes.js';
@@ -23,8 +24,11 @@ export interface BbsServerOptions {
   readonly listen: string;
   /** A pino logger, or false for silence (tests). Default: JSON lines on stderr at "info". */
   readonly logger?: Logger | false;
-  /** Singletons this server competes for; the BBS's own janitor is always one of them. */
-  readonly singletons?: readonly Singleton[];
+  /**
+   * Singletons this server competes for; the BBS's own janitor is always one of them. A function
+   * gets the server's own store: a second SQLite handle in one process would block the first.
+   */
+  readonly singletons?: readonly Singleton[] | ((store: SqlBbsStore) => readonly Singleton[]);
   readonly leaseTtlMs?: number;
   /** Events older than this are pruned by the janitor (default 24h). */
   readonly eventRetentionMs?: number;
@@ -39,6 +43,8 @@ export interface BbsServerOptions {
   readonly dataDir?: string;
   /** Run systems (deploys, teardowns, status; src/model) in this server; options tune its worker. */
   readonly systems?: boolean | Omit<SystemDeployerOptions, 'store' | 'backend' | 'owner'>;
+  /** Serve the OCI registry of this image store under `/v2/`. */
+  readonly registry?: RegistryRoutesOptions;
 }
 
 export interface BbsServer {
@@ -102,6 +108,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     auth: parts.auth,
     plugins: [parts.plugin, ...(options.plugins ?? [])],
     ...(systems ? { systems } : {}),
+    ...(options.registry ? { registry: options.registry } : {}),
   });
   try {
     await app.listen({ host, port });
@@ -124,7 +131,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         if (logger) logger.warn({ err }, 'task callback worker pass failed');
       },
     }),
-    ...(options.singletons ?? []),
+    ...(typeof options.singletons === 'function' ? options.singletons(store) : (options.singletons ?? [])),
   ];
   for (const singleton of singletons) {
     const lease = new SingletonLease({

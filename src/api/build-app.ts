@@ -3,9 +3,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
 import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
+import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
-import { systemRoutes } from './system-routes.js';
 import { type AppAuth, installAuth } from './auth-hook.js';
+import { systemRoutes } from './system-routes.js';
 
 export interface AppDeps {
   readonly store: BbsStore;
@@ -16,6 +17,8 @@ export interface AppDeps {
   readonly onEvents?: (listener: () => void) => () => void;
   /** Extra facts for `/healthz` (e.g. which singletons this server holds). */
   readonly health?: () => Record<string, unknown>;
+  /** The OCI registry under `/v2/` (issue 7), serving this data dir's image store. */
+  readonly registry?: RegistryRoutesOptions;
   /**
    * Bearer-token auth (src/api/auth-hook.ts): a token verifier, or 'none' — the default here, so
    * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
@@ -87,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });
+  if (deps.registry) await registryRoutes(app, deps.registry);
   if (deps.systems) await systemRoutes(deps.systems)(app);
   for (const plugin of deps.plugins ?? []) await plugin(app);
 

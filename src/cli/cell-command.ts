@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { BbsClient } from '../bbs/index.js';
 import { InvalidArgumentError, NotFoundError, parseDuration } from '../core/index.js';
+import { HistoryClient } from '../history/index.js';
 import { pullingImageResolver } from '../registry/index.js';
 import { defaultCrashPolicy, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
@@ -51,6 +52,7 @@ const cell: CommandSpec = {
       throw new InvalidArgumentError(`Invalid --ports "${portsText}": expected FROM-TO`, { flag: 'ports' });
     }
     const store = openImageStore(dir);
+    const history = new HistoryClient(bbsUrl, token ? { token } : {});
     const cellId = stringOption(ctx.values, 'id') ?? hostname();
     const running = await startCell({
       bbs,
@@ -76,6 +78,9 @@ const cell: CommandSpec = {
       },
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
       log: (message) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`),
+      postHistory: async (batch) => {
+        await history.ingest(batch);
+      },
     });
     // The first stdout line is the rep URL, so scripts and tests can find a port-0 cell.
     ctx.stdout.write(`${running.url}\n`);

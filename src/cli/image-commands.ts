@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../core/index.js';
 import type { ImageSummary } from '../runtime/image/index.js';
 import { booleanOption, type CommandContext, type CommandSpec, dataDir, stringOption } from './command.js';
+import { registryCommands } from './image-push-pull.js';
 import { renderTable } from './table-output.js';
 
 async function openStore(ctx: CommandContext) {
@@ -129,4 +130,5 @@ export const commands: readonly CommandSpec[] = [
   importRootfsCommand,
   listCommand,
   removeCommand,
+  ...registryCommands,
 ];

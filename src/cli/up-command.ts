@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterSingletons, startBbsServer } from '../api/index.js';
-import { openBbsStore } from '../bbs/index.js';
+import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import { parseDuration } from '../core/index.js';
+import { HistoryClient } from '../history/index.js';
 import { defaultCrashPolicy, startCell } from '../rep/index.js';
-import { openImageStore } from '../runtime/image/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
+import { openImageStore } from '../runtime/image/index.js';
 import { type CommandSpec, dataDir, intOption, stringOption } from './command.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
@@ -33,16 +34,22 @@ const up: CommandSpec = {
     // The example needs an image; the busybox of Debian's busybox-static makes one offline.
     if (!images.list().some((image) => image.names.includes('bb:1'))) {
       const { mkdtempSync, rmSync } = await import('node:fs');
-      const tmp = mkdtempSync(join(dir, 'images', 'tmp', 'up-'));
+      // Outside the store: an import clears the store's own tmp/ of leftovers first.
+      const tmp = mkdtempSync(join(tmpdir(), 'berth-up-'));
       try {
         await images.importRootfs(makeBusyboxRootfs(join(tmp, 'rootfs')), 'bb:1');
       } finally {
         rmSync(tmp, { recursive: true, force: true });
       }
     }
-    const convergenceIntervalMs = parseDuration(stringOption(ctx.values, 'convergence-interval') ?? '10s', '--convergence-interval');
-    const pollIntervalMs = parseDuration(stringOption(ctx.values, 'poll-interval') ?? '2s', '--poll-interval');
-    const clusterStore = await openBbsStore(db);
+    const convergenceIntervalMs = parseDuration(
+      stringOption(ctx.values, 'convergence-interval') ?? '10s',
+      '--convergence-interval',
+    );
+    const pollIntervalMs = parseDuration(
+      stringOption(ctx.values, 'poll-interval') ?? '2s',
+      '--poll-interval',
+    );
     const auth = stringOption(ctx.values, 'auth') === 'none' ? 'none' : 'tokens';
     const server = await startBbsServer({
       db,
@@ -51,8 +58,15 @@ const up: CommandSpec = {
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
       registry: { dataDir: dir },
       systems: true,
-      singletons: clusterSingletons(clusterStore, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
+      plugins: [dashboardPlugin],
+      singletons: (store) =>
+        clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
     });
+    const tokenFile = join(dir, 'admin.token');
+    const history = new HistoryClient(
+      server.url,
+      existsSync(tokenFile) ? { token: readFileSync(tokenFile, 'utf8').trim() } : {},
+    );
     const cell = await startCell({
       bbs: server.store,
       cellId: 'local',
@@ -69,17 +83,27 @@ const up: CommandSpec = {
       pollIntervalMs,
       presenceTtlMs: 30_000,
       log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
+      postHistory: async (batch) => {
+        await history.ingest(batch);
+      },
     });
     const tokenPath = join(dir, 'admin.token');
+    const adminToken =
+      auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : '';
     ctx.stdout.write(`berth is up: ${server.url}\n`);
-    ctx.stdout.write(`  dashboard: ${server.url}/\n`);
-    if (auth === 'tokens' && existsSync(tokenPath)) ctx.stdout.write(`  admin token: ${tokenPath}\n`);
+    // The token rides in the fragment, which browsers never send to the server.
+    ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
+    if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
     ctx.stdout.write(`  cell "local": ${cell.url}\n`);
     if (!ctx.values['no-example'] && existsSync(exampleSystemPath)) {
-      const token = auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : undefined;
+      const token =
+        auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : undefined;
       const response = await fetch(`${server.url}/v1/deploys`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
         body: JSON.stringify({ definition: readFileSync(exampleSystemPath, 'utf8') }),
       });
       const body = (await response.json().catch(() => ({}))) as { id?: string; message?: string };
@@ -101,7 +125,6 @@ const up: CommandSpec = {
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
     await cell.close();
     await server.close();
-    await clusterStore.close();
     return 0;
   },
 };

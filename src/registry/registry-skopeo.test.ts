@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { FastifyInstance } from 'fastify';
+import { openImageStore } from '../runtime/image/index.js';
+import { tarBytes, writeOciLayout } from '../runtime/image/oci-fixture-builder.js';
+import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { startRegistry } from './registry-test-server.js';
+
+/**
+ * skopeo talks to a registry served by this very process: it must run asynchronously, or the
+ * blocked event loop never answers it.
+ */
+const skopeo = async (args: readonly string[]): Promise<string> =>
+  (await promisify(execFile)('skopeo', [...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })).stdout;
+
+const hasSkopeo = spawnSync('skopeo', ['--version'], { stdio: 'ignore' }).status === 0;
+
+/** Every file of an OCI layout (or unpacked oci-archive), path → bytes. */
+function files(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const name of readdirSync(join(dir, 'blobs', 'sha256'))) {
+    out.set(name, readFileSync(join(dir, 'blobs', 'sha256', name)));
+  }
+  return out;
+}
+
+/**
+ * Real client interop: Debian's skopeo (containers/image, the library podman uses) pushes an
+ * oci-archive to the registry and pulls it back; every blob and the manifest come back
+ * byte-identical, and the pushed image is in the store ready to run.
+ */
+describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is not installed' }, () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'berth-registry-skopeo-'));
+  const serverDir = join(scratch, 'server');
+  let app: FastifyInstance;
+  let host = '';
+  const archive = join(scratch, 'busybox.tar');
+  const layout = join(scratch, 'layout');
+  let manifestDigest = '';
+  let configDigest = '';
+
+  before(async () => {
+    const started = await startRegistry(serverDir);
+    app = started.app;
+    host = new URL(started.url).host;
+    const seed = openImageStore(join(scratch, 'seed'));
+    await seed.importRootfs(makeBusyboxRootfs(join(scratch, 'rootfs')), 'seed');
+    const resolved = await seed.resolve('seed');
+    const manifest = JSON.parse(readFileSync(seed.blobPath(resolved.manifestDigest), 'utf8')) as {
+      layers: { digest: string }[];
+    };
+    const busyboxLayer = readFileSync(seed.blobPath(manifest.layers[0]?.digest ?? ''));
+    const upper = await tarBytes([{ name: 'etc/motd', body: 'via skopeo\n' }]);
+    mkdirSync(layout);
+    ({ manifestDigest, configDigest } = writeOciLayout(layout, {
+      layers: [busyboxLayer, upper],
+      config: { Cmd: ['/bin/cat', '/etc/motd'] },
+    }));
+    execFileSync('skopeo', ['copy', '--quiet', `oci:${layout}`, `oci-archive:${archive}`], { stdio: 'pipe' });
+  });
+  after(async () => {
+    await app.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('skopeo copy oci-archive → docker://registry pushes; the image is tagged in the store', async () => {
+    await skopeo([
+      'copy',
+      '--quiet',
+      '--dest-tls-verify=false',
+      `oci-archive:${archive}`,
+      `docker://${host}/library/busybox:1.36`,
+    ]);
+    const store = openImageStore(serverDir);
+    const image = store.list().find((i) => i.names.includes('library/busybox:1.36'));
+    assert.ok(image, 'visible as library/busybox:1.36');
+    assert.equal(image.id, configDigest);
+    assert.equal(image.manifestDigest, manifestDigest, 'the manifest is stored as pushed');
+    const tags = await skopeo(['list-tags', '--tls-verify=false', `docker://${host}/library/busybox`]);
+    assert.deepEqual((JSON.parse(tags) as { Tags: string[] }).Tags, ['1.36']);
+  });
+
+  it('skopeo copy docker://registry → oci-archive pulls it back byte-identical', async () => {
+    const out = join(scratch, 'pulled.tar');
+    await skopeo([
+      'copy',
+      '--quiet',
+      '--src-tls-verify=false',
+      `docker://${host}/library/busybox:1.36`,
+      `oci-archive:${out}`,
+    ]);
+    const unpacked = join(scratch, 'pulled');
+    mkdirSync(unpacked);
+    execFileSync('tar', ['-xf', out, '-C', unpacked]);
+    const original = files(layout);
+    const pulled = files(unpacked);
+    assert.deepEqual([...pulled.keys()].sort(), [...original.keys()].sort());
+    for (const [name, bytes] of original)
+      assert.ok(pulled.get(name)?.equals(bytes), `blob ${name} is identical`);
+    const index = JSON.parse(readFileSync(join(unpacked, 'index.json'), 'utf8')) as {
+      manifests: { digest: string }[];
+    };
+    assert.equal(index.manifests[0]?.digest, manifestDigest);
+  });
+
+  it('skopeo inspect reads the config through the registry', async () => {
+    const text = await skopeo([
+      'inspect',
+      '--tls-verify=false',
+      '--config',
+      `docker://${host}/library/busybox:1.36`,
+    ]);
+    const config = JSON.parse(text) as { config: { Cmd: string[] } };
+    assert.deepEqual(config.config.Cmd, ['/bin/cat', '/etc/motd']);
+  });
+});

@@ -1,0 +1,198 @@
+import { createHash, type Hash, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, readdir, rm, stat, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errnoCode } from '../core/index.js';
+import type { HashedFile } from '../runtime/image/index.js';
+import { RegistryError } from './registry-errors.js';
+
+interface Session {
+  /** sha256 of the file's bytes so far; undefined after a failed write (rehashed at the end). */
+  hash: Hash | undefined;
+  hashedBytes: number;
+  /** Serializes the requests of one upload: chunks must land in order. */
+  queue: Promise<unknown>;
+}
+
+const idPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Blob uploads of the registry: one file per upload in the store's `uploads/` (so the finished
+ * blob is renamed into `blobs/`, never copied). The file is the truth; the running hash is kept in
+ * memory only to avoid reading 100 MiB twice, and is rebuilt from the file after a server restart
+ * or a broken chunk, so an upload resumes from whatever offset the file has. Uploads idle longer
+ * than `idleTtlMs` are deleted by `sweep`.
+ */
+export class UploadSessions {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly dir: string,
+    readonly idleTtlMs: number,
+  ) {}
+
+  async create(): Promise<string> {
+    const id = randomUUID();
+    const handle = await open(this.path(id), 'wx', 0o600);
+    await handle.close();
+    this.sessions.set(id, { hash: createHash('sha256'), hashedBytes: 0, queue: Promise.resolve() });
+    return id;
+  }
+
+  /** Bytes received so far; BLOB_UPLOAD_UNKNOWN if there is no such upload. */
+  async size(id: string): Promise<number> {
+    const info = await stat(this.path(id)).catch((err: unknown) => {
+      if (errnoCode(err) === 'ENOENT') throw unknownUpload(id);
+      throw err;
+    });
+    return info.size;
+  }
+
+  /**
+   * Appends a chunk. With `range` (the request's Content-Range), the chunk must start where the
+   * upload ends, else 416 with the current Range, as the spec says for out-of-order chunks.
+   */
+  append(
+    id: string,
+    body: AsyncIterable<Uint8Array>,
+    range?: { readonly start: number; readonly end: number },
+  ): Promise<number> {
+    return this.serialized(id, async (session) => {
+      const start = await this.size(id);
+      if (range !== undefined && range.start !== start) {
+        throw new RegistryError(
+          'BLOB_UPLOAD_INVALID',
+          `the chunk starts at byte ${range.start}, but the upload has ${start} bytes`,
+          { expected: start, got: range.start },
+          { status: 416, headers: { Range: rangeHeader(start), 'Docker-Upload-UUID': id } },
+        );
+      }
+      const written = await this.write(id, session, body, start);
+      if (range !== undefined && range.end - range.start + 1 !== written) {
+        await truncate(this.path(id), start);
+        session.hash = undefined;
+        throw new RegistryError(
+          'BLOB_UPLOAD_INVALID',
+          `Content-Range says ${range.end - range.start + 1} bytes, the body had ${written}`,
+          { range },
+        );
+      }
+      return start + written;
+    });
+  }
+
+  /**
+   * Appends the last chunk (if any), then checks the whole upload against `digest`. On a
+   * mismatch the upload is deleted (nothing of it stays). On success the caller moves the file
+   * into the store and then calls `forget`.
+   */
+  finish(id: string, digest: string, body: AsyncIterable<Uint8Array> | undefined): Promise<HashedFile> {
+    return this.serialized(id, async (session) => {
+      const start = await this.size(id);
+      if (body !== undefined) await this.write(id, session, body, start);
+      const path = this.path(id);
+      const size = await this.size(id);
+      const handle = await open(path, 'r+');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      let hex: string;
+      if (session.hash !== undefined && session.hashedBytes === size) hex = session.hash.digest('hex');
+      else hex = await hashFile(path);
+      session.hash = undefined;
+      const actual = `sha256:${hex}`;
+      if (actual !== digest) {
+        await this.cancel(id);
+        throw new RegistryError(
+          'DIGEST_INVALID',
+          `the uploaded content has digest ${actual}, not ${digest}`,
+          { expected: digest, actual },
+        );
+      }
+      return { path, digest: actual, size };
+    });
+  }
+
+  async cancel(id: string): Promise<void> {
+    this.sessions.delete(id);
+    await rm(this.path(id), { force: true });
+  }
+
+  forget(id: string): void {
+    this.sessions.delete(id);
+  }
+
+  /** Deletes uploads idle for longer than the TTL (a client that gave up); returns how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      const path = join(this.dir, name);
+      const info = await stat(path).catch(() => undefined);
+      if (info === undefined || now - info.mtimeMs <= this.idleTtlMs) continue;
+      this.sessions.delete(name);
+      await rm(path, { recursive: true, force: true });
+      removed += 1;
+    }
+    return removed;
+  }
+
+  private path(id: string): string {
+    if (!idPattern.test(id)) throw unknownUpload(id);
+    return join(this.dir, id);
+  }
+
+  private async write(
+    id: string,
+    session: Session,
+    body: AsyncIterable<Uint8Array>,
+    start: number,
+  ): Promise<number> {
+    if (session.hash !== undefined && session.hashedBytes !== start) session.hash = undefined;
+    const handle = await open(this.path(id), 'a');
+    let written = 0;
+    try {
+      for await (const chunk of body) {
+        await handle.write(chunk);
+        session.hash?.update(chunk);
+        written += chunk.length;
+        session.hashedBytes = start + written;
+      }
+    } catch (err) {
+      // The file keeps what arrived (the client may resume from there); the hash is rebuilt.
+      session.hash = undefined;
+      throw err;
+    } finally {
+      await handle.close();
+    }
+    return written;
+  }
+
+  private serialized<T>(id: string, fn: (session: Session) => Promise<T>): Promise<T> {
+    let session = this.sessions.get(id);
+    if (session === undefined) {
+      // Known on disk but not in memory (server restarted): continue without a running hash.
+      session = { hash: undefined, hashedBytes: 0, queue: Promise.resolve() };
+      this.sessions.set(id, session);
+    }
+    const own = session;
+    const run = own.queue.then(() => fn(own));
+    own.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+export function rangeHeader(size: number): string {
+  return `0-${size > 0 ? size - 1 : 0}`;
+}
+
+function unknownUpload(id: string): RegistryError {
+  return new RegistryError('BLOB_UPLOAD_UNKNOWN', `there is no upload ${id}`, { uuid: id });
+}
+
+async function hashFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
