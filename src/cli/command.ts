@@ -104,3 +104,27 @@ export function intOption(values: OptionValues, name: string): number | undefine
 export function dataDir(values: OptionValues): string {
   return stringOption(values, 'dir') ?? process.env.BERTH_DIR ?? '/var/lib/berth';
 }
+
+/** `--format`: one of `allowed` (the first is the default), or an error naming the flag. */
+export function formatOption(ctx: Pick<CommandContext, 'values'>, allowed: readonly string[]): string {
+  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
+  if (!allowed.includes(format)) {
+    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
+      flag: 'format',
+    });
+  }
+  return format;
+}
+
+/** Resolves on the first SIGTERM or SIGINT: how long-running commands (server, up) end. */
+export function untilStopSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}

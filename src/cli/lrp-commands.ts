@@ -10,20 +10,10 @@ import {
   DesiredLRPDefinitionSchema,
 } from '../bbs/index.js';
 import { errnoCode, InvalidArgumentError } from '../core/index.js';
-import { booleanOption, type CommandContext, type CommandSpec, stringOption } from './command.js';
+import { booleanOption, type CommandSpec, formatOption, stringOption } from './command.js';
 import { serverClient, serverFlags, serverFlagsUsage } from './server-client.js';
 import { renderTable } from './table-output.js';
 import { defaultCliDomain } from './task-commands.js';
-
-function formatOption(ctx: CommandContext, allowed: readonly string[]): string {
-  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
-  if (!allowed.includes(format)) {
-    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
-      flag: 'format',
-    });
-  }
-  return format;
-}
 
 const lrpPath = (guid: string) => `/v1/desired_lrps/${encodeURIComponent(guid)}`;
 

@@ -9,6 +9,7 @@ import {
   type CommandContext,
   type CommandSpec,
   dataDir,
+  formatOption,
   intOption,
   stringListOption,
   stringOption,
@@ -187,16 +188,6 @@ export function podJson(info: PodInfo): Record<string, unknown> {
       info.exit?.reason ?? (info.state === 'exited' && !info.exit ? 'exit status was not recorded' : null),
     labels: info.manifest?.labels ?? {},
   };
-}
-
-function formatOption(ctx: CommandContext, allowed: readonly string[]): string {
-  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
-  if (!allowed.includes(format)) {
-    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
-      flag: 'format',
-    });
-  }
-  return format;
 }
 
 const status: CommandSpec = {

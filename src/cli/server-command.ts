@@ -3,7 +3,7 @@ import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index
 import type { BbsStore } from '../bbs/index.js';
 import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
-import { type CommandSpec, dataDir, stringOption } from './command.js';
+import { type CommandSpec, dataDir, stringOption, untilStopSignal } from './command.js';
 import {
   taskCallbackConfigFromFlags,
   taskCallbackServerFlags,
@@ -76,15 +76,7 @@ const server: CommandSpec = {
     });
     // The first line on stdout is the URL, so scripts (and tests) using port 0 can find it.
     ctx.stdout.write(`${running.url}\n`);
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGTERM', stop);
-        process.off('SIGINT', stop);
-        resolve();
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-    });
+    await untilStopSignal();
     await running.close();
     return 0;
   },

@@ -5,6 +5,7 @@ import {
   booleanOption,
   type CommandContext,
   type CommandSpec,
+  formatOption,
   intOption,
   type OptionValues,
   stringListOption,
@@ -25,16 +26,6 @@ function guidArg(ctx: CommandContext): string {
   const guid = ctx.positionals[0];
   if (!guid) throw new InvalidArgumentError('GUID is required');
   return guid;
-}
-
-function formatOption(ctx: CommandContext, allowed: readonly string[]): string {
-  const format = stringOption(ctx.values, 'format') ?? allowed[0] ?? 'table';
-  if (!allowed.includes(format)) {
-    throw new InvalidArgumentError(`Invalid --format "${format}": expected ${allowed.join(' or ')}`, {
-      flag: 'format',
-    });
-  }
-  return format;
 }
 
 function nonNegative(values: OptionValues, name: string): number | undefined {

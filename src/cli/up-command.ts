@@ -7,7 +7,7 @@ import { HistoryClient } from '../history/index.js';
 import { defaultCrashPolicy, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { type CommandSpec, dataDir, intOption, stringOption } from './command.js';
+import { type CommandSpec, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
 const exampleSystemPath = new URL('../../examples/shop.yaml', import.meta.url).pathname;
@@ -113,15 +113,7 @@ const up: CommandSpec = {
           : `  example system not deployed: ${body.message ?? `HTTP ${response.status}`}\n`,
       );
     }
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGTERM', stop);
-        process.off('SIGINT', stop);
-        resolve();
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-    });
+    await untilStopSignal();
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
     await cell.close();
     await server.close();
