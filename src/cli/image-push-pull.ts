@@ -1,4 +1,5 @@
 import { InvalidArgumentError, parseDuration } from '../core/index.js';
+import { readCliToken } from './cli-token.js';
 import { booleanOption, type CommandContext, type CommandSpec, dataDir, stringOption } from './command.js';
 
 const serverHelp =
@@ -15,9 +16,9 @@ async function serverUrl(ctx: CommandContext): Promise<string> {
   return url;
 }
 
-/** A bearer token for a server that checks them: --token, else $BERTH_TOKEN. */
+/** The bearer token: --token, else what every CLI command sends ($BERTH_TOKEN, <dir>/admin.token). */
 function token(ctx: CommandContext): { token?: string } {
-  const value = stringOption(ctx.values, 'token') ?? process.env.BERTH_TOKEN;
+  const value = stringOption(ctx.values, 'token') ?? readCliToken(dataDir(ctx.values));
   return value === undefined || value === '' ? {} : { token: value };
 }
 
