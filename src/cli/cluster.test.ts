@@ -367,6 +367,73 @@ describe('the rep keeps the BBS true to what runs', { timeout: 300_000 }, () => 
     assert.equal(back.cell_id, 's1');
     assert.equal(back.instance_guid, victim.instance_guid);
   });
+
+  it('two reps racing to start one task: exactly one runs it, at most once', async () => {
+    const url = await startServer('race-server', '60s');
+    const client = new BbsClient(url);
+    await Promise.all([
+      startCellProcess('r1', 'z1', 62400, () => url),
+      startCellProcess('r2', 'z1', 62500, () => url),
+    ]);
+    const reps = await waitFor('two reps', async () => {
+      const live = await client.listCells();
+      return live.length === 2 ? live : undefined;
+    });
+    // A tag no cell has: the auctioneer never places it, so only the two racing offers below do.
+    await client.desireTask({
+      task_guid: 't-race',
+      domain: 'tests',
+      image: 'bb:1',
+      command: ['/bin/sh', '-c', 'echo -n ran > /tmp/out'],
+      env: {},
+      memory_mb: 16,
+      disk_mb: 16,
+      result_file: '/tmp/out',
+      completion_callback_url: '',
+      placement_tags: ['nowhere'],
+    });
+    const work = {
+      lrps: [],
+      tasks: [{ task_guid: 't-race', domain: 'tests', memory_mb: 16, disk_mb: 16, placement_tags: [] }],
+    };
+    const answers = await Promise.all(
+      reps.map((cell) =>
+        fetch(`${cell.rep_url}/v1/work`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(work),
+        }).then((r) => r.json() as Promise<{ failed_tasks: unknown[] }>),
+      ),
+    );
+    assert.ok(
+      answers.every((a) => a.failed_tasks.length === 0),
+      'both reps reserved it',
+    );
+    const done = await waitFor(
+      't-race COMPLETED',
+      async () => {
+        const t = await client.getTask({ task_guid: 't-race' });
+        return t.state === 'COMPLETED' ? t : undefined;
+      },
+      120_000,
+    );
+    assert.equal(done.failed, false, done.failure_reason);
+    assert.equal(done.result, 'ran');
+    // Both cells journal every container they start into the history (a task's container id is
+    // its guid): exactly one start ever happened.
+    const history = await waitFor('t-race history', async () => {
+      const response = await fetch(`${url}/v1/containers/t-race`);
+      if (!response.ok) return undefined;
+      const record = (await response.json()) as {
+        status: string;
+        history: { status: string; entity_type: string }[];
+      };
+      return record.status === 'Complete' ? record : undefined;
+    });
+    const starts = history.history.filter((h) => h.status === 'Running' && h.entity_type === 'event');
+    assert.equal(starts.length, 1, JSON.stringify(history.history));
+    assert.equal(done.cell_id === 'r1' || done.cell_id === 'r2', true);
+  });
 });
 
 describe('tasks on real cells', { timeout: 300_000 }, () => {
