@@ -42,6 +42,8 @@ Usage: berth COMMAND [OPTIONS] [ARGS]
 
 Pods on this machine (no daemon; state lives in --dir, env BERTH_DIR, default /var/lib/berth):
   image import|import-rootfs|list|rm   manage the local image store
+  image push|pull NAME[:TAG]           copy an image to or from a berth server's registry
+  image prune                          delete blobs and rootfs dirs nothing uses
   prepare IMAGE [-- ARGS]              create a pod ready to run, print its UUID
   run [--rm] [--detach] IMAGE [-- ARGS] run a pod
   run-prepared UUID                    run a prepared pod
