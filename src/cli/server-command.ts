@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import type { BbsStore } from '../bbs/index.js';
@@ -33,6 +34,8 @@ const server: CommandSpec = {
     'task-completed-ttl': { type: 'string' },
   },
   async run(ctx) {
+    // A first start on a fresh machine creates the data dir (SQLite cannot create its directory).
+    mkdirSync(dataDir(ctx.values), { recursive: true });
     const db = stringOption(ctx.values, 'db') ?? join(dataDir(ctx.values), 'bbs.sqlite3');
     const leaseTtl = stringOption(ctx.values, 'lease-ttl');
     const retention = stringOption(ctx.values, 'event-retention');
