@@ -13,6 +13,7 @@ import {
 import {
   describeError,
   forEachLimited,
+  LocalLoop,
   retryDelayMs,
   type ServiceLogger,
   type SingletonContext,
@@ -110,7 +111,7 @@ export class AuctioneerService {
   /** Deliveries not yet acknowledged. */
   readonly #open = new Set<Delivery>();
   #serial: Promise<unknown> = Promise.resolve();
-  #local: { controller: AbortController; done: Promise<void> } | undefined;
+  readonly #loop = new LocalLoop();
 
   constructor(options: AuctioneerServiceOptions) {
     this.#options = options;
@@ -168,17 +169,11 @@ export class AuctioneerService {
 
   /** Runs the batch loop without a lease (a single-server setup or a test). */
   start(): void {
-    if (this.#local) return;
-    const controller = new AbortController();
-    this.#local = { controller, done: this.run({ signal: controller.signal }) };
+    this.#loop.start((context) => this.run(context));
   }
 
-  async stop(): Promise<void> {
-    const local = this.#local;
-    this.#local = undefined;
-    if (!local) return;
-    local.controller.abort();
-    await local.done;
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   async #batch(signal: AbortSignal): Promise<AuctionBatchReport> {

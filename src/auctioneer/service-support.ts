@@ -62,3 +62,25 @@ export async function forEachLimited<T>(
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
+
+/**
+ * A service's loop run without a lease (a single-server setup or a test): `start` runs it once
+ * until `stop`, which aborts it and waits for the round in progress to end.
+ */
+export class LocalLoop {
+  #local: { controller: AbortController; done: Promise<void> } | undefined;
+
+  start(run: (context: Pick<SingletonContext, 'signal'>) => Promise<void>): void {
+    if (this.#local) return;
+    const controller = new AbortController();
+    this.#local = { controller, done: run({ signal: controller.signal }) };
+  }
+
+  async stop(): Promise<void> {
+    const local = this.#local;
+    this.#local = undefined;
+    if (!local) return;
+    local.controller.abort();
+    await local.done;
+  }
+}

@@ -1,6 +1,7 @@
 import {
   describeError,
   forEachLimited,
+  LocalLoop,
   retryDelayMs,
   type ServiceLogger,
   type SingletonContext,
@@ -95,7 +96,7 @@ export class ConvergerService {
   /** instance_guid → when its stop was last asked, so a slow rep is not flooded with repeats. */
   readonly #stopsAsked = new Map<string, number>();
   #serial: Promise<unknown> = Promise.resolve();
-  #local: { controller: AbortController; done: Promise<void> } | undefined;
+  readonly #loop = new LocalLoop();
 
   constructor(options: ConvergerServiceOptions) {
     this.#options = options;
@@ -133,17 +134,11 @@ export class ConvergerService {
 
   /** Runs the interval loop without a lease (a single-server setup or a test). */
   start(): void {
-    if (this.#local) return;
-    const controller = new AbortController();
-    this.#local = { controller, done: this.run({ signal: controller.signal }) };
+    this.#loop.start((context) => this.run(context));
   }
 
-  async stop(): Promise<void> {
-    const local = this.#local;
-    this.#local = undefined;
-    if (!local) return;
-    local.controller.abort();
-    await local.done;
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   async #pass(signal: AbortSignal): Promise<ConvergencePassReport> {
