@@ -24,6 +24,7 @@ function cell(id: string, zone: string, over: Partial<CellState> = {}): CellStat
     lrps: {},
     evacuating: false,
     placement_tags: [],
+    optional_placement_tags: [`cell:${id}`],
     ...over,
   };
 }
@@ -162,6 +163,40 @@ describe('auction: cells', () => {
       { work: lrp('x', 0, 128, ['ssd']), reason: 'found no compatible cell for placement tags [ssd]' },
     ]);
   });
+  it("optional tags: a cell takes work carrying them, but work never needs them (Diego's rule)", () => {
+    const cells = [
+      cell('c1', 'z1', { optional_placement_tags: ['cell:c1', 'ssd'] }),
+      cell('c2', 'z1', { placement_tags: ['gpu'], optional_placement_tags: ['cell:c2'] }),
+      cell('c3', 'z1'),
+    ];
+    const r = auction(
+      {
+        lrps: [
+          lrp('pinned-c2', 0, 128, ['cell:c2']),
+          lrp('pinned-c2-gpu', 0, 128, ['cell:c2', 'gpu']),
+          lrp('pinned-c3', 0, 128, ['cell:c3']),
+          lrp('ssd', 0, 128, ['ssd']),
+          lrp('ssd-and-c3', 0, 128, ['ssd', 'cell:c3']),
+          lrp('plain', 0, 600),
+        ],
+        tasks: [],
+      },
+      cells,
+      { zones: ['z1'] },
+    );
+    const where = new Map(r.placements.map((p) => [(p.work as LRPAuctionWork).process_guid, p.cell_id]));
+    assert.equal(where.get('pinned-c2-gpu'), 'c2', 'required gpu + optional cell:c2');
+    assert.equal(where.get('pinned-c3'), 'c3');
+    assert.equal(where.get('ssd'), 'c1', 'only c1 offers ssd');
+    assert.notEqual(where.get('plain'), 'c2', 'untagged work never goes to a cell requiring gpu');
+    assert.deepEqual(
+      r.failures.map((f) => [(f.work as LRPAuctionWork).process_guid, f.reason]),
+      [
+        ['pinned-c2', 'found no compatible cell for placement tags [cell:c2]'],
+        ['ssd-and-c3', 'found no compatible cell for placement tags [cell:c3, ssd]'],
+      ],
+    );
+  });
   it('expands a start request to one work item per index', () => {
     const w = lrpWorkFromStartRequest({
       process_guid: 'p',
@@ -189,6 +224,7 @@ const cellArb = fc.record({
   usedFrac: fc.double({ min: 0, max: 1, noNaN: true }),
   evacuating: fc.boolean(),
   tags: fc.constantFrom([], [], ['gpu']),
+  optional: fc.constantFrom([], ['ssd'], ['gpu', 'ssd']),
   lrps: fc.dictionary(fc.constantFrom('a', 'b', 'c'), fc.integer({ min: 0, max: 3 })),
 });
 
@@ -200,7 +236,7 @@ const workArb: fc.Arbitrary<AuctionWork> = fc.oneof(
     index: fc.integer({ min: 0, max: 6 }),
     memory_mb: fc.integer({ min: 0, max: 700 }),
     disk_mb: fc.integer({ min: 0, max: 700 }),
-    placement_tags: fc.constantFrom([], [], ['gpu']),
+    placement_tags: fc.constantFrom([], [], ['gpu'], ['ssd'], ['gpu', 'ssd']),
   }),
   fc.record({
     kind: fc.constant('task' as const),
@@ -208,7 +244,7 @@ const workArb: fc.Arbitrary<AuctionWork> = fc.oneof(
     domain: fc.constant('d'),
     memory_mb: fc.integer({ min: 0, max: 700 }),
     disk_mb: fc.integer({ min: 0, max: 700 }),
-    placement_tags: fc.constantFrom([], ['gpu']),
+    placement_tags: fc.constantFrom([], ['gpu'], ['ssd']),
   }),
 );
 
@@ -235,12 +271,22 @@ function build(input: RawInput): {
       },
       evacuating: c.evacuating,
       placement_tags: c.tags,
+      optional_placement_tags: c.optional,
       lrps: c.lrps,
     }),
   );
   const lrps = input.work.filter((w): w is LRPAuctionWork => w.kind === 'lrp');
   const tasks = input.work.filter((w): w is TaskAuctionWork => w.kind === 'task');
   return { cells, lrps, tasks };
+}
+
+/** The rule, stated independently of the auction's code: required ⊆ work tags ⊆ required ∪ optional. */
+function tagsMatch(c: CellState, w: AuctionWork): boolean {
+  const offered = new Set([...c.placement_tags, ...c.optional_placement_tags]);
+  return (
+    c.placement_tags.every((t) => w.placement_tags.includes(t)) &&
+    w.placement_tags.every((t) => offered.has(t))
+  );
 }
 
 function run(input: { cells: CellState[]; lrps: LRPAuctionWork[]; tasks: TaskAuctionWork[] }): AuctionResult {
@@ -309,9 +355,58 @@ describe('auction: properties', () => {
         }
         assert.equal(seen.size, input.lrps.length + input.tasks.length);
         for (const w of [...input.lrps, ...input.tasks]) assert.ok(seen.has(w));
-        const tags = new Map(input.cells.map((c) => [c.cell_id, [...c.placement_tags].sort().join(',')]));
-        for (const p of r.placements)
-          assert.equal(tags.get(p.cell_id), [...p.work.placement_tags].sort().join(','));
+        const byId = new Map(input.cells.map((c) => [c.cell_id, c]));
+        for (const p of r.placements) assert.ok(tagsMatch(byId.get(p.cell_id) as CellState, p.work));
+      }),
+      { numRuns: 300 },
+    );
+  });
+  it('each placement took the lowest-score matching cell of its zone at that moment (heaps stay sorted)', () => {
+    fc.assert(
+      fc.property(inputArb, (raw) => {
+        const input = build(raw);
+        const r = run(input);
+        const used = new Map(input.cells.map((c) => [c.cell_id, { ...c.used }]));
+        const coloc = new Map(input.cells.map((c) => [c.cell_id, new Map(Object.entries(c.lrps))]));
+        const frac = (u: number, cap: number) => (cap > 0 ? u / cap : 1);
+        const score = (c: CellState, w: AuctionWork) => {
+          const u = used.get(c.cell_id) as CellState['used'];
+          const load = (frac(u.memory_mb, c.capacity.memory_mb) + frac(u.disk_mb, c.capacity.disk_mb)) / 2;
+          return (
+            load +
+            (w.kind === 'lrp' ? ((coloc.get(c.cell_id) as Map<string, number>).get(w.process_guid) ?? 0) : 0)
+          );
+        };
+        const fitsNow = (c: CellState, w: AuctionWork) => {
+          const u = used.get(c.cell_id) as CellState['used'];
+          return (
+            u.memory_mb + w.memory_mb <= c.capacity.memory_mb &&
+            u.disk_mb + w.disk_mb <= c.capacity.disk_mb &&
+            u.containers + 1 <= c.capacity.containers
+          );
+        };
+        for (const p of r.placements) {
+          const chosen = input.cells.find((c) => c.cell_id === p.cell_id) as CellState;
+          const rivals = input.cells.filter(
+            (c) => !c.evacuating && c.zone === chosen.zone && tagsMatch(c, p.work) && fitsNow(c, p.work),
+          );
+          assert.ok(rivals.includes(chosen), 'the chosen cell matches and fits');
+          for (const c of rivals) {
+            const [a, b] = [score(chosen, p.work), score(c, p.work)];
+            assert.ok(
+              a < b || (a === b && chosen.cell_id <= c.cell_id),
+              `${c.cell_id} beat ${chosen.cell_id}`,
+            );
+          }
+          const u = used.get(p.cell_id) as { memory_mb: number; disk_mb: number; containers: number };
+          u.memory_mb += p.work.memory_mb;
+          u.disk_mb += p.work.disk_mb;
+          u.containers += 1;
+          if (p.work.kind === 'lrp') {
+            const m = coloc.get(p.cell_id) as Map<string, number>;
+            m.set(p.work.process_guid, (m.get(p.work.process_guid) ?? 0) + 1);
+          }
+        }
       }),
       { numRuns: 300 },
     );
@@ -337,7 +432,7 @@ describe('auction: properties', () => {
         const fitsSomewhere = input.cells.some(
           (c) =>
             !c.evacuating &&
-            [...c.placement_tags].sort().join() === [...w.placement_tags].sort().join() &&
+            tagsMatch(c, w) &&
             c.used.memory_mb + w.memory_mb <= c.capacity.memory_mb &&
             c.used.disk_mb + w.disk_mb <= c.capacity.disk_mb &&
             c.used.containers + 1 <= c.capacity.containers,

@@ -33,7 +33,26 @@ export interface CellState {
   /** Instances per process_guid already on the cell, to avoid colocating one DesiredLRP. */
   readonly lrps: Readonly<Record<string, number>>;
   readonly evacuating: boolean;
+  /** Tags the cell requires: it takes only work that carries every one of them. */
   readonly placement_tags: readonly string[];
+  /** Tags the cell also accepts, e.g. `cell:<id>` for sidecars pinned to it. */
+  readonly optional_placement_tags: readonly string[];
+}
+
+/**
+ * Diego's matching rule: work fits a cell when its tags include every tag the cell requires and
+ * every one of its tags is one the cell requires or offers. So untagged work never lands on a
+ * `gpu` cell, and a sidecar tagged `cell:c1` lands only on the cell offering `cell:c1`.
+ */
+export function cellMatchesTags(
+  cell: Pick<CellState, 'placement_tags' | 'optional_placement_tags'>,
+  tags: readonly string[],
+): boolean {
+  const wanted = new Set(tags);
+  for (const t of cell.placement_tags) if (!wanted.has(t)) return false;
+  for (const t of wanted)
+    if (!cell.placement_tags.includes(t) && !cell.optional_placement_tags.includes(t)) return false;
+  return true;
 }
 
 export interface AuctionConfig {
@@ -126,7 +145,7 @@ function fraction(used: number, cap: number): number {
  * retries the failures later (the auctioneer never writes the BBS).
  *
  * Rules: never an evacuating cell; never beyond a cell's memory, disk or container capacity; a
- * cell takes work whose placement tag set equals its own. Among the fitting cells of a zone the
+ * cell takes only work whose tags match it (`cellMatchesTags`). Among the fitting cells of a zone the
  * lowest score wins: the cell's load (mean of its memory and disk fractions) plus
  * `colocationWeight` per instance of the same DesiredLRP already there; ties go to the lower
  * cell_id, so the result is a function of the inputs.
@@ -176,9 +195,6 @@ export function auction(
     return counts;
   }
 
-  const groups = new Map<string, CellHeap>();
-  const groupKey = (zone: number, tags: string): string => `${zone}\u0001${tags}`;
-  const tagKeys = new Set<string>();
   for (let i = 0; i < n; i++) {
     const c = live[i] as CellState;
     memUsed[i] = c.used.memory_mb;
@@ -195,15 +211,32 @@ export function auction(
       zc[z] = (zc[z] as number) + count;
     }
     colocated.push(counts);
-    const tk = tagKey(c.placement_tags);
-    tagKeys.add(tk);
-    const key = groupKey(z, tk);
-    let heap = groups.get(key);
-    if (heap === undefined) {
-      heap = new CellHeap(load, rank);
-      groups.set(key, heap);
+  }
+
+  // One heap per (tag set of the work, zone), built the first time work with that tag set comes
+  // up. A cell may match several tag sets, so it remembers every heap it is in.
+  const heapsOfSlot: CellHeap[][] = live.map(() => []);
+  const heapsByTags = new Map<string, (CellHeap | undefined)[]>();
+  function zoneHeaps(w: AuctionWork): (CellHeap | undefined)[] {
+    const tk = tagKey(w.placement_tags);
+    let heaps = heapsByTags.get(tk);
+    if (heaps === undefined) {
+      heaps = new Array<CellHeap | undefined>(zoneNames.length).fill(undefined);
+      for (let i = 0; i < n; i++) {
+        const c = live[i] as CellState;
+        if (!cellMatchesTags(c, w.placement_tags)) continue;
+        const z = zoneOf.get(c.zone) as number;
+        let heap = heaps[z];
+        if (heap === undefined) {
+          heap = new CellHeap(load, rank);
+          heaps[z] = heap;
+        }
+        heap.push(i);
+        (heapsOfSlot[i] as CellHeap[]).push(heap);
+      }
+      heapsByTags.set(tk, heaps);
     }
-    heap.push(i);
+    return heaps;
   }
 
   function fits(slot: number, w: AuctionWork): boolean {
@@ -246,10 +279,11 @@ export function auction(
     return { slot: bestSlot, score: bestScore };
   }
 
-  function place(slot: number, zone: number, w: AuctionWork, guid: string, heap: CellHeap): void {
-    // The chosen cell is in the heap; its key changes, so take it out and put it back.
-    const popped: number[] = [];
-    for (let top = heap.pop(); top !== undefined && top !== slot; top = heap.pop()) popped.push(top);
+  function heapsOf(slot: number): CellHeap[] {
+    return heapsOfSlot[slot] as CellHeap[];
+  }
+
+  function place(slot: number, zone: number, w: AuctionWork, guid: string): void {
     const c = live[slot] as CellState;
     memUsed[slot] = (memUsed[slot] as number) + w.memory_mb;
     diskUsed[slot] = (diskUsed[slot] as number) + w.disk_mb;
@@ -258,8 +292,8 @@ export function auction(
       (fraction(memUsed[slot] as number, c.capacity.memory_mb) +
         fraction(diskUsed[slot] as number, c.capacity.disk_mb)) /
       2;
-    heap.push(slot);
-    for (const s of popped) heap.push(s);
+    // The cell's key changed: re-sort it in every heap it is in.
+    for (const heap of heapsOf(slot)) heap.update(slot);
     if (w.kind === 'lrp') {
       const m = colocated[slot] as Map<string, number>;
       m.set(guid, (m.get(guid) ?? 0) + 1);
@@ -295,18 +329,18 @@ export function auction(
   // its room further, but a second largest-first sweep over a balanced zone undoes the balance.)
   for (const w of sorted) {
     const guid = workGuid(w);
-    const tk = tagKey(w.placement_tags);
-    if (!tagKeys.has(tk)) {
+    const heaps = zoneHeaps(w);
+    if (heaps.every((h) => h === undefined)) {
       failures.push({ work: w, reason: noMatchingCellReason(w, n) });
       continue;
     }
     const preferred =
       nPreferred === 0 ? -1 : preferredZoneIndex(guid, w.kind === 'lrp' ? w.index : 0, nPreferred);
-    const heap = preferred < 0 ? undefined : groups.get(groupKey(preferred, tk));
+    const heap = preferred < 0 ? undefined : heaps[preferred];
     if (heap !== undefined) {
       const b = best(heap, w, guid);
       if (b.slot >= 0) {
-        place(b.slot, preferred, w, guid, heap);
+        place(b.slot, preferred, w, guid);
         continue;
       }
     }
@@ -317,12 +351,12 @@ export function auction(
   // Pass 2: index ≤ 1 and tasks that did not fit at home try the other zones.
   for (const { w, preferred } of fallback) {
     const guid = workGuid(w);
-    const tk = tagKey(w.placement_tags);
+    const heaps = zoneHeaps(w);
     const counts = w.kind === 'lrp' ? zoneCounts(guid) : undefined;
-    let chosen: { slot: number; zone: number; heap: CellHeap; spread: number; score: number } | undefined;
+    let chosen: { slot: number; zone: number; spread: number; score: number } | undefined;
     for (let z = 0; z < zoneNames.length; z++) {
       if (z === preferred) continue;
-      const heap = groups.get(groupKey(z, tk));
+      const heap = heaps[z];
       if (heap === undefined) continue;
       const b = best(heap, w, guid);
       if (b.slot < 0) continue;
@@ -332,10 +366,10 @@ export function auction(
         spread < chosen.spread ||
         (spread === chosen.spread && b.score < chosen.score)
       ) {
-        chosen = { slot: b.slot, zone: z, heap, spread, score: b.score };
+        chosen = { slot: b.slot, zone: z, spread, score: b.score };
       }
     }
-    if (chosen !== undefined) place(chosen.slot, chosen.zone, w, guid, chosen.heap);
+    if (chosen !== undefined) place(chosen.slot, chosen.zone, w, guid);
     else failures.push({ work: w, reason: 'insufficient resources: no cell in any zone has room' });
   }
 

@@ -221,6 +221,7 @@ export class AuctioneerService {
           lrps: s.lrps,
           evacuating: s.evacuating,
           placement_tags: s.placement_tags,
+          optional_placement_tags: s.optional_placement_tags,
         });
       } catch (err) {
         // Skipped this round only: its presence is still live, so it may answer next time.

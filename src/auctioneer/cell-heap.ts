@@ -1,14 +1,20 @@
 /**
- * A binary min-heap of cell slots ordered by (load, rank). The auction keeps one per (zone, tag set)
- * so finding the least-loaded cell is O(log cells) instead of a scan of every cell per instance.
+ * A binary min-heap of cell slots ordered by (load, rank). The auction keeps one per (zone, tag set
+ * of the work) so finding the least-loaded fitting cell is O(log cells) instead of a scan of every
+ * cell per instance. A cell can sit in several heaps (work with different tags may match it), so
+ * the heap tracks each slot's position and re-sorts a slot in place when its load changes.
  */
 export class CellHeap {
   private readonly items: number[] = [];
+  /** Position of each slot in `items`, -1 when absent. */
+  private readonly pos: Int32Array;
 
   constructor(
     private readonly load: Float64Array,
     private readonly rank: Int32Array,
-  ) {}
+  ) {
+    this.pos = new Int32Array(load.length).fill(-1);
+  }
 
   get size(): number {
     return this.items.length;
@@ -18,40 +24,31 @@ export class CellHeap {
     return this.items[0];
   }
 
+  has(slot: number): boolean {
+    return (this.pos[slot] as number) >= 0;
+  }
+
   push(slot: number): void {
-    const items = this.items;
-    items.push(slot);
-    let i = items.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const p = items[parent] as number;
-      if (!this.less(slot, p)) break;
-      items[i] = p;
-      i = parent;
-    }
-    items[i] = slot;
+    this.items.push(slot);
+    this.siftUp(this.items.length - 1, slot);
   }
 
   pop(): number | undefined {
     const items = this.items;
     const top = items[0];
     const last = items.pop();
-    if (top === undefined || last === undefined || items.length === 0) return top;
-    let i = 0;
-    const n = items.length;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const lv = items[l] as number;
-      const child = r < n && this.less(items[r] as number, lv) ? r : l;
-      const cv = items[child] as number;
-      if (!this.less(cv, last)) break;
-      items[i] = cv;
-      i = child;
-    }
-    items[i] = last;
+    if (top === undefined || last === undefined) return undefined;
+    this.pos[top] = -1;
+    if (items.length > 0) this.siftDown(0, last);
     return top;
+  }
+
+  /** Restores the order after the slot's load changed (in either direction). */
+  update(slot: number): void {
+    const i = this.pos[slot] as number;
+    if (i < 0) return;
+    this.siftUp(i, slot);
+    this.siftDown(this.pos[slot] as number, slot);
   }
 
   /** (load, rank) order; rank (the cell_id order) makes ties deterministic. */
@@ -59,5 +56,40 @@ export class CellHeap {
     const la = this.load[a] as number;
     const lb = this.load[b] as number;
     return la < lb || (la === lb && (this.rank[a] as number) < (this.rank[b] as number));
+  }
+
+  private put(i: number, slot: number): void {
+    this.items[i] = slot;
+    this.pos[slot] = i;
+  }
+
+  private siftUp(start: number, slot: number): void {
+    let i = start;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const p = this.items[parent] as number;
+      if (!this.less(slot, p)) break;
+      this.put(i, p);
+      i = parent;
+    }
+    this.put(i, slot);
+  }
+
+  private siftDown(start: number, slot: number): void {
+    const items = this.items;
+    const n = items.length;
+    let i = start;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const lv = items[l] as number;
+      const child = r < n && this.less(items[r] as number, lv) ? r : l;
+      const cv = items[child] as number;
+      if (!this.less(cv, slot)) break;
+      this.put(i, cv);
+      i = child;
+    }
+    this.put(i, slot);
   }
 }

@@ -34,6 +34,7 @@ function workload(): { cells: CellState[]; lrps: LRPAuctionWork[] } {
       lrps: {},
       evacuating: false,
       placement_tags: [],
+      optional_placement_tags: [`cell:${String(i).padStart(4, '0')}`],
     });
   }
   const sizes = [128, 256, 512, 1024, 2048];

@@ -22,7 +22,7 @@ const cell: CommandSpec = {
   name: 'cell',
   summary: "Run a cell: the rep and executor of this machine, registered with a berth server's BBS.",
   usage:
-    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b]',
+    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b] [--optional-tags c,d]',
   options: {
     bbs: { type: 'string' },
     id: { type: 'string' },
@@ -39,6 +39,7 @@ const cell: CommandSpec = {
     'crash-backoff-max': { type: 'string' },
     ports: { type: 'string' },
     tags: { type: 'string' },
+    'optional-tags': { type: 'string' },
     token: { type: 'string' },
   },
   async run(ctx) {
@@ -68,6 +69,7 @@ const cell: CommandSpec = {
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:0',
       address: stringOption(ctx.values, 'address') ?? '127.0.0.1',
       placementTags: (stringOption(ctx.values, 'tags') ?? '').split(',').filter(Boolean),
+      optionalPlacementTags: (stringOption(ctx.values, 'optional-tags') ?? '').split(',').filter(Boolean),
       pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
       presenceTtlMs: durationOption(ctx, 'presence-ttl', '30s'),
       evacuationTimeoutMs: durationOption(ctx, 'evacuation-timeout', '10m'),

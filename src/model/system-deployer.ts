@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ActualLRP, BbsStore, DesiredLRPDefinition } from '../bbs/index.js';
 import { BerthError, InvalidArgumentError, NotFoundError } from '../core/index.js';
+import { cellPlacementTag } from '../rep/rep-api.js';
 import { addCell, assignUnitToCell } from './cell-rules.js';
 import {
   type DeployedService,
@@ -129,11 +130,6 @@ export function sidecarUnitGuid(base: string, index: number): string {
 
 export function jobVersion(job: JobDefinition): string {
   return createHash('sha256').update(JSON.stringify(job)).digest('hex').slice(0, 12);
-}
-
-/** The placement tag a cell must advertise to take a sidecar pinned to it. */
-export function cellPlacementTag(cellId: string): string {
-  return `cell:${cellId}`;
 }
 
 function defaultOwnerDead(owner: string): boolean {

@@ -19,6 +19,7 @@ export interface CellOptions {
   /** The address instances are reachable on from other machines (net info of ActualLRPs). */
   readonly address: string;
   readonly placementTags?: readonly string[];
+  readonly optionalPlacementTags?: readonly string[];
   readonly pollIntervalMs?: number;
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
@@ -67,6 +68,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
       return url;
     },
     ...(options.placementTags ? { placementTags: options.placementTags } : {}),
+    ...(options.optionalPlacementTags ? { optionalPlacementTags: options.optionalPlacementTags } : {}),
     ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
     ...(options.presenceTtlMs !== undefined ? { presenceTtlMs: options.presenceTtlMs } : {}),
     ...(options.evacuationTimeoutMs !== undefined

@@ -20,7 +20,15 @@ export interface RepState {
   /** Instances per process_guid on this cell, to avoid colocating one DesiredLRP. */
   readonly lrps: Readonly<Record<string, number>>;
   readonly evacuating: boolean;
+  /** Tags the cell requires of its work (`berth cell --tags`). */
   readonly placement_tags: readonly string[];
+  /** Tags the cell also accepts: its own `cellPlacementTag` and `berth cell --optional-tags`. */
+  readonly optional_placement_tags: readonly string[];
+}
+
+/** The tag a cell always offers, so work (a sidecar) can be pinned to that one cell. */
+export function cellPlacementTag(cellId: string): string {
+  return `cell:${cellId}`;
 }
 
 export interface RepLRPWork {

@@ -10,7 +10,15 @@ import {
   stillDeletesContainer,
   type TaskRepAction,
 } from './reconcile-table.js';
-import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
+import {
+  cellPlacementTag,
+  type RepLRPWork,
+  type RepState,
+  type RepStopRequest,
+  type RepTaskWork,
+  type RepWork,
+  type RepWorkResult,
+} from './rep-api.js';
 
 export interface RepOptions {
   readonly bbs: BbsStore;
@@ -20,6 +28,8 @@ export interface RepOptions {
   /** The URL the auctioneer reaches this rep's API on; registered in the presence record. */
   readonly repUrl: string;
   readonly placementTags?: readonly string[];
+  /** Tags the cell accepts without requiring them (Diego's optional placement tags). */
+  readonly optionalPlacementTags?: readonly string[];
   readonly pollIntervalMs?: number;
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
@@ -109,6 +119,10 @@ export class Rep {
       lrps,
       evacuating: this.evacuating,
       placement_tags: this.options.placementTags ?? [],
+      optional_placement_tags: [
+        cellPlacementTag(this.options.cellId),
+        ...(this.options.optionalPlacementTags ?? []),
+      ],
     };
   }
 

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BbsStore, CellCapacity } from '../bbs/index.js';
-import type {
-  RepLRPWork,
-  RepState,
-  RepStopRequest,
-  RepTaskWork,
-  RepWork,
-  RepWorkResult,
+import {
+  cellPlacementTag,
+  type RepLRPWork,
+  type RepState,
+  type RepStopRequest,
+  type RepTaskWork,
+  type RepWork,
+  type RepWorkResult,
 } from '../rep/index.js';
 
 /**
@@ -113,6 +114,7 @@ export class FakeRepServer {
       used,
       lrps,
       evacuating: this.evacuating,
+      optional_placement_tags: [cellPlacementTag(this.options.cellId)],
       placement_tags: this.options.placementTags ?? [],
     };
   }
