@@ -43,6 +43,8 @@ export interface BbsServerOptions {
   readonly dataDir?: string;
   /** Run systems (deploys, teardowns, status; src/model) in this server; options tune its worker. */
   readonly systems?: boolean | Omit<SystemDeployerOptions, 'store' | 'backend' | 'owner'>;
+  /** How often the system agent reconciles units with their instances (default 2 s). */
+  readonly systemAgentIntervalMs?: number;
   /** Serve the OCI registry of this image store under `/v2/`. */
   readonly registry?: RegistryRoutesOptions;
 }
@@ -131,6 +133,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         if (logger) logger.warn({ err }, 'task callback worker pass failed');
       },
     }),
+    ...(systems ? [systemAgent(systems, options.systemAgentIntervalMs ?? 2_000)] : []),
     ...(typeof options.singletons === 'function' ? options.singletons(store) : (options.singletons ?? [])),
   ];
   for (const singleton of singletons) {
@@ -172,19 +175,38 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
 function janitor(store: SqlBbsStore, retentionMs: number): Singleton {
   return {
     name: 'bbs-janitor',
-    async run({ signal }) {
-      while (!signal.aborted) {
+    run: ({ signal }) =>
+      repeatUntilAborted(signal, 60_000, async () => {
         await store.pruneEvents({ before: new Date(Date.now() - retentionMs).toISOString() }).catch(() => 0);
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 60_000);
-          signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
-      }
-    },
+      }),
   };
+}
+
+/**
+ * The model's unit and machine agents as one singleton: a periodic `reconcileAll` so units follow
+ * their instances (placements after a deploy, scale-ups, sidecars for new principals).
+ */
+function systemAgent(systems: SystemDeployer, intervalMs: number): Singleton {
+  return {
+    name: 'system-agent',
+    run: ({ signal }) => repeatUntilAborted(signal, intervalMs, () => systems.reconcileAll()),
+  };
+}
+
+/** Runs `pass`, then waits `intervalMs`, until the signal aborts (the lease was lost or we stop). */
+async function repeatUntilAborted(signal: AbortSignal, intervalMs: number, pass: () => Promise<void>) {
+  while (!signal.aborted) {
+    await pass();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, intervalMs);
+      signal.addEventListener('abort', done, { once: true });
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+    });
+  }
 }
 
 export function parseListen(listen: string): { host: string; port: number } {

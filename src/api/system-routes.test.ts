@@ -254,6 +254,27 @@ jobs:
     const list = (await h.app.inject({ method: 'GET', url: '/v1/systems' })).json();
     assert.deepEqual(list.systems, [{ name: 'shop', state: 'stable' }]);
 
+    // Relation data for the cells: each unit sees the other end's units at their addresses.
+    const onCell = (await h.app.inject({ method: 'GET', url: '/v1/relations?cell_id=cell-0' })).json();
+    const db0 = onCell.units.find((u: { file: { unit: string } }) => u.file.unit === '/db#0');
+    assert.ok(db0, JSON.stringify(onCell));
+    assert.deepEqual(
+      db0.file.relations.map((r: { service: string; peers: { unit: string }[] }) => [
+        r.service,
+        r.peers.map((p) => p.unit),
+      ]),
+      [['/web/api', ['/web/api#0', '/web/api#1']]],
+    );
+    assert.equal(db0.env.BERTH_RELATION_WEB_API, '10.0.0.1,10.0.0.1');
+    const one = await h.app.inject({ method: 'GET', url: `/v1/relations/${api!.process_guid}/1` });
+    assert.equal(one.statusCode, 200);
+    assert.equal(one.json().file.unit, '/web/api#1');
+    assert.equal((await h.app.inject({ method: 'GET', url: '/v1/relations/nope/0' })).statusCode, 404);
+    const bad = await h.app.inject({ method: 'GET', url: `/v1/relations/${api!.process_guid}/-1` });
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.json().message, /index/);
+    assert.equal((await h.app.inject({ method: 'GET', url: '/v1/relations' })).statusCode, 400);
+
     // Only instances changed: the same DesiredLRP, updated in place.
     const scaled = await deploy(h, shop.replace('instances: 2', 'instances: 3'));
     assert.equal((await waitAction(h, scaled.json().id)).state, 'succeeded');

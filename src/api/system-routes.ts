@@ -123,6 +123,39 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
         },
         async (request) => deployer.status(request.params.name),
       );
+
+      app.get(
+        '/v1/relations',
+        {
+          schema: {
+            tags: ['systems'],
+            summary:
+              "Relation data of the system units running on a cell: the cell's rep writes it into each container",
+            querystring: Type.Object(
+              { cell_id: Type.String({ minLength: 1 }) },
+              { additionalProperties: false },
+            ),
+          },
+        },
+        async (request) => ({ units: await deployer.relationsForCell(request.query.cell_id) }),
+      );
+
+      app.get(
+        '/v1/relations/:process_guid/:index',
+        {
+          schema: {
+            tags: ['systems'],
+            summary: "One system unit's relation data: what its container starts with (file and env)",
+            // Path params arrive as strings (this server does not coerce types).
+            params: Type.Object({
+              process_guid: Type.String(),
+              index: Type.String({ pattern: '^[0-9]{1,9}$' }),
+            }),
+          },
+        },
+        async (request) =>
+          deployer.relationsForInstance(request.params.process_guid, Number(request.params.index)),
+      );
     });
   };
 }

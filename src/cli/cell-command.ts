@@ -3,7 +3,7 @@ import { BbsClient } from '../bbs/index.js';
 import { InvalidArgumentError, NotFoundError, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import { pullingImageResolver } from '../registry/index.js';
-import { defaultCrashPolicy, startCell } from '../rep/index.js';
+import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { readCliToken, serverUrl } from './cli-token.js';
 import { type CommandContext, type CommandSpec, dataDir, intOption, stringOption } from './command.js';
@@ -70,6 +70,7 @@ const cell: CommandSpec = {
       address: stringOption(ctx.values, 'address') ?? '127.0.0.1',
       placementTags: (stringOption(ctx.values, 'tags') ?? '').split(',').filter(Boolean),
       optionalPlacementTags: (stringOption(ctx.values, 'optional-tags') ?? '').split(',').filter(Boolean),
+      relations: serverRelations(bbsUrl, cellId, token),
       pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
       presenceTtlMs: durationOption(ctx, 'presence-ttl', '30s'),
       evacuationTimeoutMs: durationOption(ctx, 'evacuation-timeout', '10m'),

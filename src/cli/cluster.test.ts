@@ -1,93 +1,28 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ActualLRP, BbsClient, type DesiredLRPDefinition } from '../bbs/index.js';
-import { mountsUnder } from '../runtime/mounts.js';
-import { runBerth, spawnBerth } from '../testing/berth-cli.js';
-import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { runBerth } from '../testing/berth-cli.js';
+import { TestCluster, waitFor } from '../testing/cluster-harness.js';
 
 /**
  * Issue 4's "must show", end to end: one `berth server` and three `berth cell` processes (three
  * zones), real runc containers, real CNI host ports, every interval shrunk by flags.
  */
-const root = mkdtempSync(join(tmpdir(), 'berth-cluster-'));
-const processes: ChildProcess[] = [];
-const cellDirs: string[] = [];
+const cluster = new TestCluster('berth-cluster-');
+const root = cluster.root;
+const cells = cluster.cells;
 let bbs: BbsClient;
 let serverUrl = '';
 
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    let errText = '';
-    child.stdout?.on('data', (c: Buffer) => {
-      text += c.toString();
-      const nl = text.indexOf('\n');
-      if (nl !== -1) resolve(text.slice(0, nl).trim());
-    });
-    child.stderr?.on('data', (c: Buffer) => {
-      errText += c.toString();
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code} before printing its URL: ${errText}`)));
-  });
-}
-
-const cells = new Map<string, ChildProcess>();
-
-async function startCellProcess(
+function startCellProcess(
   id: string,
   zone: string,
   portBase: number,
   server = () => serverUrl,
 ): Promise<void> {
-  const dir = join(root, id);
-  cellDirs.push(dir);
-  const child = spawnBerth([
-    'cell',
-    '--bbs',
-    server(),
-    '--id',
-    id,
-    '--zone',
-    zone,
-    '--dir',
-    dir,
-    '--memory',
-    '1024',
-    '--disk',
-    '8192',
-    '--poll-interval',
-    '1s',
-    '--presence-ttl',
-    '3s',
-    '--evacuation-timeout',
-    '60s',
-    '--ports',
-    `${portBase}-${portBase + 99}`,
-  ]);
-  processes.push(child);
-  cells.set(id, child);
-  await firstLine(child);
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`Timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
+  return cluster.startCell(id, zone, portBase, server());
 }
 
 function lrp(
@@ -117,41 +52,8 @@ function lrp(
 const running = (actuals: readonly ActualLRP[]) =>
   actuals.filter((a) => a.state === 'RUNNING' && !a.evacuating);
 
-async function startServer(name: string, convergenceInterval: string): Promise<string> {
-  const serverDir = join(root, name);
-  const imported = await runBerth([
-    'image',
-    'import-rootfs',
-    '--dir',
-    serverDir,
-    makeBusyboxRootfs(join(root, 'rootfs')),
-    '--name',
-    'bb:1',
-  ]);
-  assert.equal(imported.code, 0, imported.stderr);
-  const server = spawnBerth([
-    'server',
-    '--dir',
-    serverDir,
-    '--listen',
-    '127.0.0.1:0',
-    '--auth',
-    'none',
-    '--convergence-interval',
-    convergenceInterval,
-    '--auction-interval',
-    '200ms',
-    '--crash-backoff-base',
-    '2s',
-    '--crash-backoff-max',
-    '4s',
-    '--unclaimed-timeout',
-    '5s',
-    '--lease-ttl',
-    '2s',
-  ]);
-  processes.push(server);
-  return firstLine(server);
+function startServer(name: string, convergenceInterval: string): Promise<string> {
+  return cluster.startServer(name, convergenceInterval);
 }
 
 before(async () => {
@@ -166,18 +68,7 @@ before(async () => {
   await waitFor('three cells', async () => ((await bbs.listCells()).length === 3 ? true : undefined));
 });
 
-after(async () => {
-  for (const child of processes) child.kill('SIGKILL');
-  await sleep(200);
-  for (const dir of cellDirs) {
-    const runcRoot = join(dir, 'runc');
-    if (existsSync(runcRoot))
-      for (const id of readdirSync(runcRoot))
-        spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
-    for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point]);
-  }
-  rmSync(root, { recursive: true, force: true });
-});
+after(() => cluster.cleanup());
 
 describe('a desired LRP kept running across three cells', { timeout: 600_000 }, () => {
   it('10 instances → all RUNNING, spread over cells and zones, each reachable on its host port', async () => {

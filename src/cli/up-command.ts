@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import { parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { defaultCrashPolicy, startCell } from '../rep/index.js';
+import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { type CommandSpec, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
@@ -63,10 +63,8 @@ const up: CommandSpec = {
         clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
     });
     const tokenFile = join(dir, 'admin.token');
-    const history = new HistoryClient(
-      server.url,
-      existsSync(tokenFile) ? { token: readFileSync(tokenFile, 'utf8').trim() } : {},
-    );
+    const cellToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
+    const history = new HistoryClient(server.url, cellToken ? { token: cellToken } : {});
     const cell = await startCell({
       bbs: server.store,
       cellId: 'local',
@@ -82,6 +80,7 @@ const up: CommandSpec = {
       address: '127.0.0.1',
       pollIntervalMs,
       presenceTtlMs: 30_000,
+      relations: serverRelations(server.url, 'local', cellToken),
       log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
       postHistory: async (batch) => {
         await history.ingest(batch);

@@ -26,7 +26,15 @@ export interface ContainerRunSpec {
   readonly start_timeout_s?: number;
   /** Tasks: a file in the container whose first 10 KiB become the task result. */
   readonly result_file?: string;
+  /**
+   * Files the container sees read-only under `sharedDirPath`, which the cell keeps current while it
+   * runs (`writeSharedFile`); absent = no shared dir.
+   */
+  readonly shared_files?: Readonly<Record<string, string>>;
 }
+
+/** Where a container sees its shared files (its relations file among them). */
+export const sharedDirPath = '/run/berth';
 
 export interface ExecutorCapacity {
   readonly memory_mb: number;
@@ -258,6 +266,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         net: 'private',
         ports: mappings,
         labels: { [`${labelPrefix}container`]: saved },
+        ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
       });
       record.podUuid = prepared.location.uuid;
       if (record.state !== 'INITIALIZING') {
@@ -450,6 +459,21 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     if (!record?.podUuid) return '';
     const { path } = this.options.runtime.logPath(record.podUuid);
     return existsSync(path) ? readFileSync(path, 'utf8') : '';
+  }
+
+  /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */
+  writeSharedFile(guid: string, name: string, content: string): boolean {
+    const record = this.containers.get(guid);
+    if (!record?.podUuid || record.spec?.shared_files === undefined) return false;
+    try {
+      this.options.runtime.writeSharedFile(record.podUuid, name, content);
+      return true;
+    } catch (err) {
+      // The pod moved on (exited and was collected) between the check and the write.
+      if (err instanceof BerthError && err.code === 'not_found') return false;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
   }
 
   /** What a container was launched with, for its history record. */

@@ -10,6 +10,7 @@ export * from './model-errors.js';
 export * from './model-settler.js';
 export * from './model-txn-runner.js';
 export * from './model-types.js';
+export * from './relation-data.js';
 export * from './relation-rules.js';
 export * from './service-rules.js';
 export * from './sidecar-rules.js';

@@ -157,11 +157,12 @@ export function scopesToEnter(view: ModelView, unit: string): string[] {
 /**
  * The units a unit sees through a relation (their addresses go into its env and relation file):
  * in global scope every unit of the other service in scope; in container scope only its pair.
+ * `onlyWhenJoined = false` answers for a unit about to join (a container starting now).
  */
-export function scopePeers(view: ModelView, relation: string, unit: string): string[] {
+export function scopePeers(view: ModelView, relation: string, unit: string, onlyWhenJoined = true): string[] {
   const rel = view.relation(relation);
   const u = view.unit(unit);
-  if (!rel || !u || !view.isInScope(relation, unit)) return [];
+  if (!rel || !u || (onlyWhenJoined && !view.isInScope(relation, unit))) return [];
   const peers: string[] = [];
   for (const other of view.unitsInScope(relation)) {
     if (other === unit) continue;

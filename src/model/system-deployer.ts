@@ -15,6 +15,7 @@ import { planLocks } from './lock-table.js';
 import { settleModel } from './model-settler.js';
 import { runTxn } from './model-txn-runner.js';
 import type { ModelView } from './model-types.js';
+import { relationEnv, type UnitAddress, type UnitRelationData, unitRelationData } from './relation-data.js';
 import { addRelation, destroyRelation, enterScope, scopesToEnter } from './relation-rules.js';
 import { addService, destroyService } from './service-rules.js';
 import { addSidecarUnit, sidecarsToCreate } from './sidecar-rules.js';
@@ -95,6 +96,15 @@ export interface RelationStatus {
   readonly scope: readonly string[];
 }
 
+/** One unit on a cell and what its container is told about its relations. */
+export interface CellUnitRelations {
+  readonly process_guid: string;
+  readonly index: number;
+  readonly system: string;
+  readonly file: UnitRelationData;
+  readonly env: Readonly<Record<string, string>>;
+}
+
 export interface SystemStatusJson {
   readonly name: string;
   readonly state: string;
@@ -121,6 +131,24 @@ export function modelServiceName(system: string, path: string): string {
  */
 export function serviceProcessGuid(system: string, path: string, version: string): string {
   return `${system}.${path.slice(1).replaceAll('/', '.')}.${version}`;
+}
+
+/**
+ * The model unit an instance belongs to, from its guid alone (so it answers before the service
+ * row is written): `shop.web.api.<version>` index i → `shop:/web/api#i`; a sidecar unit's own
+ * LRP `shop.log.<version>.u3` → `shop:/log#3`. Versions are hex, so never `u<digits>`.
+ */
+export function unitOfInstance(system: string, processGuid: string, index: number): string | undefined {
+  if (!processGuid.startsWith(`${system}.`)) return undefined;
+  const parts = processGuid.slice(system.length + 1).split('.');
+  let unitIndex = index;
+  const last = parts.at(-1) ?? '';
+  if (/^u\d+$/.test(last)) {
+    unitIndex = Number(last.slice(1));
+    parts.pop();
+  }
+  parts.pop();
+  return parts.length === 0 ? undefined : modelServiceName(system, `/${parts.join('/')}`) + `#${unitIndex}`;
 }
 
 /** A sidecar unit's own DesiredLRP: one instance pinned to its principal's cell. */
@@ -389,6 +417,7 @@ export class SystemDeployer {
         const spec = change.spec;
         const guid = serviceProcessGuid(system, spec.path, change.version);
         await this.#ensureModelService(name, spec, system);
+        if (spec.subordinate_to === undefined) await this.#ensureUnits(name, spec.instances);
         if (spec.subordinate_to === undefined)
           await this.#ensureDesired(guid, spec, spec.instances, system, []);
         await this.systems.putService({
@@ -401,7 +430,6 @@ export class SystemDeployer {
           process_guid: guid,
           old_process_guid: null,
         });
-        if (spec.subordinate_to === undefined) await this.#ensureUnits(name, spec.instances);
         await this.#note(work, `${change.kind === 'create' ? 'created' : 'replaced'} ${spec.path} (${guid})`);
         return;
       }
@@ -409,11 +437,12 @@ export class SystemDeployer {
         const spec = change.spec;
         if (!row) return;
         if (spec.subordinate_to === undefined) {
+          // Units first: an instance the rep starts must find its unit (and its relation data).
+          await this.#ensureUnits(name, spec.instances);
           await this.#store.updateDesiredLRP({
             process_guid: row.process_guid,
             update: { instances: spec.instances, routes: spec.routes, annotation: spec.annotation },
           });
-          await this.#ensureUnits(name, spec.instances);
         }
         await this.systems.putService({ ...row, spec });
         await this.#note(work, `updated ${spec.path} in place (${change.changed.join(', ')})`);
@@ -676,11 +705,12 @@ export class SystemDeployer {
       this.#checkpoint();
       await this.#destroyService(work, row);
     }
-    // Anything left in the domain (a sidecar LRP whose row was already gone after a crash).
-    for (const d of await this.#store.listDesiredLRPs({ domain: systemDomain(system) }))
-      await this.#removeDesired(d.process_guid);
     const deadline = this.#now().getTime() + this.#timeoutMs;
     for (;;) {
+      // Anything left in the domain: a sidecar LRP whose row was already gone after a crash, or
+      // one the system agent created for a unit it read as alive just before the teardown began.
+      for (const d of await this.#store.listDesiredLRPs({ domain: systemDomain(system) }))
+        await this.#removeDesired(d.process_guid);
       await this.#settle();
       const view = await this.runner.read();
       const left = [...view.services()].filter((s) => s.name.startsWith(`${system}:`)).length;
@@ -697,6 +727,40 @@ export class SystemDeployer {
   }
 
   // ---------------------------------------------------------------- reconcile
+
+  /**
+   * The unit agents' periodic pass over every system no action is running on (a running deploy
+   * or teardown reconciles its own system): units follow their instances as the auction places
+   * them, principals placed after the deploy (scale-up, a replacement) get their sidecars, and
+   * sidecar LRPs whose unit is no longer alive are removed.
+   */
+  async reconcileAll(): Promise<void> {
+    for (const s of await this.systems.listSystems()) {
+      if ((await this.systems.runningActions(s.name)).length > 0) continue;
+      try {
+        await this.reconcile(s.name);
+        await this.#pruneSidecarLRPs(s.name);
+      } catch (err) {
+        this.#log('system agent pass failed', { system: s.name, err: String(err) });
+      }
+    }
+  }
+
+  /** Removes each sidecar unit's DesiredLRP once that unit is no longer alive (or gone). */
+  async #pruneSidecarLRPs(system: string): Promise<void> {
+    const rows = (await this.systems.listServices(system)).filter(
+      (r) => r.kind === 'service' && (r.spec as ServiceDefinition).subordinate_to !== undefined,
+    );
+    if (rows.length === 0) return;
+    const view = await this.runner.read();
+    for (const d of await this.#store.listDesiredLRPs({ domain: systemDomain(system) })) {
+      const row = rows.find((r) => d.process_guid.startsWith(`${r.process_guid}.u`));
+      if (!row) continue;
+      const index = Number(d.process_guid.slice(row.process_guid.length + 2));
+      const unit = view.unit(`${row.model_name}#${index}`);
+      if (unit === undefined || unit.life !== 'alive') await this.#removeDesired(d.process_guid);
+    }
+  }
 
   /**
    * What the unit agents would do for a system's units, from the BBS: an instance placed on a cell
@@ -883,6 +947,76 @@ export class SystemDeployer {
       actions: await this.systems.runningActions(name),
       services,
       relations,
+    };
+  }
+
+  /**
+   * The relation data of every system unit whose instance runs on a cell: what the cell's rep
+   * writes into each container's relations file. Names are system paths (`/db#0`, `/db`).
+   */
+  async relationsForCell(cellId: string): Promise<CellUnitRelations[]> {
+    const out: CellUnitRelations[] = [];
+    const view = await this.runner.read();
+    for (const system of await this.systems.listSystems()) {
+      const actuals = primaries(await this.#store.listActualLRPs({ domain: systemDomain(system.name) }));
+      if (!actuals.some((a) => a.cell_id === cellId)) continue;
+      const relations = this.#relationsOf(system.name, actuals, view);
+      for (const a of actuals)
+        if (a.cell_id === cellId) {
+          const data = relations(a.process_guid, a.index);
+          if (data) out.push(data);
+        }
+    }
+    return out;
+  }
+
+  /** One instance's relation data, for a container about to start (its env snapshot). */
+  async relationsForInstance(processGuid: string, index: number): Promise<CellUnitRelations> {
+    const desired = await this.#store.getDesiredLRP({ process_guid: processGuid });
+    const prefix = systemDomain('');
+    const data = desired.domain.startsWith(prefix)
+      ? this.#relationsOf(
+          desired.domain.slice(prefix.length),
+          primaries(await this.#store.listActualLRPs({ domain: desired.domain })),
+          await this.runner.read(),
+        )(processGuid, index)
+      : undefined;
+    if (!data) throw new NotFoundError('system unit', `${processGuid}#${index}`);
+    return data;
+  }
+
+  #relationsOf(
+    system: string,
+    actuals: readonly ActualLRP[],
+    view: ModelView,
+  ): (processGuid: string, index: number) => CellUnitRelations | undefined {
+    const unitOf = (processGuid: string, index: number) => unitOfInstance(system, processGuid, index);
+    const placed = new Map<string, UnitAddress>();
+    for (const a of actuals) {
+      const unit = unitOf(a.process_guid, a.index);
+      if (unit === undefined || !a.address || a.state !== 'RUNNING') continue;
+      // During a rolling update both versions run; either one is a fine address for a peer.
+      placed.set(unit, {
+        address: a.address,
+        ports: Object.fromEntries(a.ports.map((p) => [String(p.container_port), p.host_port])),
+      });
+    }
+    const label = (model: string) =>
+      model.startsWith(`${system}:`) ? model.slice(system.length + 1) : model;
+    return (processGuid, index) => {
+      const unit = unitOf(processGuid, index);
+      if (unit === undefined) return undefined;
+      const data = unitRelationData(view, unit, (u) => placed.get(u));
+      const file: UnitRelationData = {
+        unit: label(data.unit),
+        relations: data.relations.map((r) => ({
+          ...r,
+          relation: r.relation.split(' ').map(label).join(' '),
+          service: label(r.service),
+          peers: r.peers.map((p) => ({ ...p, unit: label(p.unit) })),
+        })),
+      };
+      return { process_guid: processGuid, index, system, file, env: relationEnv(file) };
     };
   }
 

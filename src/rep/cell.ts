@@ -4,6 +4,7 @@ import type { IngestRecord } from '../history/index.js';
 import { type ImageResolver, PodRuntime } from '../runtime/index.js';
 import { CellHistory } from './cell-history.js';
 import type { CrashPolicy } from './crash-policy.js';
+import { type RelationSource, RelationSync } from './relation-sync.js';
 import { Rep } from './rep.js';
 import { buildRepApp } from './rep-server.js';
 
@@ -20,6 +21,8 @@ export interface CellOptions {
   readonly address: string;
   readonly placementTags?: readonly string[];
   readonly optionalPlacementTags?: readonly string[];
+  /** The server's relation data for this cell's units; with it, LRP containers get relations files. */
+  readonly relations?: RelationSource;
   readonly pollIntervalMs?: number;
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
@@ -59,7 +62,18 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
   const [host = '127.0.0.1', portText = '0'] = options.listen.split(/:(?=\d+$)/);
   // The rep must exist before the app, and the app's address before the rep registers presence.
   let url = '';
+  const relations = options.relations
+    ? new RelationSync({
+        executor,
+        source: options.relations,
+        ...(options.pollIntervalMs !== undefined
+          ? { intervalMs: Math.min(options.pollIntervalMs, 2_000) }
+          : {}),
+        ...(options.log ? { log: options.log } : {}),
+      })
+    : undefined;
   const rep = new Rep({
+    ...(relations ? { relations } : {}),
     bbs: options.bbs,
     executor,
     cellId: options.cellId,
@@ -83,7 +97,9 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
   const port = typeof address === 'object' && address ? address.port : Number(portText);
   url = `http://${host}:${port}`;
   await rep.start();
+  relations?.start();
   const close = async () => {
+    relations?.stop();
     rep.stop();
     executor.stop();
     await history.stop();

@@ -2,6 +2,7 @@ export * from './cell.js';
 export * from './cell-history.js';
 export * from './crash-policy.js';
 export * from './reconcile-table.js';
+export * from './relation-sync.js';
 export * from './rep.js';
 export * from './rep-api.js';
 export * from './rep-client.js';

@@ -10,6 +10,7 @@ import {
   stillDeletesContainer,
   type TaskRepAction,
 } from './reconcile-table.js';
+import type { RelationSync } from './relation-sync.js';
 import {
   cellPlacementTag,
   type RepLRPWork,
@@ -28,6 +29,8 @@ export interface RepOptions {
   /** The URL the auctioneer reaches this rep's API on; registered in the presence record. */
   readonly repUrl: string;
   readonly placementTags?: readonly string[];
+  /** Keeps relation files current in LRP containers (systems); absent = containers get none. */
+  readonly relations?: RelationSync;
   /** Tags the cell accepts without requiring them (Diego's optional placement tags). */
   readonly optionalPlacementTags?: readonly string[];
   readonly pollIntervalMs?: number;
@@ -208,7 +211,10 @@ export class Rep {
       await this.options.executor.deleteContainer(guid);
       return;
     }
-    await this.options.executor.run(guid, runSpecOfLRP(desired));
+    await this.options.executor.run(
+      guid,
+      runSpecOfLRP(desired, await this.options.relations?.startSpec(lrp.process_guid, lrp.index)),
+    );
   }
 
   private async desired(processGuid: string): Promise<DesiredLRP | undefined> {
@@ -628,11 +634,16 @@ function refOf(key: { readonly process_guid: string; readonly index: number }): 
   return { process_guid: key.process_guid, index: key.index };
 }
 
-function runSpecOfLRP(desired: DesiredLRP): ContainerRunSpec {
+function runSpecOfLRP(
+  desired: DesiredLRP,
+  relations?: { env: Record<string, string>; files: Record<string, string> },
+): ContainerRunSpec {
   return {
     image: desired.image,
     ...(desired.command ? { command: desired.command } : {}),
-    env: desired.env,
+    // The DesiredLRP's own variables win over the relation snapshot.
+    env: relations ? { ...relations.env, ...desired.env } : desired.env,
+    ...(relations ? { shared_files: relations.files } : {}),
     ports: desired.ports,
     ...(desired.monitor ? { monitor: desired.monitor } : {}),
     start_timeout_s: desired.start_timeout_s,

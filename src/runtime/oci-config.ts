@@ -130,6 +130,7 @@ export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
       bindFile('/etc/hosts', podFiles.hosts),
       bindFile('/etc/hostname', podFiles.hostname),
       bindFile('/etc/resolv.conf', podFiles.resolvConf),
+      ...(manifest.sharedDir ? [bindFile(manifest.sharedDir, podFiles.shared)] : []),
     ],
     linux: {
       cgroupsPath: `/berth/${manifest.uuid}`,

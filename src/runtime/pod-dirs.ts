@@ -37,4 +37,6 @@ export const podFiles = {
   hosts: 'hosts',
   hostname: 'hostname',
   resolvConf: 'resolv.conf',
+  /** Host-written files the container sees read-only at the manifest's `sharedDir`. */
+  shared: 'shared',
 } as const;

@@ -167,6 +167,35 @@ describe('detached pods and their lock', () => {
     assert.deepEqual(mountsUnder(runtime.store.path({ uuid, phase: 'run' })), []);
   });
 
+  it('a shared dir: host-written files the app sees at once, read-only, atomically replaced', async () => {
+    const runtime = newRuntime();
+    const script = [
+      'cat /run/berth/data',
+      'while [ "$(cat /run/berth/data)" != v2 ]; do sleep 0.05; done',
+      'echo saw-v2',
+      '(echo x > /run/berth/data) 2>/dev/null && echo writable || echo read-only',
+    ].join('; ');
+    const uuid = await startDetached(runtime, ['sh', '-c', script], {
+      sharedDir: '/run/berth',
+      sharedFiles: { data: 'v1' },
+    });
+    await sleep(300);
+    runtime.writeSharedFile(uuid, 'data', 'v2');
+    const done = await runtime.waitExit(uuid, 20_000);
+    assert.equal(done.exit?.exit_code, 0);
+    const log = readFileSync(runtime.logPath(uuid).path, 'utf8');
+    assert.match(log, /v1/);
+    assert.match(log, /saw-v2/);
+    assert.match(log, /read-only/);
+    assert.throws(() => runtime.writeSharedFile(uuid, '../escape', 'x'), /Invalid shared file name/);
+    const plain = await startDetached(runtime, ['true']);
+    assert.throws(() => runtime.writeSharedFile(plain, 'data', 'x'), /has no shared dir/);
+    await assert.rejects(
+      runtime.prepare('bb', { args: ['true'], sharedDir: 'run/berth' }),
+      /expected an absolute path/,
+    );
+  });
+
   it('stop sends SIGTERM, then SIGKILL after the timeout', async () => {
     const runtime = newRuntime();
     // busybox sleep as pid 1 ignores SIGTERM (no handler, init): only SIGKILL ends it.

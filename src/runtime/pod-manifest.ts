@@ -28,6 +28,11 @@ export interface PodManifest {
   readonly pidsLimit: number | null;
   /** Labels set by upper layers (executor: lrp/task identity); berth run leaves it empty. */
   readonly labels: Readonly<Record<string, string>>;
+  /**
+   * Where the pod's `shared/` dir is bind-mounted read-only in the container (e.g. `/run/berth`),
+   * for files the host keeps current while it runs (a cell's relations file); absent = none.
+   */
+  readonly sharedDir?: string;
   readonly created: string;
 }
 

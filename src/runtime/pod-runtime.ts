@@ -26,7 +26,13 @@ export interface PrepareOptions extends AppOverrides {
   readonly net?: NetMode;
   readonly ports?: readonly PortPublish[];
   readonly labels?: Readonly<Record<string, string>>;
+  /** Container path of a read-only dir of host-written files (see `writeSharedFile`). */
+  readonly sharedDir?: string;
+  /** Files the shared dir starts with, by name. */
+  readonly sharedFiles?: Readonly<Record<string, string>>;
 }
+
+const sharedNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Resolves image references; the image store implements it (kept as a seam for the executor). */
 export interface ImageResolver {
@@ -125,6 +131,14 @@ export class PodRuntime {
         },
       );
     }
+    if (
+      options.sharedDir !== undefined &&
+      (!options.sharedDir.startsWith('/') ||
+        options.sharedDir.split('/').some((p) => p === '..' || p === '.'))
+    )
+      throw new InvalidArgumentError(`Invalid shared dir "${options.sharedDir}": expected an absolute path`, {
+        field: 'sharedDir',
+      });
     const image = await this.images.resolve(imageRef);
     const { uuid, lockFd } = this.store.createPreparing();
     const location: PodLocation = { uuid, phase: 'prepare' };
@@ -148,12 +162,18 @@ export class PodRuntime {
         memoryBytes: options.memoryBytes ?? null,
         pidsLimit: options.pidsLimit ?? null,
         labels: options.labels ?? {},
+        ...(options.sharedDir !== undefined ? { sharedDir: options.sharedDir } : {}),
         created: new Date().toISOString(),
       };
       for (const dir of [podFiles.rootfs, podFiles.upper, podFiles.work]) mkdirSync(join(path, dir));
       writeFileAtomic(join(path, podFiles.hosts), hostsFile(hostname));
       writeFileAtomic(join(path, podFiles.hostname), `${hostname}\n`);
       writeFileAtomic(join(path, podFiles.resolvConf), manifest.net === 'none' ? '' : hostResolvConf());
+      if (manifest.sharedDir !== undefined) {
+        mkdirSync(join(path, podFiles.shared), { mode: 0o755 });
+        for (const [name, content] of Object.entries(options.sharedFiles ?? {}))
+          writeFileAtomic(join(path, podFiles.shared, checkSharedName(name)), content);
+      }
       writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest)));
       // pod.json last: its presence means the bundle is complete.
       writeFileAtomic(join(path, podFiles.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -262,6 +282,18 @@ export class PodRuntime {
         `Pod ${location.uuid} failed to start: ${info?.exit?.reason ?? (answer || 'the stage-1 holder exited')}`,
       );
     }
+  }
+
+  /**
+   * Replaces one file of a pod's shared dir, atomically (readers in the container see the old or
+   * the new content). The dir is the host's: nothing the container does can redirect the write.
+   */
+  writeSharedFile(ref: string, name: string, content: string): void {
+    const location = this.store.locate(ref);
+    const manifest = this.store.readManifest(location);
+    if (manifest?.sharedDir === undefined)
+      throw new InvalidArgumentError(`Pod ${location.uuid} has no shared dir`, { pod: location.uuid });
+    writeFileAtomic(join(this.store.path(location), podFiles.shared, checkSharedName(name)), content);
   }
 
   status(ref: string): PodInfo {
@@ -394,3 +426,11 @@ export class PodRuntime {
 }
 
 export type { PodExit };
+
+function checkSharedName(name: string): string {
+  if (!sharedNamePattern.test(name))
+    throw new InvalidArgumentError(`Invalid shared file name "${name}": letters, digits, ".", "_", "-"`, {
+      name,
+    });
+  return name;
+}
