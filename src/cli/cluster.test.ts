@@ -405,4 +405,31 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
     assert.equal(done.failure_reason, 'cell disappeared before completion');
     assert.equal(done.cell_id, runningTask.cell_id, 'never moved to another cell');
   });
+
+  it('a drained cell takes no new task, and a task still running at the evacuation timeout fails saying so', async () => {
+    // A cell of its own (required tag "evac"), so the tasks can only go there.
+    await cluster.startCell('e1', 'z1', 62600, serverUrl, ['--tags', 'evac', '--evacuation-timeout', '3s']);
+    await bbs.desireTask(task('t-evac', ['/bin/sleep', '1000'], { placement_tags: ['evac'] }));
+    await waitFor(
+      't-evac RUNNING on e1',
+      async () => {
+        const t = await bbs.getTask({ task_guid: 't-evac' });
+        return t.state === 'RUNNING' && t.cell_id === 'e1' ? t : undefined;
+      },
+      120_000,
+    );
+    const e1 = cells.get('e1')!;
+    const exited = new Promise<number | null>((resolve) => e1.once('exit', resolve));
+    e1.kill('SIGTERM'); // drain: evacuate, then exit
+    // While it drains, new work for it is refused: this task stays PENDING.
+    await bbs.desireTask(task('t-after-drain', ['/bin/true'], { placement_tags: ['evac'] }));
+    const done = await completed('t-evac');
+    assert.equal(done.failed, true);
+    assert.equal(done.failure_reason, 'cell was evacuated before the task completed');
+    assert.equal(await exited, 0, 'the drained cell exits cleanly');
+    assert.deepEqual(cluster.runcContainers('e1'), [], 'its container is gone');
+    const pending = await bbs.getTask({ task_guid: 't-after-drain' });
+    assert.equal(pending.state, 'PENDING', 'the draining cell took no new task');
+    assert.equal(pending.cell_id, '');
+  });
 });

@@ -104,7 +104,13 @@ export class TestCluster {
   }
 
   /** A cell with 1 GiB, host ports portBase…portBase+99; resolves once it printed its rep URL. */
-  async startCell(id: string, zone: string, portBase: number, serverUrl: string): Promise<void> {
+  async startCell(
+    id: string,
+    zone: string,
+    portBase: number,
+    serverUrl: string,
+    extraArgs: readonly string[] = [],
+  ): Promise<void> {
     const dir = join(this.root, id);
     this.#cellDirs.push(dir);
     const child = spawnBerth([
@@ -129,6 +135,8 @@ export class TestCluster {
       '60s',
       '--ports',
       `${portBase}-${portBase + 99}`,
+      // Later flags win (node's parseArgs), so a test can shorten e.g. the evacuation timeout.
+      ...extraArgs,
     ]);
     this.processes.push(child);
     this.cells.set(id, child);
