@@ -79,6 +79,12 @@ async function relationsOf(a: ActualLRP, containerPort: number): Promise<Relatio
   return JSON.parse(await inContainer(a, containerPort, '/run/berth/relations.json')) as RelationsFile;
 }
 
+function liveCells(): string[] {
+  return [...cluster.cells]
+    .filter(([, child]) => child.exitCode === null && child.signalCode === null)
+    .map(([id]) => id);
+}
+
 async function runningOf(prefix: string): Promise<ActualLRP[]> {
   return (await bbs.listActualLRPs({ domain: 'system-rel' })).filter(
     (a) => a.process_guid.startsWith(prefix) && a.state === 'RUNNING' && !a.evacuating,
@@ -233,6 +239,30 @@ describe('a system with a relation and a sidecar on three cells', { timeout: 600
     }
   });
 
+  it('kill -9 of a principal’s cell: the unit follows its instance to another cell, and its sidecar with it', async () => {
+    const st = await status();
+    const web = st.services.find((x) => x.path === '/web')!;
+    const victim = web.units.find((u) => u.name === '/web#0')!.cell_id!;
+    cluster.cells.get(victim)?.kill('SIGKILL');
+    const moved = await waitFor(
+      'web#0 and its sidecar running together on another cell',
+      async () => {
+        const now = await status();
+        const w0 = now.services.find((x) => x.path === '/web')?.units.find((u) => u.name === '/web#0');
+        const s0 = now.services
+          .find((x) => x.path === '/shipper')
+          ?.units.find((u) => u.principal === '/web#0');
+        return w0?.cell_id && w0.cell_id !== victim && w0.state === 'RUNNING' && s0?.state === 'RUNNING'
+          ? { w0, s0 }
+          : undefined;
+      },
+      180_000,
+    );
+    assert.equal(moved.s0.cell_id, moved.w0.cell_id);
+    const [sidecar] = (await runningOf('rel.shipper.')).filter((a) => a.process_guid.endsWith('.u0'));
+    assert.equal(sidecar?.cell_id, moved.w0.cell_id, 'the sidecar container runs beside its principal');
+  });
+
   it('teardown removes every unit, relation, DesiredLRP and container; the system is gone', async () => {
     const r = await runBerth(['teardown', 'rel', '--wait', '--server', serverUrl]);
     assert.equal(r.code, 0, `${r.stdout} ${r.stderr}`);
@@ -241,9 +271,9 @@ describe('a system with a relation and a sidecar on three cells', { timeout: 600
     assert.deepEqual(await bbs.listDesiredLRPs({ domain: 'system-rel' }), []);
     assert.deepEqual(await bbs.listActualLRPs({ domain: 'system-rel' }), []);
     await waitFor(
-      'no containers left on any cell',
-      async () =>
-        ['c1', 'c2', 'c3'].every((c) => cluster.runcContainers(c).length === 0) ? true : undefined,
+      'no containers left on any live cell',
+      // The killed cell's pods outlive it (no rep stops them); cleanup collects them.
+      async () => (liveCells().every((c) => cluster.runcContainers(c).length === 0) ? true : undefined),
       60_000,
     );
     const units = await fetch(`${serverUrl}/v1/relations?cell_id=c1`);

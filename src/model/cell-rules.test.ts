@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
 import { cellAgentStep, provisionerStep } from './agent-rules.js';
-import { addCell, assignUnitToCell, destroyCell, ensureCellDead, removeCell } from './cell-rules.js';
+import {
+  addCell,
+  assignUnitToCell,
+  destroyCell,
+  ensureCellDead,
+  moveUnitToCell,
+  removeCell,
+} from './cell-rules.js';
 import { ModelBuilder } from './model-builder.js';
 import { TxnAbortedError } from './model-errors.js';
 import { unitName } from './txn-parts.js';
@@ -126,6 +133,61 @@ describe('seed 003 Machines (berth cells)', () => {
     assert.equal(
       code(() => addUnit(m.view, 'web', 0)),
       'none',
+    );
+  });
+
+  it('a unit follows its instance to another cell, its sidecar with it; the old cell may then die', () => {
+    const web0 = unitName('web', 0);
+    const m = new ModelBuilder()
+      .cell('c1')
+      .cell('c2')
+      .service('web')
+      .service('log', true)
+      .units('web', 1, ['c1'])
+      .relate('web', 'log', 'container')
+      .sidecar(web0, 'log');
+    m.apply((v) => moveUnitToCell(v, web0, 'c2'));
+    assert.equal(m.view.unit(web0)?.cell_id, 'c2');
+    assert.equal(m.view.unit(unitName('log', 0))?.cell_id, 'c2', 'the sidecar stays beside its principal');
+    assert.equal(m.view.count('units-on-cell', 'c1'), 0);
+    m.apply((v) => destroyCell(v, 'c1'));
+    assert.equal(m.view.cell('c1')?.life, 'dying');
+    assert.equal(moveUnitToCell(m.view, web0, 'c2'), null, 'already there: nothing to do');
+  });
+
+  it('a move built on a stale view aborts; sidecars, unassigned units and dying cells are refused', () => {
+    const web0 = unitName('web', 0);
+    const m = new ModelBuilder()
+      .cell('c1')
+      .cell('c2')
+      .cell('c3')
+      .service('web')
+      .service('log', true)
+      .units('web', 2, ['c1'])
+      .relate('web', 'log', 'container')
+      .sidecar(web0, 'log');
+    const stale = moveUnitToCell(m.view, web0, 'c2');
+    m.apply((v) => moveUnitToCell(v, web0, 'c3'));
+    assert.ok(stale);
+    assert.throws(() => m.runner.apply(stale), TxnAbortedError);
+    assert.equal(m.view.unit(web0)?.cell_id, 'c3');
+    assert.equal(
+      code(() => moveUnitToCell(m.view, unitName('log', 0), 'c1')),
+      'conflict',
+    );
+    m.apply((v) => destroyUnit(v, unitName('web', 1), now));
+    assert.equal(
+      code(() => moveUnitToCell(m.view, unitName('web', 1), 'c2')),
+      'conflict',
+    );
+    m.apply((v) => destroyCell(v, 'c2'));
+    assert.equal(
+      code(() => moveUnitToCell(m.view, web0, 'c2')),
+      'conflict',
+    );
+    assert.equal(
+      code(() => moveUnitToCell(m.view, web0, 'nope')),
+      'not_found',
     );
   });
 });

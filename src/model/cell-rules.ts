@@ -45,6 +45,39 @@ export function assignUnitToCell(view: ModelView, unit: string, cellId: string):
 }
 
 /**
+ * A unit is one instance index (DESIGN.md), so when its instance is restarted on another cell (its
+ * cell vanished or was drained) the unit moves with it, and its sidecars with it: they must stay on
+ * their principal's cell. Asserts the unit is still where it was read, so a move built on a stale
+ * view aborts; the old cell loses the unit and may then die.
+ */
+export function moveUnitToCell(view: ModelView, unit: string, cellId: string): ModelTxn | null {
+  const u: UnitDoc | undefined = view.unit(unit);
+  if (!u) throw new NotFoundError('unit', unit);
+  const cell = mustCell(view, cellId);
+  if (u.principal !== null)
+    throw new ModelRuleError('move', `unit ${unit}`, 'a sidecar goes where its principal is');
+  if (u.life !== 'alive') throw new ModelRuleError('move', `unit ${unit}`, `it is ${u.life}`);
+  if (cell.life !== 'alive')
+    throw new ModelRuleError('move', `unit ${unit}`, `cell ${cellId} is ${cell.life}`);
+  if (u.cell_id === null)
+    throw new ModelRuleError('move', `unit ${unit}`, 'it is not assigned yet (assign it instead)');
+  if (u.cell_id === cellId) return null;
+  const subordinates = [...view.subordinatesOf(unit)].sort();
+  return txn(
+    'move-unit',
+    part(
+      [
+        lifeIn('cell', cellId, 'alive'),
+        lifeIn('unit', unit, 'alive'),
+        { kind: 'unit-cell', unit, cell_id: u.cell_id },
+        ...subordinates.map((s) => ({ kind: 'unit-cell' as const, unit: s, cell_id: u.cell_id })),
+      ],
+      [unit, ...subordinates].map((name) => ({ op: 'assign-unit' as const, unit: name, cell_id: cellId })),
+    ),
+  );
+}
+
+/**
  * Seed 003 Machines: "When no principal units are assigned to it, it can be destroyed ... This will
  * set the machine to Dying, but will fail when units are assigned." Already Dying or Dead: nothing to
  * do (null), so a retried destroy is harmless. Nothing cascades from a cell, so no cleanup job.

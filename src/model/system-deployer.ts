@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { ActualLRP, BbsStore, DesiredLRPDefinition } from '../bbs/index.js';
 import { BerthError, InvalidArgumentError, NotFoundError } from '../core/index.js';
 import { cellPlacementTag } from '../rep/rep-api.js';
-import { addCell, assignUnitToCell } from './cell-rules.js';
+import { addCell, assignUnitToCell, moveUnitToCell } from './cell-rules.js';
 import {
   type DeployedService,
   nextRollingStep,
@@ -772,20 +772,30 @@ export class SystemDeployer {
     const byName = new Map(rows.map((r) => [r.model_name, r]));
     const actuals = primaries(await this.#store.listActualLRPs({ domain: systemDomain(system) }));
     const cellOf = new Map<string, string>();
-    for (const a of actuals) if (a.cell_id) cellOf.set(`${a.process_guid}#${a.index}`, a.cell_id);
+    const runningOn = new Map<string, string>();
+    for (const a of actuals) {
+      if (!a.cell_id) continue;
+      cellOf.set(`${a.process_guid}#${a.index}`, a.cell_id);
+      if (a.state === 'RUNNING') runningOn.set(`${a.process_guid}#${a.index}`, a.cell_id);
+    }
     let view = await this.runner.read();
     for (const row of rows) {
       if ((row.spec as ServiceDefinition).subordinate_to !== undefined) continue;
       for (const unitName of [...view.unitsOfService(row.model_name)]) {
         const unit = view.unit(unitName)!;
-        const cell = cellOf.get(`${row.process_guid}#${unit.index}`);
-        if (!cell || unit.cell_id !== null || unit.life !== 'alive') continue;
+        if (unit.life !== 'alive') continue;
+        const key = `${row.process_guid}#${unit.index}`;
+        // Assigned at first placement; moved (with its sidecars) once its instance runs elsewhere.
+        const cell = unit.cell_id === null ? cellOf.get(key) : runningOn.get(key);
+        if (!cell || cell === unit.cell_id) continue;
         await runTxn(this.runner, (v) => (v.cell(cell) ? null : addCell(v, cell)));
-        await runTxn(this.runner, (v) =>
-          v.unit(unitName)?.cell_id === null && v.cell(cell)?.life === 'alive'
+        await runTxn(this.runner, (v) => {
+          const now = v.unit(unitName);
+          if (v.cell(cell)?.life !== 'alive' || now?.life !== 'alive') return null;
+          return now.cell_id === null
             ? assignUnitToCell(v, unitName, cell)
-            : null,
-        ).catch((err) => this.#log('assign failed', { unit: unitName, err: String(err) }));
+            : moveUnitToCell(v, unitName, cell);
+        }).catch((err) => this.#log('assign failed', { unit: unitName, err: String(err) }));
       }
     }
     view = await this.runner.read();
@@ -802,13 +812,12 @@ export class SystemDeployer {
       for (const unitName of view.unitsOfService(row.model_name, 'alive')) {
         const unit = view.unit(unitName)!;
         if (unit.cell_id === null) continue;
-        await this.#ensureDesired(
-          sidecarUnitGuid(row.process_guid, unit.index),
-          { ...spec, instances: 1 },
-          1,
-          system,
-          [cellPlacementTag(unit.cell_id)],
-        );
+        const guid = sidecarUnitGuid(row.process_guid, unit.index);
+        const tags = [cellPlacementTag(unit.cell_id)];
+        // Its principal moved: the LRP pinned to the old cell goes, a new one is pinned beside it.
+        const pinned = await this.#store.getDesiredLRP({ process_guid: guid }).catch(() => undefined);
+        if (pinned && pinned.placement_tags.join() !== tags.join()) await this.#removeDesired(guid);
+        await this.#ensureDesired(guid, { ...spec, instances: 1 }, 1, system, tags);
       }
     }
     for (const row of rows) {
