@@ -311,6 +311,13 @@ jobs:
       [model.services, model.units, model.relations].map((l) => l.length),
       [0, 0, 0],
     );
+    // The played cells never had a presence: with no units left, the agent retires them.
+    assert.deepEqual(
+      model.cells.map((c) => c.id),
+      ['cell-0', 'cell-1', 'cell-2'],
+    );
+    await h.deployer.reconcileAll();
+    assert.deepEqual((await h.deployer.runner.dump()).cells, []);
     assert.equal((await h.app.inject({ method: 'GET', url: '/v1/systems/shop' })).statusCode, 404);
   });
 });

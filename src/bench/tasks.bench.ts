@@ -21,7 +21,14 @@ const server = await startBbsServer({
   listen: '127.0.0.1:0',
   logger: false,
   auth: 'none',
-  singletons: (store) => clusterSingletons(store, { convergenceIntervalMs: 5000, auctionIntervalMs: 100 }),
+  // COMPLETED tasks are kept for the whole run (the default TTL of 2 min would delete them before
+  // a 1,000-task run ends, and the bench reads their timestamps).
+  singletons: (store) =>
+    clusterSingletons(store, {
+      convergenceIntervalMs: 5000,
+      auctionIntervalMs: 100,
+      taskCompletedTtlMs: 3_600_000,
+    }),
 });
 const cells = [];
 for (let i = 0; i < cellCount; i++) {

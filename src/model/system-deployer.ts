@@ -3,7 +3,14 @@ import { hostname } from 'node:os';
 import type { ActualLRP, BbsStore, DesiredLRPDefinition } from '../bbs/index.js';
 import { BerthError, InvalidArgumentError, NotFoundError } from '../core/index.js';
 import { cellPlacementTag } from '../rep/rep-api.js';
-import { addCell, assignUnitToCell, moveUnitToCell } from './cell-rules.js';
+import {
+  addCell,
+  assignUnitToCell,
+  destroyCell,
+  ensureCellDead,
+  moveUnitToCell,
+  removeCell,
+} from './cell-rules.js';
 import {
   type DeployedService,
   nextRollingStep,
@@ -743,6 +750,25 @@ export class SystemDeployer {
       } catch (err) {
         this.#log('system agent pass failed', { system: s.name, err: String(err) });
       }
+    }
+    await this.#retireGoneCells().catch((err) => this.#log('retiring cells failed', { err: String(err) }));
+  }
+
+  /**
+   * The machine and provisioning agents for cells that left the cluster (no live presence): once
+   * their units have moved away, Dying → Dead → removed, so the model does not keep every cell
+   * that ever existed and a returning cell id can be added again.
+   */
+  async #retireGoneCells(): Promise<void> {
+    const live = new Set((await this.#store.listCells()).map((c) => c.cell_id));
+    const view = await this.runner.read();
+    for (const cell of [...view.cells()]) {
+      if (live.has(cell.id) || view.count('units-on-cell', cell.id) > 0) continue;
+      await runTxn(this.runner, (v) => (v.cell(cell.id)?.life === 'alive' ? destroyCell(v, cell.id) : null));
+      await runTxn(this.runner, (v) =>
+        v.cell(cell.id)?.life === 'dying' ? ensureCellDead(v, cell.id) : null,
+      );
+      await runTxn(this.runner, (v) => (v.cell(cell.id)?.life === 'dead' ? removeCell(v, cell.id) : null));
     }
   }
 
