@@ -167,6 +167,44 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     await bbs.removeDesiredLRP({ process_guid: 'crasher' });
   });
 
+  it('an app killed by the kernel at its memory limit: its history says "Killed (Out of Memory)"', async () => {
+    // No monitor: the app is RUNNING at once, then killed as it fills its memory.
+    const { monitor: _monitor, ...hog } = lrp('hog', 1, {
+      memory_mb: 16,
+      command: ['/bin/sh', '-c', 'sleep 1; x=$(head -c 67108864 /dev/zero | tr "\\0" a); echo survived'],
+      ports: [],
+    });
+    await bbs.desireLRP(hog);
+    const detail = await waitFor(
+      'an OOM-killed container in the history',
+      async () => {
+        const response = await fetch(`${serverUrl}/v1/containers?limit=100`);
+        const body = (await response.json()) as { containers: { id: string; owner_id: string }[] };
+        for (const c of body.containers.filter((x) => x.owner_id === 'hog/0')) {
+          const d = (await (await fetch(`${serverUrl}/v1/containers/${c.id}`)).json()) as {
+            status: string;
+            history: {
+              status: string;
+              entity_type: string;
+              exit_code: number | null;
+              message: string | null;
+            }[];
+          };
+          if (d.history.some((h) => h.status === 'Killed (Out of Memory)')) return d;
+        }
+        return undefined;
+      },
+      120_000,
+    );
+    const oom = detail.history.find((h) => h.status === 'Killed (Out of Memory)');
+    assert.equal(oom?.entity_type, 'event');
+    assert.equal(oom?.exit_code, 137);
+    assert.match(oom?.message ?? '', /out of memory/);
+    const actual = (await bbs.listActualLRPs({ process_guid: 'hog' }))[0];
+    assert.match(actual?.crash_reason ?? '', /out of memory/, 'the ActualLRP says why it crashed');
+    await bbs.removeDesiredLRP({ process_guid: 'hog' });
+  });
+
   it('drain a cell while a 2-instance app runs on it: at every moment at least one instance RUNNING', async () => {
     await bbs.updateDesiredLRP({ process_guid: 'web', update: { instances: 0 } });
     await waitFor('web gone', async () =>

@@ -68,6 +68,8 @@ export interface ContainerResult {
   readonly failed: boolean;
   readonly reason: string;
   readonly kind: 'crashed' | 'shutdown';
+  /** The kernel killed it at its memory limit (read from the pod's cgroup). */
+  readonly oom?: boolean;
 }
 
 export interface ExecutorContainer {

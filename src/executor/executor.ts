@@ -411,8 +411,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         ? { failed: false, reason: 'stopped', kind: 'shutdown' }
         : {
             failed: code !== 0,
-            reason:
-              code === null ? (pod.exit?.reason ?? 'the container vanished') : `exited with status ${code}`,
+            reason: pod.exit?.oom_killed
+              ? `${pod.exit.reason ?? 'out of memory'} (exit status ${code})`
+              : code === null
+                ? (pod.exit?.reason ?? 'the container vanished')
+                : `exited with status ${code}`,
+            ...(pod.exit?.oom_killed ? { oom: true } : {}),
             // Ended on its own: for an LRP that is a crash; for a task, its normal end (the rep's
             // task table reads `failed`, and treats only `shutdown`, a stop, as interrupted).
             kind: 'crashed',

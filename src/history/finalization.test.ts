@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { collectFinalization, readOomKills } from './finalization.js';
+import { collectFinalization } from './finalization.js';
 
 describe('collectFinalization', () => {
   let dir: string;
@@ -11,7 +11,6 @@ describe('collectFinalization', () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-final-'));
     writeFileSync(join(dir, 'result.txt'), '42\n');
     writeFileSync(join(dir, 'big.bin'), Buffer.alloc(100));
-    writeFileSync(join(dir, 'memory.events'), 'low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -50,10 +49,5 @@ describe('collectFinalization', () => {
       outputs: [{ name: 'missing', path: join(dir, 'nope') }],
     });
     assert.match(record.error ?? '', /^cannot read logs: pod removed; cannot collect output "missing"/);
-  });
-
-  it('reads OOM kills from cgroup v2 memory.events', async () => {
-    assert.equal(await readOomKills(dir), 1);
-    assert.equal(await readOomKills(join(dir, 'gone')), undefined);
   });
 });

@@ -67,21 +67,6 @@ export async function collectFinalization(input: FinalizeInput): Promise<Finaliz
   };
 }
 
-/**
- * Whether the kernel OOM-killed a process in this cgroup (v2 `memory.events`, `oom_kill N`): the
- * real signal behind `Killed (Out of Memory)`, since an exit status of 137 alone cannot tell an
- * OOM kill from `kill -9`. Undefined when the file cannot be read (cgroup gone, cgroup v1).
- */
-export async function readOomKills(cgroupDir: string): Promise<number | undefined> {
-  try {
-    const text = await readFile(`${cgroupDir}/memory.events`, 'utf8');
-    const match = /^oom_kill (\d+)$/m.exec(text);
-    return match ? Number(match[1]) : 0;
-  } catch {
-    return undefined;
-  }
-}
-
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

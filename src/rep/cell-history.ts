@@ -78,6 +78,17 @@ export class CellHistory {
     if (container.state !== 'COMPLETED') return;
     const exitCode = container.exit_code ?? null;
     const stopped = container.result?.kind === 'shutdown' && container.tags.kind === 'lrp';
+    if (container.result?.oom) {
+      // Docker's order: `oom`, then `die` (→ "Killed (Out of Memory)" stays in the history).
+      this.journal.record({
+        container_id: container.guid,
+        event: 'oom',
+        external_timestamp: now,
+        exit_code: exitCode,
+        message: container.result.reason,
+        entity_type: 'event',
+      });
+    }
     this.journal.record({
       container_id: container.guid,
       event: stopped ? 'kill' : 'die',

@@ -1,4 +1,5 @@
 import { netnsPath } from './cni-network.js';
+import { appCgroupPath } from './pod-cgroup.js';
 import { podFiles } from './pod-dirs.js';
 import type { PodManifest } from './pod-manifest.js';
 
@@ -97,8 +98,7 @@ export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
   const resources: Record<string, unknown> = {
     devices: [{ allow: false, access: 'rwm' }],
   };
-  if (manifest.memoryBytes !== null)
-    resources.memory = { limit: manifest.memoryBytes, swap: manifest.memoryBytes };
+  // The memory limit is on the pod's own cgroup, the parent of this one (see pod-cgroup.ts).
   if (manifest.pidsLimit !== null) resources.pids = { limit: manifest.pidsLimit };
   const bindFile = (destination: string, source: string): OciMount => ({
     destination,
@@ -133,7 +133,7 @@ export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
       ...(manifest.sharedDir ? [bindFile(manifest.sharedDir, podFiles.shared)] : []),
     ],
     linux: {
-      cgroupsPath: `/berth/${manifest.uuid}`,
+      cgroupsPath: appCgroupPath(manifest.uuid),
       namespaces,
       resources,
       maskedPaths,

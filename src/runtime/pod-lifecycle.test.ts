@@ -10,6 +10,7 @@ import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
+import { podCgroupExists } from './pod-cgroup.js';
 import { collectGarbage } from './pod-gc.js';
 import { PodRuntime } from './pod-runtime.js';
 
@@ -126,7 +127,22 @@ describe('run in the foreground', () => {
       remove: false,
     });
     assert.doesNotMatch(stdout.text(), /survived/);
-    assert.notEqual(exit.exit_code, 0);
+    assert.equal(exit.exit_code, 137);
+    assert.equal(exit.oom_killed, true, 'the kernel OOM kill is recorded, read from the pod cgroup');
+    assert.match(exit.reason ?? '', /out of memory/);
+    assert.equal(runtime.status(run.uuid).exit?.oom_killed, true, 'and kept in exit.json');
+    assert.equal(podCgroupExists(run.uuid), false, 'the pod cgroup is removed once read');
+  });
+
+  it('kill -9 of an app is not an OOM kill, even with a memory limit', async () => {
+    const runtime = newRuntime();
+    // The shell is pid 1 of its namespace, immune to its own SIGKILL: kill a child and exit with its status.
+    const uuid = await startDetached(runtime, ['sh', '-c', 'sleep 100 & kill -9 $!; wait $!; exit $?'], {
+      memoryBytes: 32 * 1024 * 1024,
+    });
+    const done = await runtime.waitExit(uuid, 20_000);
+    assert.equal(done.exit?.exit_code, 137);
+    assert.equal(done.exit?.oom_killed, undefined);
   });
 });
 

@@ -14,6 +14,7 @@ import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
 import { buildOciConfig } from './oci-config.js';
+import { podCgroupExists, removePodCgroup } from './pod-cgroup.js';
 import { podFiles } from './pod-dirs.js';
 import type { NetMode, PodExit, PodManifest } from './pod-manifest.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
@@ -416,6 +417,7 @@ export class PodRuntime {
         stdio: 'ignore',
       });
     }
+    if (podCgroupExists(location.uuid)) removePodCgroup(location.uuid);
     this.store.remove(location);
   }
 

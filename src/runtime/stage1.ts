@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
 import { attachNetwork, detachNetwork } from './cni-network.js';
 import { mountOverlay, unmountAll } from './mounts.js';
+import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 
@@ -78,8 +79,10 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
     mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
+    preparePodCgroup(manifest.uuid, manifest.memoryBytes);
   } catch (err) {
     if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports);
+    removePodCgroup(manifest.uuid);
     options.onStarted?.(false);
     return finish({
       exit_code: null,
@@ -184,8 +187,15 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     const code = result.code ?? (result.signal ? 128 + signalNumber(result.signal) : null);
     exit = { exit_code: code, finished_at: new Date().toISOString() };
   }
+  if (podOutOfMemory(manifest.uuid, exit.exit_code))
+    exit = {
+      ...exit,
+      oom_killed: true,
+      reason: 'out of memory: the kernel killed the app at its memory limit',
+    };
   if (!appStarted) options.onStarted?.(false);
   finish(exit);
+  removePodCgroup(manifest.uuid);
   // The exit record is down: the watcher may go, then the root is unmounted.
   watcher.stdin?.end('done\n');
   unmountAll(podPath);

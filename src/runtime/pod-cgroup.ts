@@ -1,0 +1,129 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Each pod has a cgroup of its own, `/berth/<uuid>`, which berth creates and removes, and runc
+ * puts the app in a child of it, `/berth/<uuid>/app`. The memory limit sits on the pod's cgroup,
+ * so an out-of-memory kill is counted there (cgroup v1 `memory.oom_control`, v2 `memory.events`)
+ * and can still be read after `runc run` has deleted the app's cgroup on exit: an exit status of
+ * 137 alone cannot tell the kernel's OOM kill from a `kill -9`.
+ */
+const cgroupRoot = '/sys/fs/cgroup';
+
+/** The app's cgroup inside the pod's (OCI `linux.cgroupsPath`). */
+export function appCgroupPath(uuid: string): string {
+  return `/berth/${uuid}/app`;
+}
+
+function isV2(): boolean {
+  return existsSync(join(cgroupRoot, 'cgroup.controllers'));
+}
+
+function memoryDir(uuid: string): string {
+  return isV2() ? join(cgroupRoot, 'berth', uuid) : join(cgroupRoot, 'memory', 'berth', uuid);
+}
+
+/** Creates the pod's cgroup with its memory limit (swap included, as before: no swap beyond it). */
+export function preparePodCgroup(uuid: string, memoryBytes: number | null): void {
+  if (isV2()) {
+    // Controllers must be enabled on the way down for memory.max to exist in the pod's cgroup.
+    enableV2Controllers(cgroupRoot);
+    mkdirSync(join(cgroupRoot, 'berth'), { recursive: true });
+    enableV2Controllers(join(cgroupRoot, 'berth'));
+    const dir = join(cgroupRoot, 'berth', uuid);
+    mkdirSync(dir, { recursive: true });
+    if (memoryBytes !== null) {
+      writeFileSync(join(dir, 'memory.max'), String(memoryBytes));
+      if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+    }
+    return;
+  }
+  const dir = memoryDir(uuid);
+  mkdirSync(dir, { recursive: true });
+  if (memoryBytes !== null) {
+    writeFileSync(join(dir, 'memory.limit_in_bytes'), String(memoryBytes));
+    const memsw = join(dir, 'memory.memsw.limit_in_bytes');
+    if (existsSync(memsw)) writeFileSync(memsw, String(memoryBytes));
+  }
+}
+
+function enableV2Controllers(dir: string): void {
+  const available = readFileSync(join(dir, 'cgroup.controllers'), 'utf8').split(/\s+/);
+  const wanted = ['memory', 'pids'].filter((c) => available.includes(c));
+  const enabled = readFileSync(join(dir, 'cgroup.subtree_control'), 'utf8').split(/\s+/);
+  const missing = wanted.filter((c) => !enabled.includes(c));
+  if (missing.length > 0)
+    writeFileSync(join(dir, 'cgroup.subtree_control'), missing.map((c) => `+${c}`).join(' '));
+}
+
+/** Whether the pod's cgroup (or part of it) is still there: one stat, for gc's sweep. */
+export function podCgroupExists(uuid: string): boolean {
+  return existsSync(memoryDir(uuid));
+}
+
+function readNumber(path: string): number {
+  try {
+    return Number(readFileSync(path, 'utf8').trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether the kernel OOM-killed the app, read from the pod's cgroup after the app ended:
+ * - cgroup v2: `memory.events` `oom_kill` (hierarchical, so the app's own cgroup being gone does
+ *   not matter) — exact.
+ * - cgroup v1: the kill is counted only in the app's cgroup, which runc has deleted by now, so
+ *   berth reads the pod cgroup's high-water mark instead (`memory.max_usage_in_bytes`): the usage
+ *   reached the limit and the app died of SIGKILL (status 137). With swap capped at the limit,
+ *   that is the OOM killer; the one thing it cannot tell apart is a `kill -9` sent after the app
+ *   once touched its limit.
+ */
+export function podOutOfMemory(uuid: string, exitCode: number | null): boolean {
+  const dir = memoryDir(uuid);
+  if (isV2()) {
+    try {
+      return Number(/^oom_kill (\d+)$/m.exec(readFileSync(join(dir, 'memory.events'), 'utf8'))?.[1] ?? 0) > 0;
+    } catch {
+      return false;
+    }
+  }
+  if (exitCode !== 137) return false;
+  const oomControl = (() => {
+    try {
+      return readFileSync(join(dir, 'memory.oom_control'), 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  if (Number(/^oom_kill (\d+)$/m.exec(oomControl)?.[1] ?? 0) > 0) return true;
+  // `failcnt` stays 0 on current kernels when the charge fails in a child; the high-water mark
+  // reaching the limit is what remains.
+  const limit = readNumber(join(dir, 'memory.limit_in_bytes'));
+  return limit > 0 && readNumber(join(dir, 'memory.max_usage_in_bytes')) >= limit;
+}
+
+/**
+ * Removes the pod's cgroup in every hierarchy (v1: runc made `/berth/<uuid>` in each controller on
+ * its way to `app`). Best effort: a cgroup that still has processes stays, and gc tries again.
+ */
+export function removePodCgroup(uuid: string): void {
+  // The memory dir goes last: while it exists, `podCgroupExists` tells gc there is more to remove.
+  const dirs = isV2()
+    ? [join(cgroupRoot, 'berth', uuid)]
+    : [
+        ...readdirSync(cgroupRoot)
+          .filter((controller) => controller !== 'memory')
+          .map((controller) => join(cgroupRoot, controller, 'berth', uuid)),
+        memoryDir(uuid),
+      ];
+  for (const dir of dirs) {
+    for (const child of ['app', '']) {
+      try {
+        rmdirSync(child ? join(dir, child) : dir);
+      } catch {
+        // Gone already, or busy: nothing to do now.
+      }
+    }
+  }
+}
