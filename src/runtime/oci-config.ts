@@ -98,7 +98,10 @@ export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
   const resources: Record<string, unknown> = {
     devices: [{ allow: false, access: 'rwm' }],
   };
-  // The memory limit is on the pod's own cgroup, the parent of this one (see pod-cgroup.ts).
+  // The pod's own cgroup (the parent of this one, pod-cgroup.ts) gets the same limit, so an OOM
+  // kill can still be read there once runc has deleted this one.
+  if (manifest.memoryBytes !== null)
+    resources.memory = { limit: manifest.memoryBytes, swap: manifest.memoryBytes };
   if (manifest.pidsLimit !== null) resources.pids = { limit: manifest.pidsLimit };
   const bindFile = (destination: string, source: string): OciMount => ({
     destination,

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 
 /**
  * Each pod has a cgroup of its own, `/berth/<uuid>`, which berth creates and removes, and runc
- * puts the app in a child of it, `/berth/<uuid>/app`. The memory limit sits on the pod's cgroup,
- * so an out-of-memory kill is counted there (cgroup v1 `memory.oom_control`, v2 `memory.events`)
- * and can still be read after `runc run` has deleted the app's cgroup on exit: an exit status of
- * 137 alone cannot tell the kernel's OOM kill from a `kill -9`.
+ * puts the app in a child of it, `/berth/<uuid>/app`. Both carry the memory limit, so what an
+ * out-of-memory kill leaves behind (v2 `memory.events`, hierarchical; v1 the usage high-water
+ * mark) can still be read in the pod's cgroup after `runc run` has deleted the app's on exit: an
+ * exit status of 137 alone cannot tell the kernel's OOM kill from a `kill -9`.
  */
 const cgroupRoot = '/sys/fs/cgroup';
 
@@ -23,27 +23,37 @@ function memoryDir(uuid: string): string {
   return isV2() ? join(cgroupRoot, 'berth', uuid) : join(cgroupRoot, 'memory', 'berth', uuid);
 }
 
-/** Creates the pod's cgroup with its memory limit (swap included, as before: no swap beyond it). */
+/**
+ * Creates the pod's cgroup with the app's memory limit (swap included: none beyond it). Best
+ * effort, never throws: inside a container the v2 controllers may not be delegable, and runc
+ * enforces the same limit on the app's cgroup anyway; only OOM detection is lost then.
+ */
 export function preparePodCgroup(uuid: string, memoryBytes: number | null): void {
+  const attempt = (fn: () => void) => {
+    try {
+      fn();
+    } catch {
+      // See above: the limit on the app's own cgroup still holds.
+    }
+  };
   if (isV2()) {
     // Controllers must be enabled on the way down for memory.max to exist in the pod's cgroup.
-    enableV2Controllers(cgroupRoot);
-    mkdirSync(join(cgroupRoot, 'berth'), { recursive: true });
-    enableV2Controllers(join(cgroupRoot, 'berth'));
+    attempt(() => enableV2Controllers(cgroupRoot));
+    attempt(() => mkdirSync(join(cgroupRoot, 'berth'), { recursive: true }));
+    attempt(() => enableV2Controllers(join(cgroupRoot, 'berth')));
     const dir = join(cgroupRoot, 'berth', uuid);
-    mkdirSync(dir, { recursive: true });
+    attempt(() => mkdirSync(dir, { recursive: true }));
     if (memoryBytes !== null) {
-      writeFileSync(join(dir, 'memory.max'), String(memoryBytes));
-      if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+      attempt(() => writeFileSync(join(dir, 'memory.max'), String(memoryBytes)));
+      attempt(() => writeFileSync(join(dir, 'memory.swap.max'), '0'));
     }
     return;
   }
   const dir = memoryDir(uuid);
-  mkdirSync(dir, { recursive: true });
+  attempt(() => mkdirSync(dir, { recursive: true }));
   if (memoryBytes !== null) {
-    writeFileSync(join(dir, 'memory.limit_in_bytes'), String(memoryBytes));
-    const memsw = join(dir, 'memory.memsw.limit_in_bytes');
-    if (existsSync(memsw)) writeFileSync(memsw, String(memoryBytes));
+    attempt(() => writeFileSync(join(dir, 'memory.limit_in_bytes'), String(memoryBytes)));
+    attempt(() => writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(memoryBytes)));
   }
 }
 
@@ -54,6 +64,22 @@ function enableV2Controllers(dir: string): void {
   const missing = wanted.filter((c) => !enabled.includes(c));
   if (missing.length > 0)
     writeFileSync(join(dir, 'cgroup.subtree_control'), missing.map((c) => `+${c}`).join(' '));
+}
+
+/**
+ * Whether this machine lets berth read OOM kills: cgroup v1 with the memory controller, or v2
+ * where the memory controller could be enabled below `/berth` (not always so inside a container).
+ * Meaningful once a pod has run.
+ */
+export function oomDetectable(): boolean {
+  if (!isV2()) return existsSync(join(cgroupRoot, 'memory'));
+  try {
+    return readFileSync(join(cgroupRoot, 'berth', 'cgroup.subtree_control'), 'utf8')
+      .split(/\s+/)
+      .includes('memory');
+  } catch {
+    return false;
+  }
 }
 
 /** Whether the pod's cgroup (or part of it) is still there: one stat, for gc's sweep. */
