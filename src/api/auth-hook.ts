@@ -37,43 +37,84 @@ export function requiredRole(method: string, path: string, configured: Role | un
   return readOnlyPosts.has(path) ? 'viewer' : 'operator';
 }
 
+/** The OCI registry's routes, where clients speak the distribution spec's auth, not ours. */
+function isRegistryPath(path: string): boolean {
+  return path === '/v2' || path.startsWith('/v2/');
+}
+
 /**
- * Every request but `/healthz` and `/metrics` needs `Authorization: Bearer TOKEN`: none or an
- * unknown one is 401, a role too small for the route is 403 (viewers cannot mutate), both as the
- * API's usual JSON error body.
+ * The token in `Authorization`: `Bearer TOKEN`, or — for registry clients after `podman login` /
+ * `skopeo login` / `docker login` with any user name and the token as password — `Basic
+ * base64(user:TOKEN)`. Undefined when absent or malformed.
+ */
+function tokenOf(header: string | undefined, basicAllowed: boolean): string | undefined {
+  if (!header) return undefined;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer) return bearer[1];
+  const basic = basicAllowed ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
+  if (!basic) return undefined;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const password = colon === -1 ? '' : decoded.slice(colon + 1);
+  return password || undefined;
+}
+
+/** A refusal in the body the caller's protocol expects: the API's JSON error, or the registry's. */
+function refuse(
+  reply: FastifyReply,
+  registry: boolean,
+  status: 401 | 403,
+  message: string,
+  details: Record<string, unknown> = {},
+): FastifyReply {
+  if (!registry)
+    return reply
+      .code(status)
+      .send({ code: status === 401 ? 'unauthenticated' : 'forbidden', message, details });
+  // The distribution spec: 401 carries a challenge, so registry clients know to send credentials.
+  if (status === 401) reply.header('www-authenticate', 'Basic realm="berth"');
+  return reply
+    .code(status)
+    .header('docker-distribution-api-version', 'registry/2.0')
+    .send({ errors: [{ code: status === 401 ? 'UNAUTHORIZED' : 'DENIED', message, detail: details }] });
+}
+
+/**
+ * Every request but `/healthz` and `/metrics` needs `Authorization: Bearer TOKEN` (the registry's
+ * `/v2/` also takes the token as a Basic password): none or an unknown one is 401, a role too small
+ * for the route is 403 (viewers cannot mutate), in the API's JSON error body or, under `/v2/`, the
+ * distribution spec's with a `WWW-Authenticate: Basic` challenge.
  */
 export function installAuth(app: FastifyInstance, auth: TokenAuthenticator): void {
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
     if (openPaths.has(path)) return;
+    const registry = isRegistryPath(path);
     const header = request.headers.authorization;
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) {
-      return reply.code(401).send({
-        code: 'unauthenticated',
-        message: header
-          ? 'Malformed Authorization header: expected "Bearer TOKEN"'
+    const token = tokenOf(header, registry);
+    if (token === undefined) {
+      return refuse(
+        reply,
+        registry,
+        401,
+        header
+          ? `Malformed Authorization header: expected "Bearer TOKEN"${registry ? ' or Basic with the token as password' : ''}`
           : 'Missing bearer token: send "Authorization: Bearer TOKEN" (berth token create, or <data dir>/admin.token)',
-        details: {},
-      });
+      );
     }
-    const principal = await auth.authenticate(match[1]!);
-    if (!principal) {
-      return reply.code(401).send({
-        code: 'unauthenticated',
-        message: 'Invalid or revoked token',
-        details: {},
-      });
-    }
+    const principal = await auth.authenticate(token);
+    if (!principal) return refuse(reply, registry, 401, 'Invalid or revoked token');
     request.principal = principal;
     const needed = requiredRole(request.method, path, request.routeOptions.config?.minRole);
     if (rank[principal.role] < rank[needed]) {
-      return reply.code(403).send({
-        code: 'forbidden',
-        message: `Cannot ${request.method} ${path}: role ${principal.role} is not allowed, ${needed} or above is required`,
-        details: { role: principal.role, required: needed },
-      });
+      return refuse(
+        reply,
+        registry,
+        403,
+        `Cannot ${request.method} ${path}: role ${principal.role} is not allowed, ${needed} or above is required`,
+        { role: principal.role, required: needed },
+      );
     }
   });
 }

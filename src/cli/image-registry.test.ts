@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,5 +127,131 @@ describe('berth image push|pull against berth server', () => {
     const check = await runBerth(['run', '--rm', '--dir', to, 'tools/busybox:1', '--', 'true']);
     if (canRun === false) assert.equal(check.code, 0, check.stderr);
     assert.ok(existsSync(join(to, 'images')));
+  });
+
+  it('skopeo and podman log in with a berth token as password, copy and pull; a viewer token cannot push', async () => {
+    const host = url.replace(/^http:\/\//, '');
+    const authfile = join(scratch, 'auth.json');
+    const tool = (cmd: string, args: string[]) => {
+      const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 });
+      return { code: r.status, out: `${r.stdout}${r.stderr}` };
+    };
+    // A 401 without credentials carries the challenge registry clients need.
+    const challenge = await fetch(`${url}/v2/`);
+    assert.equal(challenge.status, 401);
+    assert.equal(challenge.headers.get('www-authenticate'), 'Basic realm="berth"');
+    assert.equal(
+      ((await challenge.json()) as { errors: { code: string }[] }).errors[0]?.code,
+      'UNAUTHORIZED',
+    );
+
+    const bad = tool('skopeo', [
+      'login',
+      '--tls-verify=false',
+      '--authfile',
+      authfile,
+      '-u',
+      'me',
+      '-p',
+      'nope',
+      host,
+    ]);
+    assert.notEqual(bad.code, 0, 'a wrong token is refused at login');
+    const login = tool('skopeo', [
+      'login',
+      '--tls-verify=false',
+      '--authfile',
+      authfile,
+      '-u',
+      'me',
+      '-p',
+      token,
+      host,
+    ]);
+    assert.equal(login.code, 0, login.out);
+    const copy = tool('skopeo', [
+      'copy',
+      '--authfile',
+      authfile,
+      '--src-tls-verify=false',
+      '--dest-tls-verify=false',
+      `docker://${host}/tools/busybox:1`,
+      `docker://${host}/copied/busybox:2`,
+    ]);
+    assert.equal(copy.code, 0, copy.out);
+    const list = await runBerth(['image', 'list', '--format', 'json', '--dir', serverDir]);
+    assert.ok(
+      (JSON.parse(list.stdout) as { names: string[] }[]).some((i) => i.names.includes('copied/busybox:2')),
+      list.stdout,
+    );
+
+    const created = await runBerth(
+      ['token', 'create', '--role', 'viewer', '--name', 'puller', '--server', url],
+      {
+        BERTH_TOKEN: token,
+      },
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const viewerAuth = join(scratch, 'viewer-auth.json');
+    const viewer = tool('skopeo', [
+      'login',
+      '--tls-verify=false',
+      '--authfile',
+      viewerAuth,
+      '-u',
+      'puller',
+      '-p',
+      created.stdout.trim(),
+      host,
+    ]);
+    assert.equal(viewer.code, 0, viewer.out);
+    const denied = tool('skopeo', [
+      'copy',
+      '--authfile',
+      viewerAuth,
+      '--src-tls-verify=false',
+      '--dest-tls-verify=false',
+      `docker://${host}/tools/busybox:1`,
+      `docker://${host}/viewer/busybox:1`,
+    ]);
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.out, /denied|403|not allowed/i);
+    const inspect = tool('skopeo', [
+      'inspect',
+      '--authfile',
+      viewerAuth,
+      '--tls-verify=false',
+      `docker://${host}/copied/busybox:2`,
+    ]);
+    assert.equal(inspect.code, 0, `a viewer pulls: ${inspect.out}`);
+
+    const podmanAuth = join(scratch, 'podman-auth.json');
+    const plogin = tool('podman', [
+      'login',
+      '--tls-verify=false',
+      '--authfile',
+      podmanAuth,
+      '-u',
+      'me',
+      '-p',
+      token,
+      host,
+    ]);
+    assert.equal(plogin.code, 0, plogin.out);
+    const storage = join(scratch, 'podman');
+    const pull = tool('podman', [
+      '--root',
+      join(storage, 'root'),
+      '--runroot',
+      join(storage, 'run'),
+      '--storage-driver',
+      'vfs',
+      'pull',
+      '--tls-verify=false',
+      '--authfile',
+      podmanAuth,
+      `${host}/copied/busybox:2`,
+    ]);
+    assert.equal(pull.code, 0, pull.out);
   });
 });
