@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -210,6 +211,32 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     await bbs.removeDesiredLRP({ process_guid: 'hog' });
   });
 
+  it('an image pushed into the server by skopeo runs on a cell; an image no registry has is a visible crash', async () => {
+    const host = serverUrl.replace(/^http:\/\//, '');
+    const layout = join(root, 'skopeo-layout');
+    const skopeo = (args: string[]) => {
+      const r = spawnSync('skopeo', args, { encoding: 'utf8', timeout: 120_000 });
+      assert.equal(r.status, 0, `skopeo ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    };
+    // Out through the registry into an OCI layout, and back in under a new name: a real skopeo push.
+    skopeo(['copy', '--src-tls-verify=false', `docker://${host}/bb:1`, `oci:${layout}:bb`]);
+    skopeo(['copy', '--dest-tls-verify=false', `oci:${layout}:bb`, `docker://${host}/pushed/tools:7`]);
+    await bbs.desireLRP(lrp('pushed', 1, { image: 'pushed/tools:7' }));
+    await waitFor('the skopeo-pushed image RUNNING on a cell', async () =>
+      running(await bbs.listActualLRPs({ process_guid: 'pushed' })).length === 1 ? true : undefined,
+    );
+    await bbs.removeDesiredLRP({ process_guid: 'pushed' });
+
+    const { monitor: _monitor, ...missing } = lrp('no-image', 1, { image: 'nowhere/none:1', ports: [] });
+    await bbs.desireLRP(missing);
+    const crashed = await waitFor('the instance with a missing image crashed', async () => {
+      const [a] = await bbs.listActualLRPs({ process_guid: 'no-image' });
+      return a && a.crash_count > 0 ? a : undefined;
+    });
+    assert.match(crashed.crash_reason, /nowhere\/none:1/, crashed.crash_reason);
+    await bbs.removeDesiredLRP({ process_guid: 'no-image' });
+  });
+
   it('drain a cell while a 2-instance app runs on it: at every moment at least one instance RUNNING', async () => {
     await bbs.updateDesiredLRP({ process_guid: 'web', update: { instances: 0 } });
     await waitFor('web gone', async () =>
@@ -256,7 +283,10 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     await watcher;
     assert.ok(minRunning >= 1, 'never zero instances RUNNING during the drain');
     assert.equal(after.length, 2);
-    assert.ok(!(await bbs.listCells()).some((c) => c.cell_id === target), 'the drained cell left');
+    assert.ok(
+      !(await bbs.listCells()).some((c) => c.cell_id === target),
+      `the drained cell left: ${cluster.cellLogs.get(target)?.slice(-3000)}`,
+    );
   });
 
   it('kill -9 a cell → its instances RUNNING elsewhere after the presence TTL and a convergence pass', async () => {
@@ -408,6 +438,13 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
     const done = await completed('t-fail');
     assert.equal(done.failed, true);
     assert.match(done.failure_reason, /7/);
+  });
+
+  it('a task whose image no registry has completes failed, naming the image', async () => {
+    await bbs.desireTask(task('t-no-image', ['/bin/true'], { image: 'nowhere/none:2' }));
+    const done = await completed('t-no-image');
+    assert.equal(done.failed, true);
+    assert.match(done.failure_reason, /nowhere\/none:2/);
   });
 
   it('cancel mid-run → COMPLETED failed "task was cancelled", and its container is destroyed', async () => {

@@ -51,6 +51,8 @@ type Logger = (message: string) => void;
  */
 export class Rep {
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** The heartbeat in flight, so evacuation can wait for it before removing the presence. */
+  private heartbeatRunning: Promise<void> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | undefined;
   private evacuating = false;
   private evacuationDone: Promise<void> | undefined;
@@ -83,7 +85,9 @@ export class Rep {
     await this.heartbeat();
     const ttl = this.options.presenceTtlMs ?? 30_000;
     this.heartbeatTimer = setInterval(
-      () => void this.heartbeat().catch((err) => this.log(`heartbeat: ${String(err)}`)),
+      () => {
+        this.heartbeatRunning = this.heartbeat().catch((err) => this.log(`heartbeat: ${String(err)}`));
+      },
       Math.max(200, ttl / 3),
     );
     this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs ?? 5_000);
@@ -564,6 +568,12 @@ export class Rep {
           if (replaced) await this.dropEvacuating(c);
           continue;
         }
+        if (c.state === 'RUNNING' && !ownedRunning) {
+          // Nothing to hand over: the instance is gone (its LRP was removed or scaled down) or was
+          // given to another cell. Stop it now instead of holding the drain until the timeout.
+          await this.options.executor.deleteContainer(c.guid);
+          continue;
+        }
         if (c.state !== 'RUNNING') {
           await this.options.executor.deleteContainer(c.guid);
           if (
@@ -603,6 +613,9 @@ export class Rep {
         await this.options.executor.deleteContainer(c.guid);
       }
     }
+    // No heartbeat may put the presence back after it is removed.
+    clearInterval(this.heartbeatTimer);
+    await this.heartbeatRunning;
     await bbs.removeCell({ cell_id: this.options.cellId }).catch(() => undefined);
   }
 

@@ -54,6 +54,8 @@ export class TestCluster {
   readonly root: string;
   readonly processes: ChildProcess[] = [];
   readonly cells = new Map<string, ChildProcess>();
+  /** Everything each cell wrote to stderr, for failure messages. */
+  readonly cellLogs = new Map<string, string>();
   readonly #cellDirs: string[] = [];
 
   constructor(prefix: string) {
@@ -140,6 +142,10 @@ export class TestCluster {
     ]);
     this.processes.push(child);
     this.cells.set(id, child);
+    this.cellLogs.set(id, '');
+    child.stderr?.on('data', (c: Buffer) => {
+      this.cellLogs.set(id, `${this.cellLogs.get(id) ?? ''}${c.toString()}`.slice(-20_000));
+    });
     await firstLine(child);
   }
 
