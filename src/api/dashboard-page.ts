@@ -63,26 +63,50 @@ function el(tag, attrs, ...children) {
 
 const badge = (state) => el('span', { class: 'state ' + state, 'data-state': state }, state);
 
+/** Services nested by path segment: /web/api sits under /web, as the system's tree. */
+function serviceTree(services, renderService) {
+  const root = { children: new Map(), service: null };
+  for (const service of services) {
+    let node = root;
+    for (const segment of service.path.split('/').filter(Boolean)) {
+      if (!node.children.has(segment)) node.children.set(segment, { children: new Map(), service: null });
+      node = node.children.get(segment);
+    }
+    node.service = service;
+  }
+  const render = (node, prefix) => {
+    const list = el('ul');
+    for (const [segment, child] of [...node.children].sort(([a], [b]) => a.localeCompare(b))) {
+      const path = prefix + '/' + segment;
+      const item = child.service ? renderService(child.service) : el('li', { 'data-path': path }, el('strong', { class: 'muted' }, path));
+      if (child.children.size > 0) item.append(render(child, path));
+      list.append(item);
+    }
+    return list;
+  };
+  return render(root, '');
+}
+
 async function renderSystems() {
   const { systems } = await api('/v1/systems');
   const root = el('ul', { id: 'system-list' });
   for (const summary of systems) {
     const system = await api('/v1/systems/' + encodeURIComponent(summary.name));
-    const services = el('ul');
-    for (const service of system.services) {
+    const services = serviceTree(system.services, (service) => {
       const units = el('ul');
       for (const unit of service.units || []) {
         const label = 'unit ' + unit.index + (unit.principal ? ' (sidecar of ' + unit.principal + ')' : '');
-        units.append(el('li', {}, el('span', { class: 'unit', onclick: () => { selected = { service, unit }; renderTimeline(); } }, label), ' ',
-          badge(unit.state || unit.life), unit.cell_id ? ' on ' + unit.cell_id : ''));
+        units.append(el('li', { 'data-unit': unit.name || String(unit.index) }, el('span', { class: 'unit', onclick: () => { selected = { service, unit }; renderTimeline(); } }, label), ' ',
+          badge(unit.state || unit.life), unit.cell_id ? el('span', { class: 'cell' }, ' on ' + unit.cell_id) : ''));
       }
-      services.append(el('li', { 'data-path': service.path }, el('strong', {}, service.path), ' ', badge(service.state), ' ', el('span', { class: 'muted' }, service.life), units));
-    }
+      const kind = service.kind === 'job' ? ' job' : service.sidecar_of ? ' sidecar of ' + service.sidecar_of : '';
+      return el('li', { 'data-path': service.path }, el('strong', {}, service.path), ' ', badge(service.state), ' ', el('span', { class: 'muted' }, service.life + kind), units);
+    });
     const relations = el('ul');
     for (const relation of system.relations || []) {
-      relations.append(el('li', { class: 'muted' }, 'relation ' + relation.endpoints.join(' ↔ ') + ' (' + relation.life + ')'));
+      relations.append(el('li', { class: 'muted' }, 'relation ' + relation.endpoints.join(' ↔ ') + ' (' + relation.kind + ', ' + relation.life + ', ' + relation.scope.length + ' in scope)'));
     }
-    root.append(el('li', { 'data-system': system.name }, el('strong', {}, system.name), ' ', badge(system.state), services, relations));
+    root.append(el('li', { 'data-system': system.name }, el('strong', {}, system.name), ' ', badge(system.state), system.reason ? el('span', { class: 'muted' }, ' ' + system.reason) : '', services, relations));
   }
   const target = document.getElementById('systems');
   target.replaceChildren(systems.length ? root : 'No systems yet: berth deploy FILE');
@@ -95,10 +119,13 @@ async function renderTimeline() {
   const title = document.getElementById('timeline-title');
   const target = document.getElementById('timeline');
   title.textContent = 'History of ' + service.path + ' unit ' + unit.index;
-  if (!service.process_guid) { target.textContent = 'This unit has no container (yet).'; return; }
-  const actuals = await api('/v1/actual_lrps?process_guid=' + encodeURIComponent(service.process_guid));
+  if (!service.process_guid || service.kind === 'job') { target.textContent = 'This unit has no container (yet).'; return; }
+  // A sidecar unit runs as its own one-instance LRP <guid>.u<index>.
+  const guid = service.sidecar_of ? service.process_guid + '.u' + unit.index : service.process_guid;
+  const index = service.sidecar_of ? 0 : unit.index;
+  const actuals = await api('/v1/actual_lrps?process_guid=' + encodeURIComponent(guid));
   const list = Array.isArray(actuals) ? actuals : actuals.actual_lrps || [];
-  const actual = list.find((a) => a.index === unit.index && !a.evacuating);
+  const actual = list.find((a) => a.index === index && !a.evacuating);
   if (!actual || !actual.instance_guid) { target.textContent = 'Not placed yet.'; return; }
   let record;
   try { record = await api('/v1/containers/' + encodeURIComponent(actual.instance_guid)); }

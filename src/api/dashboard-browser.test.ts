@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { runBerth } from '../testing/berth-cli.js';
+import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+
+/**
+ * Issue 8's dashboard in a real browser: Debian's headless Chromium driven by playwright-core,
+ * against a real `berth server` and cell. The page must show a deployed system turn `stable`
+ * without a reload, its units with their cells, and a container's history as a timeline.
+ */
+const cluster = new TestCluster('berth-dashboard-');
+let serverUrl = '';
+let browser: Browser;
+let page: Page;
+
+before(async () => {
+  serverUrl = await cluster.startServer('server', '1s');
+  await cluster.startCell('d1', 'z1', 63400, serverUrl);
+  // Flags as for any headless Chromium in a closed network, as root; playwright gives it a fresh
+  // profile of its own.
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+});
+
+after(async () => {
+  await browser?.close();
+  await cluster.cleanup();
+});
+
+describe('the dashboard in headless Chromium', { timeout: 300_000 }, () => {
+  it('shows a system deployed after the page loaded turn stable, its units on their cells, and a timeline', async () => {
+    await page.goto(`${serverUrl}/`);
+    await page.waitForSelector('#systems:has-text("No systems yet")');
+
+    const file = join(cluster.root, 'site.yaml');
+    writeFileSync(
+      file,
+      `system: site
+services:
+  /web/front:
+    image: bb:1
+    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/"]
+    instances: 2
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 16
+    relations: ["/store"]
+  /store:
+    image: bb:1
+    command: ["/bin/sleep", "100000"]
+    memory_mb: 16
+`,
+    );
+    const deployed = await runBerth(['deploy', file, '--server', serverUrl]);
+    assert.equal(deployed.code, 0, deployed.stderr);
+
+    // The page polls: no reload, the system appears and turns stable.
+    await page.waitForSelector('li[data-system="site"] > .state[data-state="stable"]', { timeout: 180_000 });
+    // A tree: /web/front sits under /web.
+    const nested = await page.$('li[data-path="/web"] li[data-path="/web/front"]');
+    assert.ok(nested, 'services are nested by path');
+    const front = (await page.textContent('li[data-path="/web/front"]')) ?? '';
+    assert.equal((front.match(/unit \d/g) ?? []).length, 2, front);
+    assert.equal((front.match(/ on d1/g) ?? []).length, 2, `each unit shows its cell: ${front}`);
+    assert.match(
+      (await page.textContent('li[data-system="site"]')) ?? '',
+      /relation \/store ↔ \/web\/front|relation \/web\/front ↔ \/store/,
+    );
+
+    await page.click('li[data-path="/web/front"] li[data-unit="/web/front#0"] .unit');
+    await page.waitForSelector('#timeline-table');
+    const timeline = (await page.textContent('#timeline')) ?? '';
+    assert.match(timeline, /Running/, timeline);
+    assert.match(timeline, /Created/, timeline);
+    await page.screenshot({ path: join(cluster.root, 'dashboard.png'), fullPage: true });
+    if (process.env.BERTH_KEEP_SCREENSHOT)
+      writeFileSync(process.env.BERTH_KEEP_SCREENSHOT, await page.screenshot({ fullPage: true }));
+
+    // Teardown shows up too: the system leaves the page.
+    const down = await runBerth(['teardown', 'site', '--wait', '--server', serverUrl]);
+    assert.equal(down.code, 0, down.stderr);
+    await waitFor('the system gone from the page', async () =>
+      (await page.$('li[data-system="site"]')) === null ? true : undefined,
+    );
+  });
+});
