@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
-import { closeSync, createReadStream, existsSync, openSync, readSync, watch } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, watch } from 'node:fs';
+import { join } from 'node:path';
 import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
-import type { NetMode, PodManifest } from '../runtime/pod-manifest.js';
+import { podFiles } from '../runtime/pod-dirs.js';
+import type { NetMode, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
 import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
 import type { PodInfo, PodLocation } from '../runtime/pod-store.js';
 import {
@@ -14,6 +16,7 @@ import {
   stringListOption,
   stringOption,
 } from './command.js';
+import { factsOf, noteExit, noteExitedPods, noteLaunch, noteStart, podDropbox } from './pod-history.js';
 import { renderTable } from './table-output.js';
 
 async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {
@@ -103,16 +106,38 @@ async function runLocation(
     location = { uuid: location.uuid, phase: 'run' };
   }
   const run = { uuid: location.uuid, phase: 'run' as const };
+  const dropbox = podDropbox(dataDir(ctx.values));
   if (opts.detach) {
     await runtime.startDetached(run, claimed.lockFd, { remove: opts.remove });
+    try {
+      noteStart(dropbox, factsOf(runtime, runtime.status(run.uuid)));
+    } catch {
+      // Already ended and removed (--rm): nothing left to read; its launch is recorded.
+    }
     ctx.stdout.write(`${run.uuid}\n`);
     return 0;
   }
   const { runForeground } = await import('../runtime/foreground-run.js');
+  const dir = runtime.store.path(run);
   const exit = await runForeground(runtime, run, claimed.manifest, claimed.lockFd, {
     stdout: ctx.stdout,
     stderr: ctx.stderr,
     remove: opts.remove,
+    onExit: (podExit) =>
+      noteExit(
+        dropbox,
+        {
+          uuid: run.uuid,
+          dir,
+          logPath: join(dir, podFiles.log),
+          manifest: claimed.manifest,
+          started: readStarted(dir),
+          exit: podExit,
+        },
+        'event',
+      ).catch((err: unknown) => {
+        ctx.stderr.write(`berth: could not record the pod's history: ${String(err)}\n`);
+      }),
   });
   if (exit.exit_code === null) {
     ctx.stderr.write(`berth: pod ${run.uuid} did not run: ${exit.reason ?? 'unknown reason'}\n`);
@@ -130,7 +155,10 @@ const prepare: CommandSpec = {
   acceptsRest: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
-    ctx.stdout.write(`${await runtime.prepareOnly(requireImage(ctx), prepareOptions(ctx))}\n`);
+    const uuid = await runtime.prepareOnly(requireImage(ctx), prepareOptions(ctx));
+    const manifest = runtime.store.readManifest({ uuid, phase: 'prepared' });
+    if (manifest) noteLaunch(podDropbox(dataDir(ctx.values)), uuid, manifest);
+    ctx.stdout.write(`${uuid}\n`);
     return 0;
   },
 };
@@ -145,6 +173,7 @@ const run: CommandSpec = {
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const prepared = await runtime.prepare(requireImage(ctx), prepareOptions(ctx));
+    noteLaunch(podDropbox(dataDir(ctx.values)), prepared.location.uuid, prepared.manifest);
     return runLocation(runtime, ctx, prepared, {
       detach: booleanOption(ctx.values, 'detach'),
       remove: booleanOption(ctx.values, 'rm'),
@@ -209,6 +238,7 @@ const status: CommandSpec = {
     } else {
       info = runtime.status(ref);
     }
+    await noteExitedPods(runtime, podDropbox(dataDir(ctx.values)), [info]);
     const json = podJson(info);
     if (format === 'json') ctx.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     else {
@@ -373,6 +403,8 @@ const gc: CommandSpec = {
   },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
+    // Every end is in the history before gc may delete the pod.
+    await noteExitedPods(runtime, podDropbox(dataDir(ctx.values)));
     const { collectGarbage } = await import('../runtime/pod-gc.js');
     const report = collectGarbage(runtime, {
       gracePeriodMs: parseDuration(stringOption(ctx.values, 'grace-period') ?? '30m', '--grace-period'),
@@ -401,3 +433,11 @@ export const commands: readonly CommandSpec[] = [
   rm,
   gc,
 ];
+
+function readStarted(dir: string): PodStarted | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, podFiles.started), 'utf8')) as PodStarted;
+  } catch {
+    return undefined;
+  }
+}

@@ -7,6 +7,7 @@ export type { HistoryDb, HistoryTables } from './history-database.js';
 export * from './history-store.js';
 export * from './history-types.js';
 export * from './ingest-records.js';
+export * from './record-dropbox.js';
 export * from './status-mapping.js';
 export * from './user-actions.js';
 export * from './webhook-subscriptions.js';

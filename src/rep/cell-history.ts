@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Executor, ExecutorContainer } from '../executor/index.js';
-import { CellEventJournal, collectFinalization, type IngestRecord } from '../history/index.js';
+import { CellEventJournal, collectFinalization, type IngestRecord, RecordDropbox } from '../history/index.js';
 
 /**
  * What a cell tells the history layer (seed 001): each container's launch, its start, its death
@@ -10,8 +10,11 @@ import { CellEventJournal, collectFinalization, type IngestRecord } from '../his
  */
 export class CellHistory {
   readonly journal: CellEventJournal;
+  /** What `berth run` & co. dropped for pods run directly on this data dir (src/cli/pod-history.ts). */
+  readonly directPods: RecordDropbox;
   private readonly controller = new AbortController();
   private delivery: Promise<void> | undefined;
+  private directDelivery: Promise<void> | undefined;
   private readonly launched = new Set<string>();
 
   constructor(
@@ -21,6 +24,7 @@ export class CellHistory {
     private readonly log: (message: string) => void,
   ) {
     this.journal = new CellEventJournal({ dir: join(dataDir, 'history-journal') });
+    this.directPods = new RecordDropbox(join(dataDir, 'pod-history'));
   }
 
   start(post: (batch: readonly IngestRecord[]) => Promise<void>): void {
@@ -37,11 +41,18 @@ export class CellHistory {
       onError: (err, retryInMs) =>
         this.log(`history delivery failed, retrying in ${retryInMs} ms: ${String(err)}`),
     });
+    this.directDelivery = this.directPods.runDelivery({
+      post,
+      signal: this.controller.signal,
+      intervalMs: 1_000,
+      onError: (err) => this.log(`history delivery of direct pods failed: ${String(err)}`),
+    });
   }
 
   async stop(): Promise<void> {
     this.controller.abort();
     await this.delivery?.catch(() => {});
+    await this.directDelivery?.catch(() => {});
   }
 
   private observe(container: ExecutorContainer): void {

@@ -19,6 +19,8 @@ export async function runForeground(
     readonly stdout: NodeJS.WritableStream;
     readonly stderr: NodeJS.WritableStream;
     readonly remove: boolean;
+    /** Runs once the pod has exited and its log is complete, before `remove` deletes it. */
+    readonly onExit?: (exit: PodExit) => void | Promise<void>;
   },
 ): Promise<PodExit> {
   const podPath = runtime.store.path(location);
@@ -46,6 +48,8 @@ export async function runForeground(
   });
   await Promise.all(drained);
   await new Promise<void>((resolve) => log.end(resolve));
+  // Still ours (locked) and complete (log flushed): the caller records it before --rm deletes it.
+  await io.onExit?.(exit);
   if (io.remove && runtime.store.move(location, 'exited-garbage')) {
     runtime.destroy({ uuid: location.uuid, phase: 'exited-garbage' });
   }

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { runBerth, spawnBerth } from '../testing/berth-cli.js';
+import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { waitFor } from '../testing/cluster-harness.js';
+
+interface HistoryItem {
+  status: string;
+  entity_type: string;
+  entity_id: string | null;
+  exit_code: number | null;
+}
+
+/**
+ * Issue 6: "every container berth ever ran" includes pods run directly, with no server anywhere.
+ * Real processes: `berth run` in the foreground and detached on a data dir, then `berth up` on
+ * that dir, whose cell delivers what the CLI dropped; the server's API shows each full history.
+ */
+describe('pods run with berth run get a container record and history', { timeout: 300_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-pod-history-'));
+  let up: ChildProcess | undefined;
+  after(() => {
+    up?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('foreground and detached pods, recorded while no server ran, reach the server later', async () => {
+    const imported = await runBerth([
+      'image',
+      'import-rootfs',
+      '--dir',
+      dir,
+      makeBusyboxRootfs(join(dir, 'rfs')),
+      '--name',
+      'bb',
+    ]);
+    assert.equal(imported.code, 0, imported.stderr);
+    const fg = await runBerth([
+      'run',
+      '--dir',
+      dir,
+      '--net',
+      'none',
+      '--name',
+      'fg',
+      'bb',
+      '--',
+      'sh',
+      '-c',
+      'echo hello-history; exit 3',
+    ]);
+    assert.equal(fg.code, 3, fg.stderr);
+    const list = await runBerth(['list', '--dir', dir, '--format', 'json']);
+    const fgUuid = (JSON.parse(list.stdout) as { uuid: string; name: string }[]).find(
+      (p) => p.name === 'fg',
+    )?.uuid;
+    assert.ok(fgUuid);
+    const bg = await runBerth(['run', '-d', '--dir', dir, '--net', 'none', 'bb', '--', 'sh', '-c', 'exit 0']);
+    assert.equal(bg.code, 0, bg.stderr);
+    const bgUuid = bg.stdout.trim();
+    // Nobody watched the detached pod end: the next status finds it ended.
+    const waited = await runBerth(['status', '--wait', '--dir', dir, bgUuid]);
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.ok(readdirSync(join(dir, 'pod-history')).length > 0, 'the records wait on disk');
+
+    up = spawnBerth(['up', '--dir', dir, '--listen', '127.0.0.1:0', '--no-example', '--auth', 'none']);
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      up?.stdout?.on('data', (c: Buffer) => {
+        out += c.toString();
+        const m = /berth is up: (http:\/\/\S+)/.exec(out);
+        if (m?.[1]) resolve(m[1]);
+      });
+      up?.once('exit', (code) => reject(new Error(`berth up exited ${code}`)));
+    });
+
+    const history = async (uuid: string, final: string) =>
+      waitFor(`history of ${uuid}`, async () => {
+        const res = await fetch(`${url}/v1/containers/${uuid}`);
+        if (!res.ok) return undefined;
+        const record = (await res.json()) as { status: string; owner_kind: string; history: HistoryItem[] };
+        return record.status === final ? record : undefined;
+      });
+    const fgRecord = await history(fgUuid, 'Failed');
+    assert.equal(fgRecord.owner_kind, 'direct');
+    const created = fgRecord.history.find((h) => h.status === 'Created');
+    assert.equal(created?.entity_type, 'user');
+    assert.ok(created?.entity_id, 'the OS user who ran it');
+    assert.ok(fgRecord.history.some((h) => h.status === 'Running' && h.entity_type === 'event'));
+    assert.ok(fgRecord.history.some((h) => h.entity_type === 'event' && h.exit_code === 3));
+    const logs = await (await fetch(`${url}/v1/containers/${fgUuid}/logs`)).text();
+    assert.match(logs, /hello-history/);
+
+    const bgRecord = await history(bgUuid, 'Complete');
+    assert.ok(
+      bgRecord.history.some((h) => h.entity_type === 'service' && h.exit_code === 0),
+      `the end found by polling is entity service: ${JSON.stringify(bgRecord.history)}`,
+    );
+    await waitFor('the dropbox emptied', async () =>
+      readdirSync(join(dir, 'pod-history')).length === 0 ? true : undefined,
+    );
+  });
+});

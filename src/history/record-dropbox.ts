@@ -1,0 +1,94 @@
+import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../core/index.js';
+import { type BackoffPolicy, backoffMs, defaultBackoff } from './delivery-backoff.js';
+import type { IngestRecord } from './ingest-records.js';
+
+const dropPattern = /^\d{13}-\d+-[0-9a-f]{8}\.json$/;
+
+/**
+ * History records left by short-lived processes (`berth run`, `status`, `gc`) for a long-lived
+ * one (the cell on the same data dir) to deliver. Many writers at once and a deliverer that may
+ * crash: so every drop is its own file, written whole with rename(2) and fsync, named so that
+ * name order is time order; delivery posts files in that order and deletes each only once the
+ * server acknowledged it (the server dedupes a re-delivery after a crash between the two).
+ */
+export class RecordDropbox {
+  constructor(readonly dir: string) {}
+
+  drop(records: readonly IngestRecord[]): void {
+    if (records.length === 0) return;
+    mkdirSync(this.dir, { recursive: true });
+    const random = Math.floor(Math.random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
+    const name = `${String(Date.now()).padStart(13, '0')}-${process.pid}-${random}.json`;
+    writeFileAtomic(join(this.dir, name), JSON.stringify(records), { durable: true, mode: 0o600 });
+  }
+
+  /** Dropped records not yet delivered, oldest first. */
+  pending(): IngestRecord[] {
+    return this.#files().flatMap((f) => this.#read(f));
+  }
+
+  /** Posts every drop, oldest first; resolves with the number of records posted. */
+  async deliverOnce(post: (batch: readonly IngestRecord[]) => Promise<void>): Promise<number> {
+    let sent = 0;
+    for (const file of this.#files()) {
+      const records = this.#read(file);
+      if (records.length > 0) await post(records);
+      unlinkSync(join(this.dir, file));
+      sent += records.length;
+    }
+    return sent;
+  }
+
+  /** Delivers every `intervalMs` until aborted; after failures, with exponential back-off. */
+  async runDelivery(options: {
+    readonly post: (batch: readonly IngestRecord[]) => Promise<void>;
+    readonly signal: AbortSignal;
+    readonly intervalMs?: number;
+    readonly backoff?: BackoffPolicy;
+    readonly onError?: (err: unknown) => void;
+  }): Promise<void> {
+    let failures = 0;
+    while (!options.signal.aborted) {
+      let delay = options.intervalMs ?? 2_000;
+      try {
+        await this.deliverOnce(options.post);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        delay = backoffMs(failures, Math.random(), options.backoff ?? defaultBackoff);
+        options.onError?.(err);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, delay);
+        options.signal.addEventListener('abort', done, { once: true });
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    }
+  }
+
+  #files(): string[] {
+    try {
+      return readdirSync(this.dir)
+        .filter((f) => dropPattern.test(f))
+        .sort();
+    } catch {
+      return [];
+    }
+  }
+
+  #read(file: string): IngestRecord[] {
+    try {
+      return JSON.parse(readFileSync(join(this.dir, file), 'utf8')) as IngestRecord[];
+    } catch {
+      // Written whole by rename, so unreadable means foreign or damaged: it is dropped, not retried.
+      return [];
+    }
+  }
+}
