@@ -23,7 +23,7 @@ export interface PullResult extends TransferResult {
   readonly image: ImageSummary;
 }
 
-interface Descriptor {
+export interface Descriptor {
   readonly digest: string;
   readonly size: number;
   readonly mediaType?: string;
@@ -37,7 +37,7 @@ export function splitName(name: string): { repository: string; tag: string } {
 }
 
 /** Go's GOARCH names, which OCI platforms use, for node's process.arch. */
-function hostArchitecture(): string {
+export function hostArchitecture(): string {
   const map: Readonly<Record<string, string>> = { x64: 'amd64', ia32: '386', ppc64: 'ppc64le' };
   return map[process.arch] ?? process.arch;
 }
@@ -95,6 +95,29 @@ export async function pushImage(
   return { name, manifestDigest, blobsCopied, blobsSkipped: blobs.length - blobsCopied, bytesCopied };
 }
 
+/**
+ * The entry of an image index (manifest list) that this host runs: linux/<host arch>, a
+ * single-platform manifest. Undefined when there is none.
+ */
+export function platformDescriptor(index: Record<string, unknown>): Descriptor | undefined {
+  const manifests = (Array.isArray(index.manifests) ? index.manifests : []) as Descriptor[];
+  const arch = hostArchitecture();
+  return manifests.find(
+    (m) =>
+      m.platform?.os === 'linux' &&
+      m.platform.architecture === arch &&
+      (m.mediaType === undefined || manifestTypes.has(m.mediaType)),
+  );
+}
+
+/** What an index offers, for messages: `linux/arm64, linux/s390x`. */
+export function indexPlatforms(index: Record<string, unknown>): string {
+  const manifests = (Array.isArray(index.manifests) ? index.manifests : []) as Descriptor[];
+  return (
+    manifests.map((m) => `${m.platform?.os ?? '?'}/${m.platform?.architecture ?? '?'}`).join(', ') || 'none'
+  );
+}
+
 /** Narrows an index (manifest list) to the manifest for linux/<host arch>. */
 async function platformManifest(
   client: RegistryClient,
@@ -102,16 +125,11 @@ async function platformManifest(
   fetched: FetchedManifest,
 ): Promise<FetchedManifest> {
   const doc = parseManifest(fetched.bytes, `the index ${fetched.digest}`);
-  const manifests = (Array.isArray(doc.manifests) ? doc.manifests : []) as Descriptor[];
-  const arch = hostArchitecture();
-  const chosen = manifests.find(
-    (m) =>
-      m.platform?.os === 'linux' &&
-      m.platform.architecture === arch &&
-      (m.mediaType === undefined || manifestTypes.has(m.mediaType)),
-  );
+  const chosen = platformDescriptor(doc);
   if (chosen === undefined) {
-    throw new InvalidArgumentError(`the index ${fetched.digest} has no image for linux/${arch}`);
+    throw new InvalidArgumentError(
+      `the index ${fetched.digest} has no image for linux/${hostArchitecture()} (it has ${indexPlatforms(doc)})`,
+    );
   }
   return client.getManifest(repository, chosen.digest);
 }

@@ -12,6 +12,7 @@ import {
   openImageStore,
   type StoredManifest,
 } from '../runtime/image/index.js';
+import { hostArchitecture, indexPlatforms, platformDescriptor } from './image-transfer.js';
 import { RegistryError, type RegistryErrorCode } from './registry-errors.js';
 import { matchRegistryPath, maxNameLength, type RegistryRoute } from './registry-paths.js';
 import { rangeHeader, UploadSessions } from './upload-sessions.js';
@@ -293,13 +294,7 @@ async function putManifest(
   const record = doc as Record<string, unknown>;
   const contentType = (request.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
   const mediaType = typeof record.mediaType === 'string' ? record.mediaType : contentType;
-  if (indexTypes.has(mediaType)) {
-    throw new RegistryError(
-      'MANIFEST_INVALID',
-      `berth's registry stores single-platform image manifests, not ${mediaType}; push one platform (skopeo copy without --all)`,
-      { mediaType },
-    );
-  }
+  if (indexTypes.has(mediaType)) return putIndex(store, route, record, digest, reply);
   if (!manifestTypes.has(mediaType)) {
     throw new RegistryError('MANIFEST_INVALID', `unsupported manifest media type "${mediaType}"`, {
       mediaType,
@@ -330,6 +325,57 @@ async function putManifest(
       throw new RegistryError('MANIFEST_INVALID', err.message, { digest });
     }
     throw err;
+  }
+  return reply
+    .code(201)
+    .header('Location', `/v2/${route.name}/manifests/${digest}`)
+    .header('Docker-Content-Digest', digest)
+    .send();
+}
+
+/**
+ * An image index (`skopeo copy --all`, `podman manifest push`): every manifest it lists must have
+ * been pushed (by digest) first. The store keeps single-platform images, so a tag pushed as an
+ * index names the image for this host's platform (linux/<arch>), which is what a cell here runs
+ * and what a pull of the tag returns; an index with no such image is refused, naming what it has.
+ */
+async function putIndex(
+  store: ImageStore,
+  route: Extract<RegistryRoute, { kind: 'manifest' }>,
+  index: Record<string, unknown>,
+  digest: string,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  if (index.schemaVersion !== 2)
+    throw new RegistryError('MANIFEST_INVALID', 'the index is not schemaVersion 2');
+  const entries = Array.isArray(index.manifests) ? (index.manifests as { digest?: unknown }[]) : [];
+  if (entries.length === 0) throw new RegistryError('MANIFEST_INVALID', 'the index lists no manifests');
+  const missing: RegistryError[] = [];
+  for (const [i, entry] of entries.entries()) {
+    if (typeof entry.digest !== 'string')
+      throw new RegistryError('MANIFEST_INVALID', `manifests[${i}] has no digest`);
+    if (store.manifestByDigest(checkDigest(entry.digest)) === undefined)
+      missing.push(
+        new RegistryError('MANIFEST_BLOB_UNKNOWN', `manifest ${entry.digest} is not in the registry`, {
+          digest: entry.digest,
+        }),
+      );
+  }
+  const [first, ...more] = missing;
+  if (first !== undefined) throw new RegistryError(first.code, first.message, first.detail, { more });
+  const chosen = platformDescriptor(index);
+  if (chosen === undefined) {
+    throw new RegistryError(
+      'MANIFEST_INVALID',
+      `the index has no image for linux/${hostArchitecture()}, the platform this registry serves (it has ${indexPlatforms(index)})`,
+      { platforms: indexPlatforms(index) },
+    );
+  }
+  if (!route.reference.includes(':')) {
+    const child = store.manifestByDigest(chosen.digest) as StoredManifest;
+    await store.importManifest(await readFile(store.blobPath(child.digest)), child.mediaType, {
+      name: `${route.name}:${route.reference}`,
+    });
   }
   return reply
     .code(201)

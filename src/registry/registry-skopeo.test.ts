@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { openImageStore } from '../runtime/image/index.js';
 import { tarBytes, writeOciLayout } from '../runtime/image/oci-fixture-builder.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { hostArchitecture } from './image-transfer.js';
 import { startRegistry } from './registry-test-server.js';
 
 /**
@@ -117,5 +118,53 @@ describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is n
     ]);
     const config = JSON.parse(text) as { config: { Cmd: string[] } };
     assert.deepEqual(config.config.Cmd, ['/bin/cat', '/etc/motd']);
+  });
+
+  it('skopeo copy --all of a multi-platform index: the tag names the image for this host', async () => {
+    const seedManifest = (await openImageStore(join(scratch, 'seed')).resolve('seed')).manifestDigest;
+    const seedLayer = (
+      JSON.parse(readFileSync(openImageStore(join(scratch, 'seed')).blobPath(seedManifest), 'utf8')) as {
+        layers: { digest: string }[];
+      }
+    ).layers[0]?.digest;
+    const layer = readFileSync(openImageStore(join(scratch, 'seed')).blobPath(seedLayer ?? ''));
+    const arch = hostArchitecture();
+    const other = arch === 'arm64' ? 'amd64' : 'arm64';
+    const multi = join(scratch, 'multi');
+    mkdirSync(multi);
+    writeOciLayout(multi, { layers: [layer], gzip: false, platforms: [`linux/${other}`, `linux/${arch}`] });
+    await skopeo([
+      'copy',
+      '--quiet',
+      '--all',
+      '--dest-tls-verify=false',
+      `oci:${multi}`,
+      `docker://${host}/multi/busybox:1`,
+    ]);
+    const store = openImageStore(serverDir);
+    const image = store.list().find((i) => i.names.includes('multi/busybox:1'));
+    assert.ok(image, 'the tag is in the store');
+    const config = JSON.parse(readFileSync(store.blobPath(image.id), 'utf8')) as { architecture: string };
+    assert.equal(config.architecture, arch, 'the tag names the image for this host');
+
+    const foreign = join(scratch, 'foreign');
+    mkdirSync(foreign);
+    writeOciLayout(foreign, { layers: [layer], gzip: false, platforms: ['linux/s390x', 'linux/riscv64'] });
+    await assert.rejects(
+      skopeo([
+        'copy',
+        '--quiet',
+        '--all',
+        '--dest-tls-verify=false',
+        `oci:${foreign}`,
+        `docker://${host}/foreign/busybox:1`,
+      ]),
+      (err: Error) => new RegExp(`no image for linux/${arch}.*linux/s390x, linux/riscv64`).test(err.message),
+    );
+    assert.ok(
+      !openImageStore(serverDir)
+        .list()
+        .some((i) => i.names.includes('foreign/busybox:1')),
+    );
   });
 });
