@@ -513,3 +513,51 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
     assert.equal(pending.cell_id, '');
   });
 });
+
+describe('history across a cell restart', { timeout: 300_000 }, () => {
+  it('a container that ended while its cell was down is recorded when the cell restarts, as found by looking', async () => {
+    await cluster.startCell('h1', 'z1', 62700, serverUrl, ['--tags', 'hist']);
+    const { monitor: _monitor, ...blip } = lrp('blip', 1, {
+      command: ['/bin/sh', '-c', 'sleep 4; exit 5'],
+      ports: [],
+      placement_tags: ['hist'],
+    });
+    await bbs.desireLRP(blip);
+    const first = await waitFor('blip RUNNING on h1', async () => {
+      const [a] = running(await bbs.listActualLRPs({ process_guid: 'blip' }));
+      return a?.cell_id === 'h1' ? a : undefined;
+    });
+    const h1 = cells.get('h1')!;
+    const gone = new Promise((resolve) => h1.once('exit', resolve));
+    h1.kill('SIGKILL');
+    await gone;
+    // The pod outlives its cell and ends on its own while nobody watches.
+    await waitFor(
+      'the pod ended',
+      async () => {
+        const r = await runBerth(['list', '--dir', join(root, 'h1'), '--format', 'json']);
+        const pods = JSON.parse(r.stdout) as { state: string; exit_code: number | null }[];
+        return pods.some((p) => p.state === 'exited' && p.exit_code === 5) ? true : undefined;
+      },
+      60_000,
+    );
+    await cluster.startCell('h1', 'z1', 62700, serverUrl, ['--tags', 'hist']);
+    const item = await waitFor('the end in the history', async () => {
+      const res = await fetch(`${serverUrl}/v1/containers/${first.instance_guid}`);
+      if (!res.ok) return undefined;
+      const record = (await res.json()) as {
+        history: {
+          entity_type: string;
+          exit_code: number | null;
+          message: string | null;
+          external_timestamp: string | null;
+        }[];
+      };
+      return record.history.find((h) => h.exit_code === 5);
+    });
+    assert.equal(item.entity_type, 'service');
+    assert.match(item.message ?? '', /found ended when the cell started/);
+    assert.ok(item.external_timestamp, 'the time the pod really ended, not the restart');
+    await bbs.removeDesiredLRP({ process_guid: 'blip' });
+  });
+});

@@ -86,4 +86,11 @@ export interface ExecutorContainer {
   readonly task_result?: string;
   /** Known once the container exists on the network (CREATED and later). */
   readonly net_info?: ActualLRPNetInfo;
+  /**
+   * Found on disk when the executor started (a restarted cell) rather than seen happening: what
+   * it reports was found by looking, not observed as an event.
+   */
+  readonly adopted?: boolean;
+  /** When the pod's app ended, from its exit record (COMPLETED containers). */
+  readonly finished_at?: string;
 }

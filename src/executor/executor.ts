@@ -67,6 +67,8 @@ interface Record_ {
   netInfo?: ActualLRPNetInfo;
   createdAt: number;
   stopRequested: boolean;
+  adopted?: boolean;
+  finishedAt?: string;
 }
 
 const labelPrefix = 'berth.executor.';
@@ -124,6 +126,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       podUuid: pod.uuid,
       createdAt: Date.now(),
       stopRequested: existsSync(join(this.options.runtime.store.path(pod), 'stop-requested')),
+      adopted: true,
     };
     for (const p of pod.manifest?.ports ?? []) this.usedPorts.add(p.host_port);
     if (pod.network) record.netInfo = this.netInfo(pod.network.ports);
@@ -163,6 +166,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       ...(r.taskResult !== undefined ? { task_result: r.taskResult } : {}),
       ...(r.exitCode !== undefined ? { exit_code: r.exitCode } : {}),
       ...(r.netInfo ? { net_info: r.netInfo } : {}),
+      ...(r.adopted ? { adopted: true } : {}),
+      ...(r.finishedAt !== undefined ? { finished_at: r.finishedAt } : {}),
     };
   }
 
@@ -406,6 +411,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     this.monitors.delete(record.guid);
     const code = pod.exit?.exit_code ?? null;
     record.exitCode = code;
+    if (pod.exit?.finished_at) record.finishedAt = pod.exit.finished_at;
     if (!record.result) {
       record.result = record.stopRequested
         ? { failed: false, reason: 'stopped', kind: 'shutdown' }

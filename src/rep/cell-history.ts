@@ -77,36 +77,42 @@ export class CellHistory {
         now,
       );
     }
+    // A restarted cell finds containers on disk: what it reports then was found by looking, so
+    // entity `service` (seed 001), with the pod's own end time when it has one.
+    const found = container.adopted === true;
     if (container.state === 'RUNNING') {
       this.journal.record({
         container_id: container.guid,
         event: 'start',
         external_timestamp: now,
-        entity_type: 'event',
+        entity_type: found ? 'service' : 'event',
+        ...(found ? { message: 'found running when the cell started' } : {}),
       });
       return;
     }
     if (container.state !== 'COMPLETED') return;
     const exitCode = container.exit_code ?? null;
     const stopped = container.result?.kind === 'shutdown' && container.tags.kind === 'lrp';
+    const ended = found ? (container.finished_at ?? now) : now;
+    const foundNote = found ? ' (found ended when the cell started)' : '';
     if (container.result?.oom) {
       // Docker's order: `oom`, then `die` (→ "Killed (Out of Memory)" stays in the history).
       this.journal.record({
         container_id: container.guid,
         event: 'oom',
-        external_timestamp: now,
+        external_timestamp: ended,
         exit_code: exitCode,
-        message: container.result.reason,
-        entity_type: 'event',
+        message: `${container.result.reason}${foundNote}`,
+        entity_type: found ? 'service' : 'event',
       });
     }
     this.journal.record({
       container_id: container.guid,
       event: stopped ? 'kill' : 'die',
-      external_timestamp: now,
+      external_timestamp: ended,
       exit_code: exitCode,
-      message: container.result?.reason ?? null,
-      entity_type: 'event',
+      message: container.result?.reason ? `${container.result.reason}${foundNote}` : null,
+      entity_type: found ? 'service' : 'event',
     });
     const logs = this.executor.readLog(container.guid);
     void collectFinalization({
