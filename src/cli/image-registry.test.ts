@@ -136,6 +136,18 @@ describe('berth image push|pull against berth server', () => {
       const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 });
       return { code: r.status, out: `${r.stdout}${r.stderr}` };
     };
+    const login = (cmd: string, file: string, user: string, password: string) =>
+      tool(cmd, ['login', '--tls-verify=false', '--authfile', file, '-u', user, '-p', password, host]);
+    const copy = (file: string, from: string, to: string) =>
+      tool('skopeo', [
+        'copy',
+        '--authfile',
+        file,
+        '--src-tls-verify=false',
+        '--dest-tls-verify=false',
+        `docker://${host}/${from}`,
+        `docker://${host}/${to}`,
+      ]);
     // A 401 without credentials carries the challenge registry clients need.
     const challenge = await fetch(`${url}/v2/`);
     assert.equal(challenge.status, 401);
@@ -145,40 +157,12 @@ describe('berth image push|pull against berth server', () => {
       'UNAUTHORIZED',
     );
 
-    const bad = tool('skopeo', [
-      'login',
-      '--tls-verify=false',
-      '--authfile',
-      authfile,
-      '-u',
-      'me',
-      '-p',
-      'nope',
-      host,
-    ]);
+    const bad = login('skopeo', authfile, 'me', 'nope');
     assert.notEqual(bad.code, 0, 'a wrong token is refused at login');
-    const login = tool('skopeo', [
-      'login',
-      '--tls-verify=false',
-      '--authfile',
-      authfile,
-      '-u',
-      'me',
-      '-p',
-      token,
-      host,
-    ]);
-    assert.equal(login.code, 0, login.out);
-    const copy = tool('skopeo', [
-      'copy',
-      '--authfile',
-      authfile,
-      '--src-tls-verify=false',
-      '--dest-tls-verify=false',
-      `docker://${host}/tools/busybox:1`,
-      `docker://${host}/copied/busybox:2`,
-    ]);
-    assert.equal(copy.code, 0, copy.out);
+    const loggedIn = login('skopeo', authfile, 'me', token);
+    assert.equal(loggedIn.code, 0, loggedIn.out);
+    const copied = copy(authfile, 'tools/busybox:1', 'copied/busybox:2');
+    assert.equal(copied.code, 0, copied.out);
     const list = await runBerth(['image', 'list', '--format', 'json', '--dir', serverDir]);
     assert.ok(
       (JSON.parse(list.stdout) as { names: string[] }[]).some((i) => i.names.includes('copied/busybox:2')),
@@ -193,27 +177,9 @@ describe('berth image push|pull against berth server', () => {
     );
     assert.equal(created.code, 0, created.stderr);
     const viewerAuth = join(scratch, 'viewer-auth.json');
-    const viewer = tool('skopeo', [
-      'login',
-      '--tls-verify=false',
-      '--authfile',
-      viewerAuth,
-      '-u',
-      'puller',
-      '-p',
-      created.stdout.trim(),
-      host,
-    ]);
+    const viewer = login('skopeo', viewerAuth, 'puller', created.stdout.trim());
     assert.equal(viewer.code, 0, viewer.out);
-    const denied = tool('skopeo', [
-      'copy',
-      '--authfile',
-      viewerAuth,
-      '--src-tls-verify=false',
-      '--dest-tls-verify=false',
-      `docker://${host}/tools/busybox:1`,
-      `docker://${host}/viewer/busybox:1`,
-    ]);
+    const denied = copy(viewerAuth, 'tools/busybox:1', 'viewer/busybox:1');
     assert.notEqual(denied.code, 0);
     assert.match(denied.out, /denied|403|not allowed/i);
     const inspect = tool('skopeo', [
@@ -226,17 +192,7 @@ describe('berth image push|pull against berth server', () => {
     assert.equal(inspect.code, 0, `a viewer pulls: ${inspect.out}`);
 
     const podmanAuth = join(scratch, 'podman-auth.json');
-    const plogin = tool('podman', [
-      'login',
-      '--tls-verify=false',
-      '--authfile',
-      podmanAuth,
-      '-u',
-      'me',
-      '-p',
-      token,
-      host,
-    ]);
+    const plogin = login('podman', podmanAuth, 'me', token);
     assert.equal(plogin.code, 0, plogin.out);
     const storage = join(scratch, 'podman');
     const pull = tool('podman', [
