@@ -161,6 +161,12 @@ export interface CrashActualLRPRequest extends ActualLRPRef {
 }
 export interface FailActualLRPRequest extends CasActualLRPRequest {
   readonly placement_error: string;
+  /**
+   * The claimant giving a CLAIMED instance back because it cannot run it here (its image cannot
+   * be pulled): UNCLAIMED with the error and no start request, so the next try waits for the
+   * converger's unclaimed-start timeout instead of looping through the auction at once.
+   */
+  readonly instance_key?: ActualLRPInstanceKey;
 }
 export interface RemoveActualLRPRequest extends CasActualLRPRequest {
   readonly instance_key?: ActualLRPInstanceKey;

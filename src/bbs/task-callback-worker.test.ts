@@ -150,7 +150,9 @@ for (const backend of backends) {
       maxAttempts: 3,
       backoffBaseMs: 1000,
       backoffMaxMs: 4000,
-      timeoutMs: 300,
+      // Long enough that a loopback answer under a loaded CI machine never counts as a timeout
+      // (300 ms once did); only the 'hang' receiver below waits it out.
+      timeoutMs: 2000,
     };
     const worker = () => new TaskCallbackWorker({ store, log, config, now: () => clock.ms });
 
@@ -301,7 +303,7 @@ for (const backend of backends) {
             [3, 429, 'exhausted'],
           ],
         );
-        assert.match(logged[0]?.error ?? '', /timed out after 300 ms/);
+        assert.match(logged[0]?.error ?? '', /timed out after 2000 ms/);
         assert.equal((await w.pass()).attempted, 0, 'no attempt after the last');
         assert.equal(receiver.requests.length, 3);
         const left = await store.getTask({ task_guid: task.task_guid });

@@ -211,7 +211,7 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     await bbs.removeDesiredLRP({ process_guid: 'hog' });
   });
 
-  it('an image pushed into the server by skopeo runs on a cell; an image no registry has is a visible crash', async () => {
+  it('an image pushed into the server by skopeo runs on a cell; an image no registry has is a placement error, not a crash loop', async () => {
     const host = serverUrl.replace(/^http:\/\//, '');
     const layout = join(root, 'skopeo-layout');
     const skopeo = (args: string[]) => {
@@ -229,11 +229,14 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
 
     const { monitor: _monitor, ...missing } = lrp('no-image', 1, { image: 'nowhere/none:1', ports: [] });
     await bbs.desireLRP(missing);
-    const crashed = await waitFor('the instance with a missing image crashed', async () => {
+    // A placement error, not a crash loop: given back UNCLAIMED, never counted as a crash.
+    const failed = await waitFor('the instance with a missing image has a placement error', async () => {
       const [a] = await bbs.listActualLRPs({ process_guid: 'no-image' });
-      return a && a.crash_count > 0 ? a : undefined;
+      return a?.placement_error ? a : undefined;
     });
-    assert.match(crashed.crash_reason, /nowhere\/none:1/, crashed.crash_reason);
+    assert.match(failed.placement_error, /nowhere\/none:1/, failed.placement_error);
+    assert.equal(failed.state, 'UNCLAIMED');
+    assert.equal(failed.crash_count, 0);
     await bbs.removeDesiredLRP({ process_guid: 'no-image' });
   });
 

@@ -67,7 +67,11 @@ export interface ContainerResource {
 export interface ContainerResult {
   readonly failed: boolean;
   readonly reason: string;
-  readonly kind: 'crashed' | 'shutdown';
+  /**
+   * `crashed`: it ended on its own; `shutdown`: it was stopped; `no-image`: it never ran because
+   * its image could not be had (a placement problem, not a crash).
+   */
+  readonly kind: 'crashed' | 'shutdown' | 'no-image';
   /** The kernel killed it at its memory limit (read from the pod's cgroup). */
   readonly oom?: boolean;
 }

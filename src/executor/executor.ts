@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, NotFoundError } from '../core/index.js';
-import type { PodInfo, PodRuntime } from '../runtime/index.js';
+import { ImageUnavailableError, type PodInfo, type PodRuntime } from '../runtime/index.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -301,7 +301,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         record.result = {
           failed: true,
           reason: err instanceof Error ? err.message : String(err),
-          kind: 'crashed',
+          kind: err instanceof ImageUnavailableError ? 'no-image' : 'crashed',
         };
         this.move(record, 'COMPLETED');
       }

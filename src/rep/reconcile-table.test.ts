@@ -25,7 +25,7 @@ const now = new Date('2024-05-01T12:00:00.000Z');
 const tag = { epoch: 'e1', index: 7 };
 const netInfo = { address: '10.0.0.5', ports: [{ container_port: 8080, host_port: 61001 }] };
 
-function lrpContainer(state: ContainerState, kind?: 'crashed' | 'shutdown'): ExecutorContainer {
+function lrpContainer(state: ContainerState, kind?: 'crashed' | 'shutdown' | 'no-image'): ExecutorContainer {
   return {
     guid: 'ig-1',
     state,
@@ -34,8 +34,13 @@ function lrpContainer(state: ContainerState, kind?: 'crashed' | 'shutdown'): Exe
     ...(kind
       ? {
           result: {
-            failed: kind === 'crashed',
-            reason: kind === 'crashed' ? 'exit status 1' : 'stopped',
+            failed: kind !== 'shutdown',
+            reason:
+              kind === 'crashed'
+                ? 'exit status 1'
+                : kind === 'no-image'
+                  ? 'Cannot find image "gone:1"'
+                  : 'stopped',
             kind,
           },
         }
@@ -94,6 +99,7 @@ function containersFor(c: LRPContainerCase): readonly (ExecutorContainer | null)
     RUNNING: [lrpContainer('RUNNING')],
     'COMPLETED (crashed)': [lrpContainer('COMPLETED', 'crashed')],
     'COMPLETED (shutdown)': [lrpContainer('COMPLETED', 'shutdown')],
+    'COMPLETED (no image)': [lrpContainer('COMPLETED', 'no-image')],
     'No Container': [null],
   };
   return byCase[c];
@@ -129,6 +135,16 @@ const crashThenDelete = (
 const cadThenDelete: readonly LRPRepAction[] = [{ kind: 'remove-actual', key, expected: tag }, del(false)];
 const unclaim: readonly LRPRepAction[] = [{ kind: 'unclaim-and-request-start', key, expected: tag }];
 const none: readonly LRPRepAction[] = [{ kind: 'none' }];
+const giveBack: readonly LRPRepAction[] = [
+  {
+    kind: 'give-back',
+    key,
+    instance: instanceA,
+    expected: tag,
+    placementError: 'Cannot find image "gone:1"',
+  },
+  del(false),
+];
 
 /**
  * What each row of the seed's table must do, written out by hand from the seed (not derived from
@@ -164,6 +180,13 @@ const expectedByRow: Readonly<Record<string, readonly LRPRepAction[]>> = {
   'COMPLETED (shutdown) | RUNNING on A': cadThenDelete,
   'COMPLETED (shutdown) | RUNNING on O': [del(false)],
   'COMPLETED (shutdown) | CRASHED': [del(false)],
+  'COMPLETED (no image) | No ActualLRP': [del(false)],
+  'COMPLETED (no image) | UNCLAIMED': [del(false)],
+  'COMPLETED (no image) | CLAIMED by A': giveBack,
+  'COMPLETED (no image) | CLAIMED by O': [del(false)],
+  'COMPLETED (no image) | RUNNING on A': giveBack,
+  'COMPLETED (no image) | RUNNING on O': [del(false)],
+  'COMPLETED (no image) | CRASHED': [del(false)],
   'No Container | CLAIMED by A': unclaim,
   'No Container | RUNNING on A': unclaim,
   'No Container | No ActualLRP': none,
@@ -200,7 +223,7 @@ describe('rep: Harmonizing ActualLRPs with Container State (seed 002), one test 
   it('every container state × ActualLRP case has exactly one row', () => {
     const states: readonly ContainerState[] = ['RESERVED', 'INITIALIZING', 'CREATED', 'RUNNING', 'COMPLETED'];
     for (const state of states) {
-      for (const kind of ['crashed', 'shutdown'] as const) {
+      for (const kind of ['crashed', 'shutdown', 'no-image'] as const) {
         for (const c of actualCases) {
           const container = lrpContainer(state, state === 'COMPLETED' ? kind : undefined);
           assert.doesNotThrow(() => matchLRPRow({ container, actual: actualFor(c), cellId: A }));

@@ -30,6 +30,7 @@ export type LRPContainerCase =
   | 'RUNNING'
   | 'COMPLETED (crashed)'
   | 'COMPLETED (shutdown)'
+  | 'COMPLETED (no image)'
   | 'No Container';
 
 export type LRPActualCase =
@@ -50,7 +51,8 @@ export type LRPRowAction =
   | 'CAS to RUNNING on A'
   | 'Perform RepCrashDance then Delete Container'
   | 'CAD ActualLRP then Delete Container'
-  | 'CAS to UNCLAIMED, request a start';
+  | 'CAS to UNCLAIMED, request a start'
+  | 'Give it back UNCLAIMED with the placement error, then Delete Container';
 
 export interface LRPReconcileRow {
   /** "<container> | <ActualLRP>" in the seed's own words (its "STARING on O" kept verbatim). */
@@ -78,6 +80,8 @@ function row(
 const IC = 'INITIALIZING or CREATED';
 const CC = 'COMPLETED (crashed)';
 const CS = 'COMPLETED (shutdown)';
+const CI = 'COMPLETED (no image)';
+const giveBack = 'Give it back UNCLAIMED with the placement error, then Delete Container';
 const NC = 'No Container';
 const purged =
   'A just saw a crash but the BBS is empty. Perhaps BBS was accidentally purged? In that case: update it with what we know to be true.';
@@ -176,6 +180,21 @@ export const lrpReconcileTable: readonly LRPReconcileRow[] = [
   ),
   row(CS, 'RUNNING on O', 'Delete Container', 'Instance is running elsewhere, leave it be'),
   row(CS, 'CRASHED', 'Delete Container', 'Nothing to do'),
+  // Issue 7: an image that cannot be pulled is a placement error on the ActualLRP, not a crash
+  // loop. The instance never ran, so there is no crash to count; the converger retries it later.
+  row(CI, 'No ActualLRP', 'Delete Container', 'Nothing ran and nobody wants it', 'berth'),
+  row(CI, 'UNCLAIMED', 'Delete Container', 'Nothing ran; the auction owns it', 'berth'),
+  row(
+    CI,
+    'CLAIMED by A',
+    giveBack,
+    'A cannot get the image: say so, and let it be placed again later',
+    'berth',
+  ),
+  row(CI, 'CLAIMED by O', 'Delete Container', 'O owns it', 'berth'),
+  row(CI, 'RUNNING on A', giveBack, 'Cannot be: it never ran; treated like CLAIMED by A', 'berth'),
+  row(CI, 'RUNNING on O', 'Delete Container', 'O owns it', 'berth'),
+  row(CI, 'CRASHED', 'Delete Container', 'Nothing ran; the crash record stands', 'berth'),
   row(
     NC,
     'CLAIMED by A',
@@ -250,6 +269,14 @@ export type LRPRepAction =
       readonly kind: 'unclaim-and-request-start';
       readonly key: ActualLRPKey;
       readonly expected: ModificationTag;
+    }
+  /** CAS to UNCLAIMED with `placement_error` and no start request (failActualLRP by the claimant). */
+  | {
+      readonly kind: 'give-back';
+      readonly key: ActualLRPKey;
+      readonly instance: ActualLRPInstanceKey;
+      readonly expected: ModificationTag;
+      readonly placementError: string;
     };
 
 export interface LRPReconcileInput {
@@ -280,7 +307,12 @@ function containerCase(container: ExecutorContainer | null): LRPContainerCase {
     RUNNING: 'RUNNING',
     // A COMPLETED container without a result cannot say it was asked to stop: treat it as a crash,
     // so the instance is restarted rather than silently lost.
-    COMPLETED: container.result?.kind === 'shutdown' ? 'COMPLETED (shutdown)' : 'COMPLETED (crashed)',
+    COMPLETED:
+      container.result?.kind === 'shutdown'
+        ? 'COMPLETED (shutdown)'
+        : container.result?.kind === 'no-image'
+          ? 'COMPLETED (no image)'
+          : 'COMPLETED (crashed)',
   };
   return byState[container.state];
 }
@@ -375,6 +407,17 @@ export function reconcileLRP(input: LRPReconcileInput): readonly LRPRepAction[] 
       ];
     case 'CAD ActualLRP then Delete Container':
       return [{ kind: 'remove-actual', key, expected: (actual as ActualLRP).modification_tag }, del];
+    case giveBack:
+      return [
+        {
+          kind: 'give-back',
+          key,
+          instance,
+          expected: (actual as ActualLRP).modification_tag,
+          placementError: c.result?.reason ?? 'the image could not be had',
+        },
+        del,
+      ];
   }
 }
 

@@ -406,6 +406,14 @@ export class Rep {
           case 'unclaim-and-request-start':
             await bbs.unclaimActualLRP({ ...refOf(action.key), expected: action.expected });
             break;
+          case 'give-back':
+            await bbs.failActualLRP({
+              ...refOf(action.key),
+              expected: action.expected,
+              instance_key: action.instance,
+              placement_error: action.placementError,
+            });
+            break;
           case 'delete-container': {
             if (action.revalidate && container) {
               // Seed: "To be safe it should always validate a decision it is about to make".

@@ -33,6 +33,25 @@ export interface PrepareOptions extends AppOverrides {
   readonly sharedFiles?: Readonly<Record<string, string>>;
 }
 
+/**
+ * The image of a pod could not be had (unknown, or its pull failed): the same code and message as
+ * the cause, marked so a cell reports a placement error instead of a crash.
+ */
+export class ImageUnavailableError extends BerthError {
+  constructor(
+    readonly image: string,
+    cause: unknown,
+  ) {
+    super(
+      cause instanceof BerthError ? cause.code : 'unavailable',
+      cause instanceof Error ? cause.message : String(cause),
+      { ...(cause instanceof BerthError ? cause.details : {}), image },
+      { cause },
+    );
+    this.name = 'ImageUnavailableError';
+  }
+}
+
 const sharedNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Resolves image references; the image store implements it (kept as a seam for the executor). */
@@ -140,7 +159,9 @@ export class PodRuntime {
       throw new InvalidArgumentError(`Invalid shared dir "${options.sharedDir}": expected an absolute path`, {
         field: 'sharedDir',
       });
-    const image = await this.images.resolve(imageRef);
+    const image = await this.images.resolve(imageRef).catch((err: unknown) => {
+      throw new ImageUnavailableError(imageRef, err);
+    });
     const { uuid, lockFd } = this.store.createPreparing();
     const location: PodLocation = { uuid, phase: 'prepare' };
     try {

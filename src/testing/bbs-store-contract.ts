@@ -356,6 +356,33 @@ export function describeBbsStoreContract(
         );
       });
 
+      it('the claimant can give a CLAIMED instance back unplaceable: UNCLAIMED, the error, no start request', async () => {
+        const lrp = await actualIn('CLAIMED');
+        const fail = {
+          process_guid: lrp.process_guid,
+          index: 0,
+          expected: lrp.modification_tag,
+          placement_error: 'cannot get image "nowhere/none:1"',
+        };
+        await assert.rejects(
+          store.failActualLRP({ ...fail, instance_key: { instance_guid: 'other', cell_id: 'cell-x' } }),
+          hasCode('conflict'),
+        );
+        await startRequestsFor(lrp.process_guid); // drains the desire's own request
+        const failed = await store.failActualLRP({
+          ...fail,
+          instance_key: { instance_guid: lrp.instance_guid, cell_id: lrp.cell_id },
+        });
+        assert.equal(failed.state, 'UNCLAIMED');
+        assert.equal(failed.cell_id, '');
+        assert.equal(failed.placement_error, 'cannot get image "nowhere/none:1"');
+        assert.deepEqual(await startRequestsFor(lrp.process_guid), [], 'no new start request');
+        await assert.rejects(
+          store.failActualLRP({ ...fail, expected: lrp.modification_tag }),
+          hasCode('cas_conflict'),
+        );
+      });
+
       it('start with expected null creates a RUNNING record, and conflicts when one exists', async () => {
         const processGuid = guid('orphan');
         const created = await store.startActualLRP({

@@ -163,7 +163,10 @@ export const operationBodies = {
     },
     strict,
   ),
-  failActualLRP: Type.Object({ ...Cas, placement_error: Type.String() }, strict),
+  failActualLRP: Type.Object(
+    { ...Cas, placement_error: Type.String(), instance_key: Type.Optional(InstanceKeySchema) },
+    strict,
+  ),
   unclaimActualLRP: Type.Object(Cas, strict),
   removeActualLRP: Type.Object({ ...Cas, instance_key: Type.Optional(InstanceKeySchema) }, strict),
   retireActualLRP: Type.Object(Cas, strict),

@@ -440,10 +440,24 @@ export class SqlBbsStore implements BbsStore {
   async failActualLRP(req: FailActualLRPRequest): Promise<ActualLRP> {
     return this.mutate('failActualLRP', async (tx) => {
       const before = await this.requireActual(tx, req, req.expected);
+      if (req.instance_key && before.state === 'CLAIMED') {
+        assertOwner(before, req.instance_key, 'fail');
+        // Given back unplaceable: no start request (see FailActualLRPRequest.instance_key).
+        return this.replaceActual(tx, before, {
+          ...before,
+          state: 'UNCLAIMED',
+          instance_guid: '',
+          cell_id: '',
+          address: '',
+          ports: [],
+          placement_error: req.placement_error,
+          since: tx.now,
+        });
+      }
       if (before.state !== 'UNCLAIMED') {
         throw new BerthError(
           'conflict',
-          `Cannot fail placement of ActualLRP ${refName(req)}: current state is ${before.state}, only UNCLAIMED instances are placed`,
+          `Cannot fail placement of ActualLRP ${refName(req)}: current state is ${before.state}, only UNCLAIMED instances (or CLAIMED ones by their claimant) can fail placement`,
           { kind: 'ActualLRP', id: refName(req), current: before },
         );
       }
