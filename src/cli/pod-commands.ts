@@ -2,6 +2,14 @@ import { spawn } from 'node:child_process';
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
+import {
+  factsOf,
+  noteExit,
+  noteExitedPods,
+  noteLaunch,
+  noteStart,
+  podDropbox,
+} from '../history/direct-pod-history.js';
 import { podFiles } from '../runtime/pod-dirs.js';
 import type { NetMode, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
 import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
@@ -16,7 +24,6 @@ import {
   stringListOption,
   stringOption,
 } from './command.js';
-import { factsOf, noteExit, noteExitedPods, noteLaunch, noteStart, podDropbox } from './pod-history.js';
 import { renderTable } from './table-output.js';
 
 async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {

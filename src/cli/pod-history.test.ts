@@ -62,6 +62,27 @@ describe('pods run with berth run get a container record and history', { timeout
     const bg = await runBerth(['run', '-d', '--dir', dir, '--net', 'none', 'bb', '--', 'sh', '-c', 'exit 0']);
     assert.equal(bg.code, 0, bg.stderr);
     const bgUuid = bg.stdout.trim();
+    // Detached and removed the moment it ends: only its obituary can tell the history.
+    const gone = await runBerth([
+      'run',
+      '-d',
+      '--rm',
+      '--dir',
+      dir,
+      '--net',
+      'none',
+      'bb',
+      '--',
+      'sh',
+      '-c',
+      'echo bye; exit 4',
+    ]);
+    assert.equal(gone.code, 0, gone.stderr);
+    const goneUuid = gone.stdout.trim();
+    await waitFor('the --rm pod removed', async () => {
+      const l = await runBerth(['list', '--dir', dir, '--format', 'json']);
+      return (JSON.parse(l.stdout) as { uuid: string }[]).some((p) => p.uuid === goneUuid) ? undefined : true;
+    });
     // Nobody watched the detached pod end: the next status finds it ended.
     const waited = await runBerth(['status', '--wait', '--dir', dir, bgUuid]);
     assert.equal(waited.code, 0, waited.stderr);
@@ -100,6 +121,12 @@ describe('pods run with berth run get a container record and history', { timeout
       bgRecord.history.some((h) => h.entity_type === 'service' && h.exit_code === 0),
       `the end found by polling is entity service: ${JSON.stringify(bgRecord.history)}`,
     );
+    const goneRecord = await history(goneUuid, 'Failed');
+    assert.ok(
+      goneRecord.history.some((h) => h.exit_code === 4),
+      JSON.stringify(goneRecord.history),
+    );
+    assert.match(await (await fetch(`${url}/v1/containers/${goneUuid}/logs`)).text(), /bye/);
     await waitFor('the dropbox emptied', async () =>
       readdirSync(join(dir, 'pod-history')).length === 0 ? true : undefined,
     );

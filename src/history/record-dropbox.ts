@@ -50,11 +50,14 @@ export class RecordDropbox {
     readonly intervalMs?: number;
     readonly backoff?: BackoffPolicy;
     readonly onError?: (err: unknown) => void;
+    /** Runs before each pass (e.g. to turn other leftovers into drops). */
+    readonly before?: () => Promise<unknown>;
   }): Promise<void> {
     let failures = 0;
     while (!options.signal.aborted) {
       let delay = options.intervalMs ?? 2_000;
       try {
+        await options.before?.();
         await this.deliverOnce(options.post);
         failures = 0;
       } catch (err) {

@@ -1,6 +1,12 @@
 import { join } from 'node:path';
 import type { Executor, ExecutorContainer } from '../executor/index.js';
-import { CellEventJournal, collectFinalization, type IngestRecord, RecordDropbox } from '../history/index.js';
+import {
+  CellEventJournal,
+  collectFinalization,
+  type IngestRecord,
+  noteObituaries,
+  RecordDropbox,
+} from '../history/index.js';
 
 /**
  * What a cell tells the history layer (seed 001): each container's launch, its start, its death
@@ -18,7 +24,7 @@ export class CellHistory {
   private readonly launched = new Set<string>();
 
   constructor(
-    dataDir: string,
+    private readonly dataDir: string,
     private readonly cellId: string,
     private readonly executor: Executor,
     private readonly log: (message: string) => void,
@@ -43,6 +49,8 @@ export class CellHistory {
     });
     this.directDelivery = this.directPods.runDelivery({
       post,
+      // Pods deleted the moment they ended (`berth run -d --rm`) left obituaries: note them first.
+      before: () => noteObituaries(this.dataDir, this.directPods),
       signal: this.controller.signal,
       intervalMs: 1_000,
       onError: (err) => this.log(`history delivery of direct pods failed: ${String(err)}`),

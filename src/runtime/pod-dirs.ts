@@ -39,4 +39,9 @@ export const podFiles = {
   resolvConf: 'resolv.conf',
   /** Host-written files the container sees read-only at the manifest's `sharedDir`. */
   shared: 'shared',
+  /** Present once the pod's end is in the container history: no obituary needed. */
+  historyNoted: 'history-noted',
 } as const;
+
+/** Where `destroy` leaves a short record of pods removed before their end reached the history. */
+export const obituariesDir = 'pod-obituaries';

@@ -58,3 +58,16 @@ export interface PodExit {
   readonly reason?: string;
   readonly oom_killed?: boolean;
 }
+
+/**
+ * What is left of a pod removed before its end reached the container history (a `berth run -d
+ * --rm` pod, say): written by `PodRuntime.destroy`, consumed by the history (docs/history.md).
+ */
+export interface PodObituary {
+  readonly uuid: string;
+  readonly manifest: PodManifest;
+  readonly started: PodStarted | undefined;
+  readonly exit: PodExit;
+  /** The end of the pod's log (at most 1 MiB). */
+  readonly log: string;
+}

@@ -15,8 +15,8 @@ import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
 import { buildOciConfig } from './oci-config.js';
 import { podCgroupExists, removePodCgroup } from './pod-cgroup.js';
-import { podFiles } from './pod-dirs.js';
-import type { NetMode, PodExit, PodManifest } from './pod-manifest.js';
+import { obituariesDir, podFiles } from './pod-dirs.js';
+import type { NetMode, PodExit, PodManifest, PodObituary } from './pod-manifest.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 import { resolveUser } from './user-spec.js';
 
@@ -424,6 +424,35 @@ export class PodRuntime {
   }
 
   /**
+   * Pods run directly (no executor label) whose end is not in the history yet leave an obituary,
+   * so "every container berth ever ran" holds even for pods deleted the moment they exit. Best
+   * effort: a pod with no exit record, or a full disk, leaves none.
+   */
+  private writeObituary(location: PodLocation, path: string): void {
+    try {
+      if (existsSync(join(path, podFiles.historyNoted))) return;
+      const info = this.store.inspect(location);
+      const manifest = info?.manifest;
+      if (!info?.exit || !manifest) return;
+      if (Object.keys(manifest.labels).some((k) => k.startsWith('berth.executor.'))) return;
+      const logPath = join(path, podFiles.log);
+      const log = existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(-1024 * 1024) : '';
+      const obituary: PodObituary = {
+        uuid: location.uuid,
+        manifest,
+        started: info.started,
+        exit: info.exit,
+        log,
+      };
+      const dir = join(this.dataDir, obituariesDir);
+      mkdirSync(dir, { recursive: true });
+      writeFileAtomic(join(dir, `${location.uuid}.json`), JSON.stringify(obituary));
+    } catch {
+      // Losing an obituary loses one end in the history, never the pod's deletion.
+    }
+  }
+
+  /**
    * Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. `mounts` is
    * a snapshot of the host's mount points, so gc reads /proc/self/mountinfo once, not per pod.
    */
@@ -439,6 +468,7 @@ export class PodRuntime {
       });
     }
     if (podCgroupExists(location.uuid)) removePodCgroup(location.uuid);
+    this.writeObituary(location, path);
     this.store.remove(location);
   }
 

@@ -1,15 +1,15 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
-// Narrow imports: `berth run` loads this, and must not pay for the history store's SQL modules.
-import { collectFinalization } from '../history/finalization.js';
-import type { IngestRecord } from '../history/ingest-records.js';
-import { RecordDropbox } from '../history/record-dropbox.js';
-import { podFiles } from '../runtime/pod-dirs.js';
-import type { PodExit, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
+import { obituariesDir, podFiles } from '../runtime/pod-dirs.js';
+import type { PodExit, PodManifest, PodObituary, PodStarted } from '../runtime/pod-manifest.js';
 import type { PodRuntime } from '../runtime/pod-runtime.js';
 import type { PodInfo } from '../runtime/pod-store.js';
+// Narrow imports: `berth run` loads this, and must not pay for the history store's SQL modules.
+import { collectFinalization } from './finalization.js';
+import type { IngestRecord } from './ingest-records.js';
+import { RecordDropbox } from './record-dropbox.js';
 
 /**
  * The history of pods run directly (`berth run`, `prepare`, `run-prepared`): issue 6 wants a
@@ -23,15 +23,17 @@ export function podDropbox(dataDir: string): RecordDropbox {
   return new RecordDropbox(join(dataDir, 'pod-history'));
 }
 
-/** Marks a pod whose end is in the dropbox, so polling notes it once. */
-const notedMarker = 'history-noted';
+/** Marks a pod whose end is in the dropbox, so polling notes it once (and destroy writes no obituary). */
+const notedMarker = podFiles.historyNoted;
 
 /** What the history needs of a pod, from `PodInfo` or from a foreground run that holds its lock. */
 export interface PodFacts {
   readonly uuid: string;
-  /** The pod's directory (for the marker) and its log file. */
-  readonly dir: string;
-  readonly logPath: string;
+  /** The pod's directory (for the marker) and its log file; absent for an obituary. */
+  readonly dir?: string;
+  readonly logPath?: string;
+  /** The log itself, when the pod is gone (an obituary). */
+  readonly log?: string;
   readonly manifest: PodManifest | undefined;
   readonly started: PodStarted | undefined;
   readonly exit: PodExit | undefined;
@@ -109,7 +111,7 @@ export async function noteExit(
 ): Promise<void> {
   const exit = pod.exit;
   if (!exit || !isDirect(pod.manifest)) return;
-  if (existsSync(join(pod.dir, notedMarker))) return;
+  if (pod.dir !== undefined && existsSync(join(pod.dir, notedMarker))) return;
   const records: IngestRecord[] = [];
   if (pod.started)
     records.push({
@@ -142,15 +144,47 @@ export async function noteExit(
     await collectFinalization({
       container_id: pod.uuid,
       exit_code: exit.exit_code,
-      readLogs: async () => (existsSync(pod.logPath) ? readFileSync(pod.logPath, 'utf8') : ''),
+      readLogs: async () =>
+        pod.log ??
+        (pod.logPath !== undefined && existsSync(pod.logPath) ? readFileSync(pod.logPath, 'utf8') : ''),
     }),
   );
   dropbox.drop(records);
+  if (pod.dir === undefined) return;
   try {
     writeFileAtomic(join(pod.dir, notedMarker), `${exit.finished_at}\n`);
   } catch {
     // The pod moved on (gc): a second note would be deduped by the server anyway.
   }
+}
+
+/**
+ * Turns the obituaries `PodRuntime.destroy` left (pods deleted before their end was noted, as
+ * `berth run -d --rm` pods are) into history drops, then deletes them.
+ */
+export async function noteObituaries(dataDir: string, dropbox: RecordDropbox): Promise<number> {
+  const dir = join(dataDir, obituariesDir);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json'));
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    try {
+      const o = JSON.parse(readFileSync(path, 'utf8')) as PodObituary;
+      await noteExit(
+        dropbox,
+        { uuid: o.uuid, manifest: o.manifest, started: o.started, exit: o.exit, log: o.log },
+        'service',
+      );
+    } catch {
+      // Unreadable: written whole by rename, so not ours; dropped below like a delivered one.
+    }
+    unlinkSync(path);
+  }
+  return names.length;
 }
 
 /** Notes every exited direct pod whose end is not in the history yet (found by polling). */
@@ -161,4 +195,5 @@ export async function noteExitedPods(
 ): Promise<void> {
   for (const info of pods)
     if (info.exit) await noteExit(dropbox, factsOf(runtime, info), 'service').catch(() => undefined);
+  await noteObituaries(runtime.dataDir, dropbox);
 }
