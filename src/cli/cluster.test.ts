@@ -286,9 +286,12 @@ describe('a desired LRP kept running across three cells', { timeout: 600_000 }, 
     await watcher;
     assert.ok(minRunning >= 1, 'never zero instances RUNNING during the drain');
     assert.equal(after.length, 2);
-    assert.ok(
-      !(await bbs.listCells()).some((c) => c.cell_id === target),
+    // The rep removes its presence as evacuation ends; once (1 in ~10 CI runs) the row was still
+    // listed right after the process exited, so allow the presence TTL (3 s) too.
+    await waitFor(
       `the drained cell left: ${cluster.cellLogs.get(target)?.slice(-3000)}`,
+      async () => ((await bbs.listCells()).some((c) => c.cell_id === target) ? undefined : true),
+      10_000,
     );
   });
 

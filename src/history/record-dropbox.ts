@@ -70,6 +70,8 @@ export class RecordDropbox {
         options.signal.addEventListener('abort', done, { once: true });
         function done() {
           clearTimeout(timer);
+          // One listener per wait, removed again: a long-lived loop must not pile them up.
+          options.signal.removeEventListener('abort', done);
           resolve();
         }
       });
