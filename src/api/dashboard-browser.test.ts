@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -9,16 +9,20 @@ import { TestCluster, waitFor } from '../testing/cluster-harness.js';
 /**
  * Issue 8's dashboard in a real browser: Debian's headless Chromium driven by playwright-core,
  * against a real `berth server` and cell. The page must show a deployed system turn `stable`
- * without a reload, its units with their cells, and a container's history as a timeline.
+ * without a reload, its units with their cells, and a container's history as a timeline. The server
+ * runs with token auth, as `berth server` does by default: the page signs in with the admin token.
  */
 const cluster = new TestCluster('berth-dashboard-');
 let serverUrl = '';
+let adminToken = '';
 let browser: Browser;
 let page: Page;
 
 before(async () => {
-  serverUrl = await cluster.startServer('server', '1s');
-  await cluster.startCell('d1', 'z1', 63400, serverUrl);
+  // Later flags win: the harness's `--auth none` gives way to tokens.
+  serverUrl = await cluster.startServer('server', '1s', ['--auth', 'tokens']);
+  adminToken = readFileSync(join(cluster.root, 'server', 'admin.token'), 'utf8').trim();
+  await cluster.startCell('d1', 'z1', 63400, serverUrl, ['--token', adminToken]);
   // Flags as for any headless Chromium in a closed network, as root; playwright gives it a fresh
   // profile of its own.
   browser = await chromium.launch({
@@ -43,8 +47,21 @@ after(async () => {
 
 describe('the dashboard in headless Chromium', { timeout: 300_000 }, () => {
   it('shows a system deployed after the page loaded turn stable, its units on their cells, and a timeline', async () => {
+    // No token: the page asks for one; a wrong one is named as such.
     await page.goto(`${serverUrl}/`);
+    await page.waitForSelector('#sign-in:has-text("needs an API token")');
+    await page.fill('#token', 'not-a-token');
+    await page.press('#token', 'Enter');
+    await page.waitForSelector('#sign-in:has-text("invalid or revoked")');
+
+    // As `berth up` prints it: the token in the fragment, which the page keeps for the tab only and
+    // drops from the address bar. (A fresh load: a fragment-only navigation would not reload.)
+    await page.goto('about:blank');
+    await page.goto(`${serverUrl}/#token=${adminToken}`);
     await page.waitForSelector('#systems:has-text("No systems yet")');
+    assert.equal(page.url(), `${serverUrl}/`);
+    assert.equal(await page.evaluate('sessionStorage.getItem("berth-token")'), adminToken);
+    assert.equal(await page.textContent('#error'), '');
 
     const file = join(cluster.root, 'site.yaml');
     writeFileSync(
@@ -65,7 +82,7 @@ services:
     memory_mb: 16
 `,
     );
-    const deployed = await runBerth(['deploy', file, '--server', serverUrl]);
+    const deployed = await runBerth(['deploy', file, '--server', serverUrl], { BERTH_TOKEN: adminToken });
     assert.equal(deployed.code, 0, deployed.stderr);
 
     // The page polls: no reload, the system appears and turns stable.
@@ -91,7 +108,9 @@ services:
       writeFileSync(process.env.BERTH_KEEP_SCREENSHOT, await page.screenshot({ fullPage: true }));
 
     // Teardown shows up too: the system leaves the page.
-    const down = await runBerth(['teardown', 'site', '--wait', '--server', serverUrl]);
+    const down = await runBerth(['teardown', 'site', '--wait', '--server', serverUrl], {
+      BERTH_TOKEN: adminToken,
+    });
     assert.equal(down.code, 0, down.stderr);
     await waitFor('the system gone from the page', async () =>
       (await page.$('li[data-system="site"]')) === null ? true : undefined,

@@ -39,16 +39,25 @@ export const dashboardHtml = `<!doctype html>
 
 export const dashboardScript = `'use strict';
 const tokenInput = document.getElementById('token');
+// The token lives in sessionStorage: an admin token should not outlive the tab. \`berth up\` prints
+// the URL with it in the fragment, which browsers never send; it is dropped from the address bar.
 const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
-if (fromHash) { localStorage.setItem('berth-token', fromHash); history.replaceState(null, '', '/'); }
-tokenInput.value = localStorage.getItem('berth-token') || '';
-tokenInput.addEventListener('change', () => { localStorage.setItem('berth-token', tokenInput.value.trim()); refresh(); });
+if (fromHash) { sessionStorage.setItem('berth-token', fromHash); history.replaceState(null, '', '/'); }
+tokenInput.value = sessionStorage.getItem('berth-token') || '';
+tokenInput.addEventListener('change', () => { sessionStorage.setItem('berth-token', tokenInput.value.trim()); refresh(); });
 let selected = null;
+
+/** A refusal for want of a (valid) token: the page asks for one rather than showing a status. */
+class SignInNeeded extends Error {}
 
 async function api(path) {
   const token = tokenInput.value.trim();
   const response = await fetch(path, { headers: token ? { authorization: 'Bearer ' + token } : {} });
-  if (!response.ok) throw new Error(path + ': HTTP ' + response.status);
+  if (response.status === 401) throw new SignInNeeded(token ? 'This token is invalid or revoked.' : 'This server needs an API token.');
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    throw new Error(path + ': HTTP ' + response.status + (body.message ? ' — ' + body.message : ''));
+  }
   return response.json();
 }
 
@@ -142,6 +151,13 @@ async function refresh() {
     await renderTimeline();
     document.getElementById('error').textContent = '';
   } catch (err) {
+    if (err instanceof SignInNeeded) {
+      const target = document.getElementById('systems');
+      target.className = 'muted';
+      target.replaceChildren(el('p', { id: 'sign-in' }, err.message + ' Paste one above: ', el('code', {}, 'berth up'),
+        ' prints the dashboard’s URL with the admin token, and ', el('code', {}, 'berth token create'), ' makes others.'));
+      tokenInput.focus();
+    }
     document.getElementById('error').textContent = String(err.message || err);
   }
 }
