@@ -4,6 +4,7 @@ import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
 import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
+import { agentRoutes } from './agent-routes.js';
 import { ApiMetrics } from './api-metrics.js';
 import { type AppAuth, installAuth } from './auth-hook.js';
 import { systemRoutes } from './system-routes.js';
@@ -91,7 +92,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });
   if (deps.registry) await registryRoutes(app, deps.registry);
-  if (deps.systems) await systemRoutes(deps.systems)(app);
+  if (deps.systems) {
+    await systemRoutes(deps.systems)(app);
+    await agentRoutes(deps.systems)(app);
+  }
   for (const plugin of deps.plugins ?? []) await plugin(app);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
-import { type ActionRecord, modelRead, SystemDeployer } from '../model/index.js';
+import {
+  type ActionRecord,
+  type AgentActionResult,
+  CellAgent,
+  type CellAgentTransport,
+  type ModelData,
+  modelRead,
+  SystemDeployer,
+} from '../model/index.js';
 import { playCells as runInstances } from '../testing/system-cells.js';
 import { buildApp } from './build-app.js';
 
@@ -319,5 +327,100 @@ jobs:
     await h.deployer.reconcileAll();
     assert.deepEqual((await h.deployer.runner.dump()).cells, []);
     assert.equal((await h.app.inject({ method: 'GET', url: '/v1/systems/shop' })).statusCode, 404);
+  });
+
+  it("a cell's agents: its part of the model, its actions refused for other cells' units, a teardown that waits for them", async () => {
+    const pair = `system: pair
+services:
+  /front:
+    image: bb:1
+    instances: 2
+    relations: ["/back"]
+  /back:
+    image: bb:1
+`;
+    assert.equal((await waitAction(h, (await deploy(h, pair)).json().id)).state, 'succeeded');
+    await runInstances(h.store, 'system-pair');
+    await h.deployer.reconcile('pair');
+    const status = (await h.app.inject({ method: 'GET', url: '/v1/systems/pair' })).json();
+    const units = status.services.flatMap((s: { units: { name: string; cell_id: string }[] }) => s.units);
+    const cell = units[0].cell_id as string;
+    const mine = units
+      .filter((u: { cell_id: string }) => u.cell_id === cell)
+      .map((u: { name: string }) => u.name);
+    const other = units.find((u: { cell_id: string }) => u.cell_id !== cell);
+    assert.ok(other, JSON.stringify(units));
+
+    const view = await h.app.inject({ method: 'GET', url: `/v1/agents/cells/${cell}/model` });
+    assert.equal(view.statusCode, 200);
+    const data = view.json() as ModelData;
+    assert.deepEqual(
+      data.units.map((u) => `${u.service.replace('pair:', '')}#${u.index}`).sort(),
+      [...mine].sort(),
+    );
+    assert.ok(data.units.every((u) => u.cell_id === cell));
+
+    const bad = await h.app.inject({
+      method: 'POST',
+      url: `/v1/agents/cells/${cell}/actions`,
+      payload: { actions: [{ kind: 'remove-cell', cell }] },
+    });
+    assert.equal(bad.statusCode, 400, 'the provisioner is not a cell agent');
+    const foreign = await h.app.inject({
+      method: 'POST',
+      url: `/v1/agents/cells/${cell}/actions`,
+      payload: { actions: [{ kind: 'unit-dying', unit: `pair:${other.name}` }] },
+    });
+    assert.equal(foreign.statusCode, 200);
+    const [refused] = foreign.json().results as AgentActionResult[];
+    assert.equal(refused?.error?.code, 'forbidden', foreign.body);
+
+    // The cell announces that it runs its agents: the teardown leaves its units to it.
+    await h.store.heartbeatCell({
+      presence: {
+        cell_id: cell,
+        zone: 'z1',
+        capacity: { memory_mb: 1024, disk_mb: 1024, containers: 10 },
+        rep_url: 'http://127.0.0.1:1',
+        placement_tags: [],
+        model_agent: true,
+      },
+      ttl_ms: 120_000,
+    });
+    const down = await h.app.inject({ method: 'POST', url: '/v1/systems/pair/teardown' });
+    const stopping = setInterval(() => void runInstances(h.store, 'system-pair').catch(() => {}), 30);
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const running = (await h.app.inject({ method: 'GET', url: `/v1/deploys/${down.json().id}` })).json();
+      assert.equal(running.state, 'running', 'the teardown finished without the cell agent');
+      const left = (await h.deployer.runner.dump()).units.filter((u) => u.service.startsWith('pair:'));
+      assert.ok(left.length > 0 && left.every((u) => u.cell_id === cell), JSON.stringify(left));
+
+      // The cell's agent, over the same routes.
+      const transport: CellAgentTransport = {
+        view: async () =>
+          (await h.app.inject({ method: 'GET', url: `/v1/agents/cells/${cell}/model` })).json() as ModelData,
+        act: async (actions) =>
+          (
+            await h.app.inject({
+              method: 'POST',
+              url: `/v1/agents/cells/${cell}/actions`,
+              payload: { actions },
+            })
+          ).json().results as AgentActionResult[],
+      };
+      const agent = new CellAgent({ cellId: cell, transport, intervalMs: 50 });
+      agent.start();
+      const ended = await waitAction(h, down.json().id);
+      await agent.stop();
+      assert.equal(ended.state, 'succeeded', JSON.stringify(ended));
+    } finally {
+      clearInterval(stopping);
+      await h.store.removeCell({ cell_id: cell });
+    }
+    assert.deepEqual(
+      (await h.deployer.runner.dump()).units.filter((u) => u.service.startsWith('pair:')),
+      [],
+    );
   });
 });

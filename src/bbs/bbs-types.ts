@@ -135,6 +135,11 @@ export interface CellPresence {
   /** Base URL of the cell's rep API (state, perform work, stop). */
   readonly rep_url: string;
   readonly placement_tags: readonly string[];
+  /**
+   * The cell runs the model's unit and machine agents (seed 003 "Agents") for the units on it, so
+   * the server leaves those units to it. Absent means false.
+   */
+  readonly model_agent?: boolean;
   /** ISO-8601; the cell is considered gone after it. */
   readonly expires_at: string;
 }

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { BbsClient } from '../bbs/index.js';
 import { InvalidArgumentError, NotFoundError, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
+import { CellAgent, httpCellAgentTransport } from '../model/index.js';
 import { pullingImageResolver } from '../registry/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
@@ -71,6 +72,11 @@ const cell: CommandSpec = {
       placementTags: (stringOption(ctx.values, 'tags') ?? '').split(',').filter(Boolean),
       optionalPlacementTags: (stringOption(ctx.values, 'optional-tags') ?? '').split(',').filter(Boolean),
       relations: serverRelations(bbsUrl, cellId, token),
+      modelAgent: new CellAgent({
+        cellId,
+        transport: httpCellAgentTransport(bbsUrl, cellId, token),
+        log: (message) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`),
+      }),
       pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
       presenceTtlMs: durationOption(ctx, 'presence-ttl', '30s'),
       evacuationTimeoutMs: durationOption(ctx, 'evacuation-timeout', '10m'),

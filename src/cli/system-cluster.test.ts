@@ -100,6 +100,8 @@ before(async () => {
     cluster.startCell('c3', 'z3', 63200, serverUrl),
   ]);
   await waitFor('three cells', async () => ((await bbs.listCells()).length === 3 ? true : undefined));
+  // Each cell runs the unit and machine agents for its units, and its presence says so.
+  assert.ok((await bbs.listCells()).every((c) => c.model_agent === true));
 });
 
 after(() => cluster.cleanup());
@@ -278,5 +280,11 @@ describe('a system with a relation and a sidecar on three cells', { timeout: 600
     );
     const units = await fetch(`${serverUrl}/v1/relations?cell_id=c1`);
     assert.deepEqual(((await units.json()) as { units: unknown[] }).units, []);
+    // Seed 003 Agents: the live cells' reps took their units out of scope, Dead and away.
+    const logs = liveCells()
+      .map((cell) => cluster.cellLogs.get(cell) ?? '')
+      .join('\n');
+    for (const kind of ['leave-scope', 'unit-dead', 'remove-unit'])
+      assert.match(logs, new RegExp(`model agent: .*${kind} rel:`), `no cell did ${kind}:\n${logs}`);
   });
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import { parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
+import { CellAgent, httpCellAgentTransport } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
@@ -81,6 +82,11 @@ const up: CommandSpec = {
       pollIntervalMs,
       presenceTtlMs: 30_000,
       relations: serverRelations(server.url, 'local', cellToken),
+      modelAgent: new CellAgent({
+        cellId: 'local',
+        transport: httpCellAgentTransport(server.url, 'local', cellToken),
+        log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
+      }),
       log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
       postHistory: async (batch) => {
         await history.ingest(batch);

@@ -1,4 +1,7 @@
 export * from './agent-rules.js';
+export * from './cell-agent.js';
+export * from './cell-agent-client.js';
+export * from './cell-agent-service.js';
 export * from './cell-rules.js';
 export * from './cleanup-jobs.js';
 export * from './deploy-plan.js';

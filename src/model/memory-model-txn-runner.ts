@@ -70,6 +70,25 @@ export class MemoryModel implements ModelView {
   private readonly scopeUnits = new Map<string, Set<string>>();
   private readonly unitScopes = new Map<string, Set<string>>();
 
+  /**
+   * A model from plain data (`toData`'s shape): every record goes through the same checked inserts
+   * as a transaction's ops, so inconsistent data (a unit on a cell that is not there, a sidecar
+   * without its principal) is refused rather than indexed.
+   */
+  static fromData(data: ModelData): MemoryModel {
+    const model = new MemoryModel();
+    const load = (op: Op) => model.applyOp('load', op);
+    for (const cell of data.cells) load({ op: 'insert-cell', cell });
+    for (const service of data.services) load({ op: 'insert-service', service });
+    // Principals before their sidecars: a unit names its principal, which must already be there.
+    const units = [...data.units].sort((x, y) => Number(x.principal !== null) - Number(y.principal !== null));
+    for (const unit of units) load({ op: 'insert-unit', unit });
+    for (const relation of data.relations) load({ op: 'insert-relation', relation });
+    for (const [relation, unit] of data.scopes) load({ op: 'enter-scope', relation, unit });
+    for (const job of data.cleanups) load({ op: 'insert-cleanup', job });
+    return model;
+  }
+
   cell(id: string): CellDoc | undefined {
     return this.cellDocs.get(id);
   }

@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import type { ActualLRP, BbsStore, DesiredLRPDefinition } from '../bbs/index.js';
 import { BerthError, InvalidArgumentError, NotFoundError } from '../core/index.js';
 import { cellPlacementTag } from '../rep/rep-api.js';
+import type { AgentAction } from './agent-rules.js';
+import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
 import {
   addCell,
   assignUnitToCell,
@@ -19,6 +21,7 @@ import {
   specVersion,
 } from './deploy-plan.js';
 import { planLocks } from './lock-table.js';
+import type { ModelData } from './memory-model-txn-runner.js';
 import { settleModel } from './model-settler.js';
 import { runTxn } from './model-txn-runner.js';
 import type { ModelView } from './model-types.js';
@@ -694,7 +697,7 @@ export class SystemDeployer {
   }
 
   async #settle(): Promise<void> {
-    const report = await settleModel(this.runner, { now: this.#now() });
+    const report = await settleModel(this.runner, { now: this.#now(), agentCells: await this.#agentCells() });
     if (report.errors.length > 0) this.#log('model settle errors', { errors: report.errors.map(String) });
   }
 
@@ -824,9 +827,13 @@ export class SystemDeployer {
         }).catch((err) => this.#log('assign failed', { unit: unitName, err: String(err) }));
       }
     }
+    // Creating sidecar units and entering scopes is the unit agents' side: cells that run their
+    // own agents do it for their units; the server stands in for the others.
+    const agents = await this.#agentCells();
+    const ownAgent = (unit: string) => agents.has(view.unit(unit)?.cell_id ?? '');
     view = await this.runner.read();
     for (const s of sidecarsToCreate(view)) {
-      if (!byName.has(s.service)) continue;
+      if (!byName.has(s.service) || ownAgent(s.principal)) continue;
       await runTxn(this.runner, (v) =>
         inSystemView(v, s.principal, s.service) ? addSidecarUnit(v, s.principal, s.service) : null,
       ).catch((err) => this.#log('sidecar failed', { principal: s.principal, err: String(err) }));
@@ -848,7 +855,7 @@ export class SystemDeployer {
     }
     for (const row of rows) {
       for (const unitName of [...view.unitsOfService(row.model_name, 'alive')]) {
-        if (view.unit(unitName)?.cell_id === null) continue;
+        if (view.unit(unitName)?.cell_id === null || ownAgent(unitName)) continue;
         for (const rel of scopesToEnter(view, unitName)) {
           await runTxn(this.runner, (v) => enterScope(v, rel, unitName)).catch(() => null);
         }
@@ -983,6 +990,29 @@ export class SystemDeployer {
       services,
       relations,
     };
+  }
+
+  // ---------------------------------------------------------------- cell agents
+
+  /**
+   * Live cells that run the unit and machine agents for their own units (their presence says
+   * `model_agent`): the server's settle and reconcile leave those units to them, and takes over
+   * again once a cell's presence is gone (killed, drained, partitioned for longer than its TTL).
+   */
+  async #agentCells(): Promise<ReadonlySet<string>> {
+    return new Set(
+      (await this.#store.listCells()).filter((c) => c.model_agent === true).map((c) => c.cell_id),
+    );
+  }
+
+  /** What a cell's agents see (`GET /v1/agents/cells/{id}/model`). */
+  async cellAgentModel(cellId: string): Promise<ModelData> {
+    return cellAgentView(await this.runner.read(), cellId);
+  }
+
+  /** A cell's agents' actions, each rebuilt and applied in its own transaction. */
+  async applyCellAgentActions(cellId: string, actions: readonly AgentAction[]): Promise<AgentActionResult[]> {
+    return applyCellAgentActions(this.runner, cellId, actions, this.#now());
   }
 
   /**

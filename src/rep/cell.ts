@@ -8,6 +8,12 @@ import { type RelationSource, RelationSync } from './relation-sync.js';
 import { Rep } from './rep.js';
 import { buildRepApp } from './rep-server.js';
 
+/** A loop that lives as long as the cell: the model's unit and machine agents (src/model/cell-agent.ts). */
+export interface CellCompanion {
+  start(): void;
+  stop(): Promise<void>;
+}
+
 export interface CellOptions {
   readonly bbs: BbsStore;
   readonly cellId: string;
@@ -23,6 +29,11 @@ export interface CellOptions {
   readonly optionalPlacementTags?: readonly string[];
   /** The server's relation data for this cell's units; with it, LRP containers get relations files. */
   readonly relations?: RelationSource;
+  /**
+   * Seed 003's unit and machine agents for this cell's units, run beside the rep; with it the
+   * cell's presence carries `model_agent` and the server leaves these units to the cell.
+   */
+  readonly modelAgent?: CellCompanion;
   readonly pollIntervalMs?: number;
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
@@ -74,6 +85,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     : undefined;
   const rep = new Rep({
     ...(relations ? { relations } : {}),
+    ...(options.modelAgent ? { modelAgent: true } : {}),
     bbs: options.bbs,
     executor,
     cellId: options.cellId,
@@ -98,8 +110,10 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
   url = `http://${host}:${port}`;
   await rep.start();
   relations?.start();
+  options.modelAgent?.start();
   const close = async () => {
     relations?.stop();
+    await options.modelAgent?.stop();
     rep.stop();
     executor.stop();
     await history.stop();

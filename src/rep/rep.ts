@@ -33,6 +33,8 @@ export interface RepOptions {
   readonly relations?: RelationSync;
   /** Tags the cell accepts without requiring them (Diego's optional placement tags). */
   readonly optionalPlacementTags?: readonly string[];
+  /** The cell runs the model's unit and machine agents; its presence says so (`model_agent`). */
+  readonly modelAgent?: boolean;
   readonly pollIntervalMs?: number;
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
@@ -107,6 +109,7 @@ export class Rep {
         capacity: this.options.executor.capacity,
         rep_url: this.options.repUrl,
         placement_tags: this.options.placementTags ?? [],
+        ...(this.options.modelAgent ? { model_agent: true } : {}),
       },
       ttl_ms: this.options.presenceTtlMs ?? 30_000,
     });

@@ -720,6 +720,10 @@ export function describeBbsStoreContract(
         const live = (await store.listCells()).find((c) => c.cell_id === cellId);
         assert.deepEqual(live?.capacity, presence.capacity);
         assert.deepEqual(live?.placement_tags, ['ssd']);
+        assert.equal(live?.model_agent, false, 'a presence without model_agent does not run the agents');
+        await store.heartbeatCell({ presence: { ...presence, model_agent: true }, ttl_ms: 1000 });
+        const agent = (await store.listCells()).find((c) => c.cell_id === cellId);
+        assert.equal(agent?.model_agent, true);
         clock.advance(1000);
         assert.ok(!(await store.listCells()).some((c) => c.cell_id === cellId));
       });

@@ -233,6 +233,7 @@ export const operationBodies = {
           ),
           rep_url: Type.String(),
           placement_tags: Type.Array(Type.String()),
+          model_agent: Type.Optional(Type.Boolean()),
         },
         strict,
       ),

@@ -74,6 +74,8 @@ export interface CellRow {
   rep_url: string;
   placement_tags: string;
   expires_at: string;
+  /** 1 when the cell runs the model's unit and machine agents for its units (migration 4). */
+  model_agent: number;
 }
 
 export interface StartRequestRow {

@@ -138,6 +138,14 @@ export const bbsMigrations: readonly BbsMigration[] = [
     name: 'task completion callback delivery log',
     statements: { sqlite: taskDeliverySchema('sqlite'), postgres: taskDeliverySchema('postgres') },
   },
+  {
+    version: 4,
+    name: 'cells say whether they run the model agents',
+    statements: {
+      sqlite: ['ALTER TABLE cells ADD COLUMN model_agent INTEGER NOT NULL DEFAULT 0'],
+      postgres: ['ALTER TABLE cells ADD COLUMN model_agent INTEGER NOT NULL DEFAULT 0'],
+    },
+  },
 ];
 
 /**

@@ -906,6 +906,7 @@ export class SqlBbsStore implements BbsStore {
         rep_url: presence.rep_url,
         placement_tags: JSON.stringify(presence.placement_tags),
         expires_at: presence.expires_at,
+        model_agent: presence.model_agent === true ? 1 : 0,
       };
       await tx.db
         .insertInto('cells')
@@ -1347,6 +1348,7 @@ async function listLiveCells(db: Db, now: string): Promise<CellPresence[]> {
     capacity: JSON.parse(r.capacity) as CellPresence['capacity'],
     rep_url: r.rep_url,
     placement_tags: JSON.parse(r.placement_tags) as string[],
+    model_agent: r.model_agent === 1,
     expires_at: r.expires_at,
   }));
 }

@@ -1,0 +1,156 @@
+import { type AgentAction, cellAgentStep, unitAgentStep } from './agent-rules.js';
+import type { AgentActionResult } from './cell-agent-service.js';
+import { MemoryModel, type ModelData } from './memory-model-txn-runner.js';
+import type { ModelView } from './model-types.js';
+
+/** How a cell's agents reach the model: the server's `/v1/agents/cells/{id}` endpoints. */
+export interface CellAgentTransport {
+  /** The part of the model this cell's agents act on (`cellAgentView`). */
+  view(): Promise<ModelData>;
+  /** Each action applied in its own transaction, in order; one result per action. */
+  act(actions: readonly AgentAction[]): Promise<readonly AgentActionResult[]>;
+}
+
+export interface CellAgentOptions {
+  readonly cellId: string;
+  readonly transport: CellAgentTransport;
+  /** Between passes when nothing moved (default 1 s). */
+  readonly intervalMs?: number;
+  /** Rounds of view → actions in one pass while something keeps moving (default 50). */
+  readonly maxRounds?: number;
+  readonly now?: () => Date;
+  readonly log?: (message: string) => void;
+}
+
+export interface CellAgentDecision {
+  readonly actions: readonly AgentAction[];
+  /** Agents with nothing to do until another moves (a principal waiting for its sidecar's Dead). */
+  readonly waiting: readonly string[];
+}
+
+/**
+ * Seed 003 "Agents" for one cell, as one decision over its part of the model: the next action of
+ * each unit's agent (UA) and of the cell's (MA). Each unit's agent moves one step per round, as a
+ * Juju agent handles one change at a time; their actions are independent of each other, so a round
+ * sends them together.
+ */
+export function decideCellAgents(view: ModelView, cell: string, now: Date): CellAgentDecision {
+  const actions: AgentAction[] = [];
+  const waiting: string[] = [];
+  const seen = new Set<string>();
+  const add = (a: AgentAction) => {
+    const key = JSON.stringify(a);
+    if (seen.has(key)) return;
+    seen.add(key);
+    actions.push(a);
+  };
+  for (const unit of [...view.unitsOnCell(cell)].sort()) {
+    const s = unitAgentStep(view, unit, now);
+    if (s.kind === 'txn') add(s.action);
+    else if (s.kind === 'wait') waiting.push(`${unit}: ${s.reason}`);
+  }
+  const m = cellAgentStep(view, cell, [], now);
+  if (m.kind === 'txn') add(m.action);
+  else if (m.kind === 'wait') waiting.push(`cell ${cell}: ${m.reason}`);
+  return { actions, waiting };
+}
+
+export interface CellAgentPass {
+  readonly rounds: number;
+  readonly applied: number;
+  /** The applied actions, as `kind subject`. */
+  readonly done: readonly string[];
+  readonly refused: readonly string[];
+  readonly waiting: readonly string[];
+}
+
+/**
+ * The unit and machine agents of one cell, run by that cell's process beside its rep (DESIGN.md:
+ * the rep is both agents). Each pass reads the cell's part of the model from the server, decides,
+ * sends the actions, and repeats while something moved; the server rebuilds every transaction from
+ * the whole model, so a stale view costs a refusal, never a wrong write.
+ */
+export class CellAgent {
+  readonly #options: CellAgentOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+  #lastError = '';
+
+  constructor(options: CellAgentOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.#tick().finally(() => {
+        this.#running = undefined;
+        this.#schedule(this.#options.intervalMs ?? 1_000);
+      });
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      const pass = await this.passOnce();
+      // What the agents did, for the operator: a line per pass that changed the model.
+      if (pass.done.length > 0) {
+        const shown = pass.done.slice(0, 8).join(', ');
+        const more = pass.done.length > 8 ? ` and ${pass.done.length - 8} more` : '';
+        this.#options.log?.(`model agent: ${shown}${more}`);
+      }
+      for (const r of pass.refused) this.#options.log?.(`model agent: ${r}`);
+      this.#lastError = '';
+    } catch (err) {
+      // The server is away or restarting: say so once, keep trying.
+      const message = String(err instanceof Error ? err.message : err);
+      if (message !== this.#lastError) this.#options.log?.(`model agent: ${message}`);
+      this.#lastError = message;
+    }
+  }
+
+  /** Rounds of view → decide → act until a round applies nothing (or `maxRounds`). */
+  async passOnce(): Promise<CellAgentPass> {
+    const { cellId, transport } = this.#options;
+    const now = this.#options.now ?? (() => new Date());
+    const maxRounds = this.#options.maxRounds ?? 50;
+    let applied = 0;
+    let rounds = 0;
+    const refused: string[] = [];
+    const done: string[] = [];
+    let waiting: readonly string[] = [];
+    while (rounds < maxRounds && !this.#stopped) {
+      rounds++;
+      const view = MemoryModel.fromData(await transport.view());
+      const decision = decideCellAgents(view, cellId, now());
+      waiting = decision.waiting;
+      if (decision.actions.length === 0) break;
+      const results = await transport.act(decision.actions);
+      let moved = 0;
+      results.forEach((r, i) => {
+        const a = decision.actions[i];
+        if (!a) return;
+        if (r.applied) {
+          moved++;
+          done.push(`${a.kind} ${'unit' in a ? a.unit : a.cell}`);
+        } else if (r.error) refused.push(`${a.kind} refused: ${r.error.message}`);
+      });
+      applied += moved;
+      if (moved === 0) break;
+    }
+    return { rounds, applied, done, refused, waiting };
+  }
+}
