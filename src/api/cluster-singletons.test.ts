@@ -41,7 +41,7 @@ describe('converger as a singleton of two servers on one SQLite file', () => {
             if (typeof value !== 'function') return value;
             return (...args: unknown[]) => {
               if (!reachable[name]) return Promise.reject(new Error(`server ${name} is partitioned`));
-              if (prop === 'readSnapshot') passes[name].push(Date.now());
+              if (prop === 'readConvergenceSnapshot') passes[name].push(Date.now());
               return (value as (...a: unknown[]) => unknown).apply(target, args);
             };
           },

@@ -14,6 +14,7 @@ import type {
   CellIdRequest,
   ClaimActualLRPRequest,
   CompleteTaskRequest,
+  ConvergenceSnapshot,
   CrashActualLRPRequest,
   DesiredLRPDefinition,
   DesiredLRPFilter,
@@ -129,6 +130,7 @@ export class BbsClient implements BbsStore {
   listLeases = (): Promise<Lease[]> => this.call('listLeases', {});
 
   readSnapshot = (): Promise<BbsSnapshot> => this.call('readSnapshot', {});
+  readConvergenceSnapshot = (): Promise<ConvergenceSnapshot> => this.call('readConvergenceSnapshot', {});
   readEvents = (req: ReadEventsRequest): Promise<BbsEvent[]> => this.call('readEvents', req);
   countRecords = (): Promise<RecordCounts> => this.call('countRecords', {});
   pruneEvents = (req: PruneEventsRequest): Promise<number> => this.call('pruneEvents', req);

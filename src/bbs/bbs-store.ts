@@ -94,6 +94,11 @@ export interface BbsStore {
   // Reads for the converger, SSE and metrics.
   /** All DesiredLRPs, ActualLRPs, fresh domains and live cells from one consistent snapshot. */
   readSnapshot(): Promise<BbsSnapshot>;
+  /**
+   * The converger's read: every DesiredLRP and every ActualLRP (only the fields convergence plans
+   * from), fresh domains and live cells, from one consistent snapshot.
+   */
+  readConvergenceSnapshot(): Promise<ConvergenceSnapshot>;
   readEvents(req: ReadEventsRequest): Promise<BbsEvent[]>;
   countRecords(): Promise<RecordCounts>;
   /** Deletes events older than `before` (ISO-8601); returns how many. */
@@ -293,6 +298,17 @@ export interface BbsSnapshot {
   readonly cells: CellPresence[];
   /** The store's clock when the snapshot was taken. */
   readonly now: string;
+}
+
+/**
+ * An ActualLRP as convergence sees it: identity, placement, state, crash history, tag. What it
+ * leaves out (crash reason, placement error, address, ports) only the rep, the router and people
+ * read, and it is most of what a row costs to read (ports is JSON).
+ */
+export type ConvergenceActualLRP = Omit<ActualLRP, 'crash_reason' | 'placement_error' | 'address' | 'ports'>;
+
+export interface ConvergenceSnapshot extends Omit<BbsSnapshot, 'actual_lrps'> {
+  readonly actual_lrps: ConvergenceActualLRP[];
 }
 
 export interface ReadEventsRequest {

@@ -1,8 +1,8 @@
 import type {
-  ActualLRP,
   ActualLRPInstanceKey,
   ActualLRPKey,
   CellPresence,
+  ConvergenceActualLRP,
   DesiredLRP,
   Domain,
   LRPStartRequest,
@@ -85,7 +85,7 @@ export type TaskConvergenceItem =
 export interface ConvergenceInput {
   readonly desired: readonly DesiredLRP[];
   /** Instance and `/evacuating` records alike (`evacuating` tells them apart). */
-  readonly actuals: readonly ActualLRP[];
+  readonly actuals: readonly ConvergenceActualLRP[];
   /** Cell presences; one whose expires_at has passed counts as gone. */
   readonly cells: readonly CellPresence[];
   readonly domains: readonly Domain[];
@@ -124,7 +124,7 @@ export function mergeStartRequests(requests: readonly LRPStartRequest[]): LRPSta
   }));
 }
 
-function keyOf(a: ActualLRP): ActualLRPKey {
+function keyOf(a: ConvergenceActualLRP): ActualLRPKey {
   return { process_guid: a.process_guid, index: a.index, domain: a.domain };
 }
 
@@ -145,7 +145,7 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
   const freshDomains = new Set<string>();
   for (const d of domains) if (Date.parse(d.fresh_until) > nowMs) freshDomains.add(d.domain);
 
-  const instancesByGuid = new Map<string, ActualLRP[]>();
+  const instancesByGuid = new Map<string, ConvergenceActualLRP[]>();
   const lrps: LRPConvergenceItem[] = [];
   for (const a of actuals) {
     if (a.evacuating) {
@@ -162,10 +162,10 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
     list.push(a);
   }
 
-  const onVanishedCell = (a: ActualLRP): boolean =>
+  const onVanishedCell = (a: ConvergenceActualLRP): boolean =>
     (a.state === 'CLAIMED' || a.state === 'RUNNING') && !liveCells.has(a.cell_id);
 
-  function retire(a: ActualLRP): void {
+  function retire(a: ConvergenceActualLRP): void {
     if (a.state === 'UNCLAIMED' || a.state === 'CRASHED' || !liveCells.has(a.cell_id)) {
       lrps.push({ kind: 'remove-actual', key: keyOf(a), expected: a.modification_tag });
     } else {

@@ -245,12 +245,12 @@ describe('ConvergerService against SQLite', () => {
     // Someone else re-emits between the converger's snapshot and its write.
     const racing = new Proxy(bbs, {
       get(target, prop, receiver) {
-        if (prop !== 'readSnapshot') {
+        if (prop !== 'readConvergenceSnapshot') {
           const value: unknown = Reflect.get(target, prop, receiver);
           return typeof value === 'function' ? value.bind(target) : value;
         }
         return async () => {
-          const snapshot = await target.readSnapshot();
+          const snapshot = await target.readConvergenceSnapshot();
           const lrp = await instance('raced', 0);
           assert.ok(lrp);
           await target.unclaimActualLRP({ process_guid: 'raced', index: 0, expected: lrp.modification_tag });

@@ -9,10 +9,10 @@ import {
   sleep,
 } from '../auctioneer/index.js';
 import {
-  type ActualLRP,
   type BbsStore,
   CasConflictError,
   type CellPresence,
+  type ConvergenceActualLRP,
   type Task,
   type TaskStartRequest,
 } from '../bbs/index.js';
@@ -144,7 +144,7 @@ export class ConvergerService {
   async #pass(signal: AbortSignal): Promise<ConvergencePassReport> {
     const started = this.#now().getTime();
     const { bbs, config } = this.#options;
-    const [snapshot, tasks] = await Promise.all([bbs.readSnapshot(), bbs.listTasks()]);
+    const [snapshot, tasks] = await Promise.all([bbs.readConvergenceSnapshot(), bbs.listTasks()]);
     const now = this.#now();
     const plan = planConvergence({
       desired: snapshot.desired_lrps,
@@ -157,9 +157,11 @@ export class ConvergerService {
     });
 
     // The plan names records by key; the applier needs the tags and owners they were planned from.
-    const instances = new Map<string, ActualLRP>();
-    const evacuating = new Map<string, ActualLRP>();
-    for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(refKey(a), a);
+    // Indexed only when there is something to apply: a healthy cluster's pass is the read and plan.
+    const instances = new Map<string, ConvergenceActualLRP>();
+    const evacuating = new Map<string, ConvergenceActualLRP>();
+    if (plan.lrps.length > 0)
+      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(refKey(a), a);
     const cells = new Map(snapshot.cells.map((c) => [c.cell_id, c]));
     const tasksByGuid = new Map(tasks.map((t) => [t.task_guid, t]));
 
@@ -213,8 +215,8 @@ export class ConvergerService {
 
   async #applyLRP(
     item: LRPConvergenceItem,
-    instances: ReadonlyMap<string, ActualLRP>,
-    evacuating: ReadonlyMap<string, ActualLRP>,
+    instances: ReadonlyMap<string, ConvergenceActualLRP>,
+    evacuating: ReadonlyMap<string, ConvergenceActualLRP>,
     cells: ReadonlyMap<string, CellPresence>,
     now: Date,
   ): Promise<ItemOutcome> {

@@ -817,6 +817,15 @@ export function describeBbsStoreContract(
         const snapshot = await store.readSnapshot();
         assert.ok(snapshot.desired_lrps.some((x) => x.process_guid === d.process_guid));
         assert.equal(snapshot.actual_lrps.filter((x) => x.process_guid === d.process_guid).length, 2);
+        // The converger's read: the same records, without what convergence never reads.
+        const converge = await store.readConvergenceSnapshot();
+        assert.deepEqual(
+          converge.actual_lrps,
+          snapshot.actual_lrps.map(({ crash_reason, placement_error, address, ports, ...rest }) => rest),
+        );
+        assert.deepEqual(converge.desired_lrps, snapshot.desired_lrps);
+        assert.deepEqual(converge.domains, snapshot.domains);
+        assert.deepEqual(converge.cells, snapshot.cells);
         const counts = await store.countRecords();
         assert.ok(counts.actual_lrps.UNCLAIMED >= 2);
         assert.ok(counts.desired_lrps >= 1);

@@ -257,6 +257,7 @@ export const operationBodies = {
   ),
   listLeases: Empty,
   readSnapshot: Empty,
+  readConvergenceSnapshot: Empty,
   readEvents: Type.Object(
     {
       after: Type.Optional(Type.String()),

@@ -18,6 +18,8 @@ import type {
   CellIdRequest,
   ClaimActualLRPRequest,
   CompleteTaskRequest,
+  ConvergenceActualLRP,
+  ConvergenceSnapshot,
   CrashActualLRPRequest,
   DesiredLRPDefinition,
   DesiredLRPFilter,
@@ -976,10 +978,20 @@ export class SqlBbsStore implements BbsStore {
   // ---------------------------------------------------------------- reads
 
   async readSnapshot(): Promise<BbsSnapshot> {
+    return this.#snapshot(readAllActual);
+  }
+
+  async readConvergenceSnapshot(): Promise<ConvergenceSnapshot> {
+    return this.#snapshot(readConvergenceActuals);
+  }
+
+  async #snapshot<A>(
+    readActuals: (query: RowQuery) => Promise<A[]>,
+  ): Promise<Omit<BbsSnapshot, 'actual_lrps'> & { actual_lrps: A[] }> {
     const now = this.#now().toISOString();
     return this.backend.readRows(async (query) => ({
       desired_lrps: await readAllDesired(query),
-      actual_lrps: await readAllActual(query),
+      actual_lrps: await readActuals(query),
       domains: await query(
         'SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain',
         [now],
@@ -1379,6 +1391,29 @@ async function readAllActual(query: RowQuery): Promise<ActualLRP[]> {
     `SELECT ${actualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`,
     [],
     arrayToActual,
+  );
+}
+
+const convergenceActualColumns =
+  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, since, tag_epoch, tag_index';
+
+async function readConvergenceActuals(query: RowQuery): Promise<ConvergenceActualLRP[]> {
+  return query(
+    `SELECT ${convergenceActualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`,
+    [],
+    (r) => ({
+      process_guid: r[0] as string,
+      index: r[1] as number,
+      domain: r[3] as string,
+      instance_guid: r[4] as string,
+      cell_id: r[5] as string,
+      state: r[6] as ActualLRPState,
+      crash_count: r[7] as number,
+      last_crashed_at: r[8] as string | null,
+      since: r[9] as string,
+      evacuating: r[2] === 1,
+      modification_tag: { epoch: r[10] as string, index: r[11] as number },
+    }),
   );
 }
 
