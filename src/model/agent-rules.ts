@@ -27,18 +27,6 @@ export type AgentAction =
   /** The provisioning agent: "detecting machines' Dead states, and removing the machines". */
   | { readonly kind: 'remove-cell'; readonly cell: string };
 
-export const agentActionKinds: readonly AgentAction['kind'][] = [
-  'unit-dying',
-  'enter-scope',
-  'leave-scope',
-  'add-sidecar',
-  'destroy-sidecar',
-  'unit-dead',
-  'remove-unit',
-  'cell-dead',
-  'remove-cell',
-];
-
 /**
  * The transaction an action stands for, built against `view`; null when there is nothing to do any
  * more (another agent got there first). A rule that refuses (the action is illegal in this view)
