@@ -1,4 +1,4 @@
-import { BerthError, type ErrorCode, httpStatusByCode } from '../core/index.js';
+import { BerthError, berthErrorFromHttp } from '../core/index.js';
 import type {
   AckRequestsRequest,
   AcquireLeaseRequest,
@@ -195,27 +195,12 @@ export class BbsClient implements BbsStore {
   }
 }
 
-const codeByStatus = new Map<number, ErrorCode>(
-  (Object.entries(httpStatusByCode) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
-);
-
 async function errorFrom(response: Response): Promise<BerthError> {
-  const text = await response.text();
-  let body: { code?: string; message?: string; details?: Record<string, unknown> } = {};
-  try {
-    body = JSON.parse(text) as typeof body;
-  } catch {
-    body = { message: text };
-  }
-  const code = (body.code && body.code in httpStatusByCode ? body.code : codeByStatus.get(response.status)) as
-    | ErrorCode
-    | undefined;
-  const details = body.details ?? {};
-  if (code === 'cas_conflict') {
-    const expected = (details.expected ?? null) as ConstructorParameters<typeof CasConflictError>[2];
-    return new CasConflictError(String(details.kind), String(details.id), expected, details.current ?? null);
-  }
-  return new BerthError(code ?? 'internal', body.message ?? `HTTP ${response.status}`, details);
+  const err = berthErrorFromHttp(response.status, await response.text());
+  if (err.code !== 'cas_conflict') return err;
+  const details = err.details;
+  const expected = (details.expected ?? null) as ConstructorParameters<typeof CasConflictError>[2];
+  return new CasConflictError(String(details.kind), String(details.id), expected, details.current ?? null);
 }
 
 async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<BbsEvent> {

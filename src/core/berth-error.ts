@@ -105,6 +105,27 @@ export class IllegalTransitionError extends BerthError {
   }
 }
 
+const codeByStatus = new Map<number, ErrorCode>(
+  (Object.entries(httpStatusByCode) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
+);
+
+/**
+ * A berth API's error response back into a BerthError: the body's code when it is one of ours,
+ * else the code its HTTP status stands for, else `internal`; a body that is not JSON (a proxy's
+ * page) becomes the message.
+ */
+export function berthErrorFromHttp(status: number, text: string): BerthError {
+  let body: { code?: string; message?: string; details?: Record<string, unknown> } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    body = { message: text };
+  }
+  const code =
+    body.code && body.code in httpStatusByCode ? (body.code as ErrorCode) : codeByStatus.get(status);
+  return new BerthError(code ?? 'internal', body.message ?? `HTTP ${status}`, body.details ?? {});
+}
+
 export function isBerthError(err: unknown): err is BerthError {
   return err instanceof BerthError;
 }

@@ -1,4 +1,4 @@
-import { BerthError, type ErrorCode, httpStatusByCode } from '../core/index.js';
+import { BerthError, berthErrorFromHttp } from '../core/index.js';
 import type { CellAgentTransport } from './cell-agent.js';
 import type { AgentActionResult } from './cell-agent-service.js';
 import type { ModelData } from './memory-model-txn-runner.js';
@@ -6,20 +6,14 @@ import type { ModelData } from './memory-model-txn-runner.js';
 /** Actions per request, as the server's schema caps them. */
 export const maxAgentActionsPerRequest = 1_000;
 
-const knownCodes = new Set(Object.keys(httpStatusByCode));
-
+/** The server's error, with the request it answered in the message (the agent logs it). */
 async function failure(method: string, url: string, res: Response): Promise<BerthError> {
-  const text = await res.text();
-  let code: ErrorCode = res.status >= 500 ? 'unavailable' : 'invalid_argument';
-  let message = text.slice(0, 300);
-  try {
-    const body = JSON.parse(text) as { code?: string; message?: string };
-    if (body.code && knownCodes.has(body.code)) code = body.code as ErrorCode;
-    if (body.message) message = body.message;
-  } catch {
-    // Not JSON (a proxy's page): the text itself says what happened.
-  }
-  return new BerthError(code, `${method} ${url}: HTTP ${res.status}: ${message}`);
+  const err = berthErrorFromHttp(res.status, await res.text());
+  return new BerthError(
+    err.code,
+    `${method} ${url}: HTTP ${res.status}: ${err.message.slice(0, 300)}`,
+    err.details,
+  );
 }
 
 /** The cell agents' transport over the server's HTTP API (`/v1/agents/cells/{id}/…`). */
