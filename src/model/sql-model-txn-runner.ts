@@ -120,51 +120,40 @@ async function currentVersion(db: ModelDb): Promise<number> {
 
 /** Loads every model table into a `MemoryModel` (its indexes answer the rules' questions). */
 export async function loadModel(db: ModelDb): Promise<MemoryModel> {
-  const model = new MemoryModel();
-  const load = (op: Op) => model.applyOp('load', op);
-  for (const c of await db.selectFrom('model_cells').selectAll().execute())
-    load({ op: 'insert-cell', cell: { id: c.id, life: c.life as Life } });
-  for (const s of await db.selectFrom('model_services').selectAll().execute())
-    load({
-      op: 'insert-service',
-      service: { name: s.name, life: s.life as Life, subordinate: s.subordinate === 1 },
-    });
-  const units = await db.selectFrom('model_units').selectAll().execute();
-  // Principals before their sidecars: a unit names its principal, which must already be there.
-  units.sort((a, b) => Number(a.principal !== null) - Number(b.principal !== null));
-  for (const u of units) {
-    load({
-      op: 'insert-unit',
-      unit: {
-        name: u.name,
-        service: u.service,
-        index: u.idx,
-        life: u.life as Life,
-        cell_id: u.cell_id,
-        principal: u.principal,
-      },
-    });
-  }
-  for (const r of await db.selectFrom('model_relations').selectAll().execute()) {
-    load({
-      op: 'insert-relation',
-      relation: {
-        id: r.id,
-        endpoints: [r.endpoint_a, r.endpoint_b],
-        scope: r.scope as RelationScope,
-        life: r.life as Life,
-      },
-    });
-  }
-  for (const s of await db.selectFrom('model_scopes').selectAll().execute())
-    load({ op: 'enter-scope', relation: s.relation_id, unit: s.unit });
-  for (const j of await db.selectFrom('model_cleanups').selectAll().execute()) {
-    load({
-      op: 'insert-cleanup',
-      job: { id: j.id, kind: j.kind as 'service-dying', target: j.target, due_at: j.due_at },
-    });
-  }
-  return model;
+  return MemoryModel.fromData({
+    cells: (await db.selectFrom('model_cells').selectAll().execute()).map((c) => ({
+      id: c.id,
+      life: c.life as Life,
+    })),
+    services: (await db.selectFrom('model_services').selectAll().execute()).map((s) => ({
+      name: s.name,
+      life: s.life as Life,
+      subordinate: s.subordinate === 1,
+    })),
+    units: (await db.selectFrom('model_units').selectAll().execute()).map((u) => ({
+      name: u.name,
+      service: u.service,
+      index: u.idx,
+      life: u.life as Life,
+      cell_id: u.cell_id,
+      principal: u.principal,
+    })),
+    relations: (await db.selectFrom('model_relations').selectAll().execute()).map((r) => ({
+      id: r.id,
+      endpoints: [r.endpoint_a, r.endpoint_b] as const,
+      scope: r.scope as RelationScope,
+      life: r.life as Life,
+    })),
+    scopes: (await db.selectFrom('model_scopes').selectAll().execute()).map(
+      (s) => [s.relation_id, s.unit] as const,
+    ),
+    cleanups: (await db.selectFrom('model_cleanups').selectAll().execute()).map((j) => ({
+      id: j.id,
+      kind: j.kind as 'service-dying',
+      target: j.target,
+      due_at: j.due_at,
+    })),
+  });
 }
 
 async function lifeOf(db: ModelDb, entity: EntityRef): Promise<Life | undefined> {
