@@ -56,6 +56,7 @@ const cell: CommandSpec = {
     const store = openImageStore(dir);
     const history = new HistoryClient(bbsUrl, token ? { token } : {});
     const cellId = stringOption(ctx.values, 'id') ?? hostname();
+    const log = (message: string) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`);
     const running = await startCell({
       bbs,
       cellId,
@@ -75,7 +76,7 @@ const cell: CommandSpec = {
       modelAgent: new CellAgent({
         cellId,
         transport: httpCellAgentTransport(bbsUrl, cellId, token),
-        log: (message) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`),
+        log,
       }),
       pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
       presenceTtlMs: durationOption(ctx, 'presence-ttl', '30s'),
@@ -86,7 +87,7 @@ const cell: CommandSpec = {
         maxMs: durationOption(ctx, 'crash-backoff-max', '16m'),
       },
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
-      log: (message) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`),
+      log,
       postHistory: async (batch) => {
         await history.ingest(batch);
       },
@@ -99,7 +100,7 @@ const cell: CommandSpec = {
         process.off('SIGTERM', drain);
         process.off('SIGINT', drain);
         void running.drain().then(resolve, (err: unknown) => {
-          ctx.stderr.write(`berth cell ${cellId}: evacuation failed: ${String(err)}\n`);
+          log(`evacuation failed: ${String(err)}`);
           resolve();
         });
       };

@@ -66,6 +66,7 @@ const up: CommandSpec = {
     const tokenFile = join(dir, 'admin.token');
     const cellToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
     const history = new HistoryClient(server.url, cellToken ? { token: cellToken } : {});
+    const log = (message: string) => ctx.stderr.write(`berth cell local: ${message}\n`);
     const cell = await startCell({
       bbs: server.store,
       cellId: 'local',
@@ -85,9 +86,9 @@ const up: CommandSpec = {
       modelAgent: new CellAgent({
         cellId: 'local',
         transport: httpCellAgentTransport(server.url, 'local', cellToken),
-        log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
+        log,
       }),
-      log: (message) => ctx.stderr.write(`berth cell local: ${message}\n`),
+      log,
       postHistory: async (batch) => {
         await history.ingest(batch);
       },

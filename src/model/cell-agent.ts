@@ -22,46 +22,29 @@ export interface CellAgentOptions {
   readonly log?: (message: string) => void;
 }
 
-export interface CellAgentDecision {
-  readonly actions: readonly AgentAction[];
-  /** Agents with nothing to do until another moves (a principal waiting for its sidecar's Dead). */
-  readonly waiting: readonly string[];
-}
-
 /**
  * Seed 003 "Agents" for one cell, as one decision over its part of the model: the next action of
  * each unit's agent (UA) and of the cell's (MA). Each unit's agent moves one step per round, as a
- * Juju agent handles one change at a time; their actions are independent of each other, so a round
- * sends them together.
+ * Juju agent handles one change at a time; their actions are independent of each other (each names
+ * the unit acting, or a sidecar only its principal removes, or a principal only the MA removes), so
+ * a round sends them together.
  */
-export function decideCellAgents(view: ModelView, cell: string, now: Date): CellAgentDecision {
+export function decideCellAgents(view: ModelView, cell: string, now: Date): { actions: AgentAction[] } {
   const actions: AgentAction[] = [];
-  const waiting: string[] = [];
-  const seen = new Set<string>();
-  const add = (a: AgentAction) => {
-    const key = JSON.stringify(a);
-    if (seen.has(key)) return;
-    seen.add(key);
-    actions.push(a);
-  };
   for (const unit of [...view.unitsOnCell(cell)].sort()) {
     const s = unitAgentStep(view, unit, now);
-    if (s.kind === 'txn') add(s.action);
-    else if (s.kind === 'wait') waiting.push(`${unit}: ${s.reason}`);
+    if (s.kind === 'txn') actions.push(s.action);
   }
   const m = cellAgentStep(view, cell, [], now);
-  if (m.kind === 'txn') add(m.action);
-  else if (m.kind === 'wait') waiting.push(`cell ${cell}: ${m.reason}`);
-  return { actions, waiting };
+  if (m.kind === 'txn') actions.push(m.action);
+  return { actions };
 }
 
 export interface CellAgentPass {
-  readonly rounds: number;
   readonly applied: number;
   /** The applied actions, as `kind subject`. */
   readonly done: readonly string[];
   readonly refused: readonly string[];
-  readonly waiting: readonly string[];
 }
 
 /**
@@ -131,12 +114,10 @@ export class CellAgent {
     let rounds = 0;
     const refused: string[] = [];
     const done: string[] = [];
-    let waiting: readonly string[] = [];
     while (rounds < maxRounds && !this.#stopped) {
       rounds++;
       const view = MemoryModel.fromData(await transport.view());
       const decision = decideCellAgents(view, cellId, now());
-      waiting = decision.waiting;
       if (decision.actions.length === 0) break;
       const results = await transport.act(decision.actions);
       let moved = 0;
@@ -151,6 +132,6 @@ export class CellAgent {
       applied += moved;
       if (moved === 0) break;
     }
-    return { rounds, applied, done, refused, waiting };
+    return { applied, done, refused };
   }
 }
