@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { SqlBbsStore } from '../bbs/index.js';
 
@@ -10,6 +11,11 @@ export const instancesPerLrp = 100;
  * guid, an address and a port mapping per instance. Desiring makes them UNCLAIMED (empty strings,
  * no ports), which reads cheaper than the real thing; the rep's CAS per instance would take
  * minutes, so one UPDATE stands in.
+ *
+ * The on-disk layout is a live cluster's, not a bulk load's: process guids are random (as Diego's
+ * are), so rows are not stored in key order, and every LRP is then scaled down by a tenth and back
+ * up, as apps are, so its newest instances sit apart from its others. A read that walks the key
+ * order pays for that layout here as it would in production.
  */
 export async function seedRunningLrps(
   store: SqlBbsStore,
@@ -17,9 +23,12 @@ export async function seedRunningLrps(
   target: number,
   cells = 50,
 ): Promise<void> {
+  const guids: string[] = [];
   for (let seeded = from; seeded < target; seeded += instancesPerLrp) {
+    const guid = benchProcessGuid(seeded / instancesPerLrp);
+    guids.push(guid);
     await store.desireLRP({
-      process_guid: `lrp-${String(seeded / instancesPerLrp).padStart(6, '0')}`,
+      process_guid: guid,
       domain: 'bench',
       instances: instancesPerLrp,
       image: 'registry.example/app:1',
@@ -35,8 +44,15 @@ export async function seedRunningLrps(
       placement_tags: [],
     });
   }
+  for (const instances of [instancesPerLrp - instancesPerLrp / 10, instancesPerLrp])
+    for (const guid of guids) await store.updateDesiredLRP({ process_guid: guid, update: { instances } });
   await sql`UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-' || (idx % ${sql.lit(cells)}),
     instance_guid = tag_epoch, address = '10.0.' || (idx % 200) || '.' || (idx % 250),
     ports = '[{"container_port":8080,"host_port":' || (61000 + idx) || '}]', tag_index = tag_index + 1
     WHERE state = 'UNCLAIMED'`.execute(store.backend.db);
+}
+
+/** The n-th seeded LRP's process guid: stable across runs, in no particular key order. */
+export function benchProcessGuid(n: number): string {
+  return `lrp-${createHash('sha256').update(String(n)).digest('hex').slice(0, 16)}`;
 }

@@ -57,7 +57,9 @@ for (const backend of await benchBackends()) {
   await store.removeCell({ cell_id: 'cell-7' });
   await sql`UPDATE actual_lrps SET state = 'CRASHED', crash_count = 1, cell_id = '', instance_guid = '',
     crash_reason = 'exit status 1', tag_index = tag_index + 1
-    WHERE idx = 8 AND process_guid < 'lrp-001000'`.execute(store.backend.db);
+    WHERE idx = 8 AND process_guid IN (SELECT process_guid FROM desired_lrps ORDER BY process_guid LIMIT 1000)`.execute(
+    store.backend.db,
+  );
   const started = process.hrtime.bigint();
   const report = await converger.runOnce();
   const disturbed = ms(started);

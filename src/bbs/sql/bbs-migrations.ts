@@ -22,6 +22,16 @@ const txidColumn: Readonly<Record<SqlDialectKind, string>> = {
   postgres: 'BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)',
 };
 
+const actualLrpColumns = `process_guid TEXT NOT NULL, idx INTEGER NOT NULL, evacuating INTEGER NOT NULL, domain TEXT NOT NULL,
+      instance_guid TEXT NOT NULL, cell_id TEXT NOT NULL, state TEXT NOT NULL, crash_count INTEGER NOT NULL,
+      last_crashed_at TEXT, crash_reason TEXT NOT NULL, since TEXT NOT NULL, placement_error TEXT NOT NULL,
+      address TEXT NOT NULL, ports TEXT NOT NULL, tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL,
+      PRIMARY KEY (process_guid, idx, evacuating)`;
+
+const actualLrpColumnNames =
+  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, ' +
+  'crash_reason, since, placement_error, address, ports, tag_epoch, tag_index';
+
 function initialSchema(kind: SqlDialectKind): string[] {
   return [
     `CREATE TABLE desired_lrps (
@@ -29,12 +39,7 @@ function initialSchema(kind: SqlDialectKind): string[] {
       definition TEXT NOT NULL, routes TEXT NOT NULL, annotation TEXT NOT NULL, created_at TEXT NOT NULL,
       tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL)`,
     'CREATE INDEX desired_lrps_domain ON desired_lrps (domain)',
-    `CREATE TABLE actual_lrps (
-      process_guid TEXT NOT NULL, idx INTEGER NOT NULL, evacuating INTEGER NOT NULL, domain TEXT NOT NULL,
-      instance_guid TEXT NOT NULL, cell_id TEXT NOT NULL, state TEXT NOT NULL, crash_count INTEGER NOT NULL,
-      last_crashed_at TEXT, crash_reason TEXT NOT NULL, since TEXT NOT NULL, placement_error TEXT NOT NULL,
-      address TEXT NOT NULL, ports TEXT NOT NULL, tag_epoch TEXT NOT NULL, tag_index INTEGER NOT NULL,
-      PRIMARY KEY (process_guid, idx, evacuating))`,
+    `CREATE TABLE actual_lrps (${actualLrpColumns})`,
     'CREATE INDEX actual_lrps_cell ON actual_lrps (cell_id)',
     `CREATE TABLE tasks (
       task_guid TEXT PRIMARY KEY, domain TEXT NOT NULL, state TEXT NOT NULL, cell_id TEXT NOT NULL,
@@ -144,6 +149,25 @@ export const bbsMigrations: readonly BbsMigration[] = [
     statements: {
       sqlite: ['ALTER TABLE cells ADD COLUMN model_agent INTEGER NOT NULL DEFAULT 0'],
       postgres: ['ALTER TABLE cells ADD COLUMN model_agent INTEGER NOT NULL DEFAULT 0'],
+    },
+  },
+  {
+    version: 5,
+    name: 'SQLite stores ActualLRPs in key order',
+    statements: {
+      // A rowid table keeps rows in insertion order, so the convergence read (every ActualLRP in key
+      // order) looked each row up through the primary-key index: one B-tree descent per row, and a
+      // random one once scaling and re-desiring have scattered an LRP's rows. WITHOUT ROWID stores
+      // the rows in the primary key's own B-tree, so that read is one sequential walk.
+      // PostgreSQL has no such choice (heap tables; its planner sorts or walks the index as it sees fit).
+      sqlite: [
+        `CREATE TABLE actual_lrps_by_key (${actualLrpColumns}) WITHOUT ROWID`,
+        `INSERT INTO actual_lrps_by_key (${actualLrpColumnNames}) SELECT ${actualLrpColumnNames} FROM actual_lrps`,
+        'DROP TABLE actual_lrps',
+        'ALTER TABLE actual_lrps_by_key RENAME TO actual_lrps',
+        'CREATE INDEX actual_lrps_cell ON actual_lrps (cell_id)',
+      ],
+      postgres: [],
     },
   },
 ];
