@@ -1,13 +1,18 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError } from '../core/index.js';
+import type { Masquerade } from './pod-manifest.js';
 
 /**
  * `--net private`: each pod gets its own network namespace attached to a host bridge through
  * the standard CNI plugins from Debian's containernetworking-plugins (bridge + host-local IPAM +
  * portmap). berth execs the plugins itself, as the CNI spec describes, so no CNI daemon or
  * library is involved, and published ports are real host ports (iptables DNAT, also on 127.0.0.1).
+ *
+ * Outbound NAT is one MASQUERADE rule for the whole pod subnet, as podman's netavark does, not the
+ * bridge plugin's `ipMasq` (a NAT chain per pod: ~10 iptables execs on every start and stop, two
+ * thirds of a `--net private` pod's setup cost). portmap runs only for a pod that publishes ports.
  */
 export const cniPluginDir = process.env.BERTH_CNI_PATH ?? '/usr/lib/cni';
 
@@ -20,6 +25,7 @@ export interface NetworkAttachment {
   readonly netns: string;
   readonly address: string;
   readonly ports: readonly PortPublish[];
+  readonly masquerade: Masquerade;
 }
 
 /** The named netns of a pod; runc joins it by path, so it exists before the container does. */
@@ -31,8 +37,24 @@ export function netnsPath(uuid: string): string {
   return `/var/run/netns/${netnsName(uuid)}`;
 }
 
-function networkConfig(ports: readonly PortPublish[]) {
-  const subnet = process.env.BERTH_SUBNET ?? '10.213.0.0/16';
+export function podSubnet(): string {
+  return process.env.BERTH_SUBNET ?? '10.213.0.0/16';
+}
+
+function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
+  const subnet = podSubnet();
+  const portmap = {
+    type: 'portmap',
+    capabilities: { portMappings: true },
+    snat: true,
+    runtimeConfig: {
+      portMappings: ports.map((p) => ({
+        hostPort: p.host_port,
+        containerPort: p.container_port,
+        protocol: 'tcp',
+      })),
+    },
+  };
   return {
     cniVersion: '1.0.0',
     name: 'berth',
@@ -41,7 +63,7 @@ function networkConfig(ports: readonly PortPublish[]) {
         type: 'bridge',
         bridge: process.env.BERTH_BRIDGE ?? 'berth0',
         isGateway: true,
-        ipMasq: true,
+        ipMasq: masquerade === 'per-pod',
         hairpinMode: true,
         ipam: {
           type: 'host-local',
@@ -51,20 +73,75 @@ function networkConfig(ports: readonly PortPublish[]) {
           // address allocations must be too (host-local's default, /var/lib/cni/networks).
         },
       },
-      {
-        type: 'portmap',
-        capabilities: { portMappings: true },
-        snat: true,
-        runtimeConfig: {
-          portMappings: ports.map((p) => ({
-            hostPort: p.host_port,
-            containerPort: p.container_port,
-            protocol: 'tcp',
-          })),
-        },
-      },
+      ...(ports.length > 0 ? [portmap] : []),
     ],
   };
+}
+
+/**
+ * Where the masquerade rule is known to be in place: /run is cleared at boot, as iptables rules
+ * are, so the check (an iptables exec) runs once per boot, not once per pod. `berth gc` checks
+ * again whatever the marker says, for a host whose rules were flushed while it ran.
+ */
+const masqueradeMarkerDir = process.env.BERTH_NET_RUN_DIR ?? '/run/berth';
+
+export function masqueradeRule(subnet: string): string[] {
+  return [
+    'POSTROUTING',
+    '-s',
+    subnet,
+    '!',
+    '-d',
+    subnet,
+    '-m',
+    'comment',
+    '--comment',
+    'berth pods',
+    '-j',
+    'MASQUERADE',
+  ];
+}
+
+function masqueradeMarker(subnet: string): string {
+  return join(masqueradeMarkerDir, `masquerade-${subnet.replace(/[^0-9a-zA-Z.]/g, '_')}`);
+}
+
+/**
+ * Makes sure the pod subnet's one MASQUERADE rule exists (adding it if not), unless the marker says
+ * it was already checked this boot. Returns what it found: `known` (marker), `present` or `added`.
+ */
+export function ensureSubnetMasquerade(force = false): 'known' | 'present' | 'added' {
+  const subnet = podSubnet();
+  const marker = masqueradeMarker(subnet);
+  if (!force && existsSync(marker)) return 'known';
+  const iptables = (op: '-C' | '-A') =>
+    spawnSync('iptables', ['--wait', '-t', 'nat', op, ...masqueradeRule(subnet)], { encoding: 'utf8' });
+  const check = iptables('-C');
+  if (check.error)
+    throw new BerthError('unavailable', `Cannot set up --net private: iptables: ${check.error.message}`);
+  let found: 'present' | 'added' = 'present';
+  if (check.status !== 0) {
+    const add = iptables('-A');
+    if (add.status !== 0)
+      throw new BerthError(
+        'internal',
+        `Cannot add the masquerade rule for the pod subnet ${subnet}: ${add.stderr.trim() || `iptables exited ${add.status}`}`,
+      );
+    found = 'added';
+  }
+  mkdirSync(masqueradeMarkerDir, { recursive: true });
+  writeFileSync(marker, `${subnet}\n`);
+  return found;
+}
+
+/**
+ * For `berth gc`: when pods have used `--net private` since boot, checks the masquerade rule is
+ * still there (a firewall reload may have flushed it) and restores it. `unused`: nothing to check.
+ */
+export function recheckSubnetMasquerade(): 'unused' | 'present' | 'added' {
+  if (!existsSync(masqueradeMarker(podSubnet()))) return 'unused';
+  const found = ensureSubnetMasquerade(true);
+  return found === 'known' ? 'present' : found;
 }
 
 interface CniResult {
@@ -96,19 +173,27 @@ function pluginEnv(uuid: string): Record<string, string> {
   };
 }
 
-/** Creates the pod's netns and runs CNI ADD through the plugin chain. */
-export function attachNetwork(uuid: string, ports: readonly PortPublish[]): NetworkAttachment {
+/**
+ * Creates the pod's netns and runs CNI ADD through the plugin chain. `per-pod` masquerade is how
+ * berth attached pods before the subnet rule; kept so that path's teardown stays testable.
+ */
+export function attachNetwork(
+  uuid: string,
+  ports: readonly PortPublish[],
+  masquerade: Masquerade = 'subnet',
+): NetworkAttachment {
   if (!existsSync(join(cniPluginDir, 'bridge'))) {
     throw new BerthError(
       'unavailable',
       `Cannot set up --net private: no CNI plugins in ${cniPluginDir} (install containernetworking-plugins)`,
     );
   }
+  if (masquerade === 'subnet') ensureSubnetMasquerade();
   const add = spawnSync('ip', ['netns', 'add', netnsName(uuid)], { encoding: 'utf8' });
   if (add.status !== 0 && !/File exists/.test(add.stderr)) {
     throw new BerthError('internal', `Cannot create network namespace for pod ${uuid}: ${add.stderr.trim()}`);
   }
-  const config = networkConfig(ports);
+  const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
   let prevResult: unknown;
   for (const plugin of config.plugins) {
@@ -120,7 +205,7 @@ export function attachNetwork(uuid: string, ports: readonly PortPublish[]): Netw
     });
     const { code, stdout } = execPlugin('ADD', plugin, env, stdin);
     if (code !== 0) {
-      detachNetwork(uuid, ports);
+      detachNetwork(uuid, ports, masquerade);
       let message = stdout.trim();
       try {
         const parsed = JSON.parse(stdout) as { msg?: string; details?: string };
@@ -136,12 +221,12 @@ export function attachNetwork(uuid: string, ports: readonly PortPublish[]): Netw
     prevResult = JSON.parse(stdout) as unknown;
   }
   const address = ((prevResult as CniResult | undefined)?.ips?.[0]?.address ?? '').split('/')[0] ?? '';
-  return { netns: netnsPath(uuid), address, ports };
+  return { netns: netnsPath(uuid), address, ports, masquerade };
 }
 
 /** CNI DEL in reverse order, then removes the netns. Idempotent: safe for gc to repeat. */
-export function detachNetwork(uuid: string, ports: readonly PortPublish[]): void {
-  const config = networkConfig(ports);
+export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
+  const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
   for (const plugin of [...config.plugins].reverse()) {
     const stdin = JSON.stringify({ cniVersion: config.cniVersion, name: config.name, ...plugin });

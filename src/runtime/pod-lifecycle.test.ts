@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { attachNetwork, detachNetwork, masqueradeRule, podSubnet } from './cni-network.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
@@ -413,6 +414,45 @@ describe('networking', () => {
     await assert.rejects(
       fetch(`http://127.0.0.1:${hostPort}/hostname`, { signal: AbortSignal.timeout(2000) }),
     );
+  });
+
+  it("--net private NATs through the subnet's one masquerade rule, which gc restores after a flush", async () => {
+    const runtime = newRuntime();
+    const rule = masqueradeRule(podSubnet());
+    const natRules = () => spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout;
+    const ruleExists = () => spawnSync('iptables', ['--wait', '-t', 'nat', '-C', ...rule]).status === 0;
+    const uuid = await startDetached(runtime, ['sleep', '30']);
+    const network = runtime.status(uuid).network;
+    assert.equal(network?.masquerade, 'subnet');
+    assert.ok(ruleExists(), 'the subnet rule is in place');
+    assert.ok(
+      !natRules().includes(`-s ${network?.address}`),
+      "no NAT rule of the pod itself (the bridge plugin's per-pod chain)",
+    );
+    // A firewall reload flushes it; gc puts it back and says so.
+    assert.equal(spawnSync('iptables', ['--wait', '-t', 'nat', '-D', ...rule]).status, 0);
+    assert.ok(!ruleExists());
+    const gc = await runBerth(['gc', '--dir', runtime.dataDir]);
+    assert.equal(gc.code, 0, gc.stderr);
+    assert.match(gc.stdout, /restored the pod subnet masquerade rule/);
+    assert.ok(ruleExists(), 'gc restored the rule');
+    await runtime.stop(uuid, 1000);
+  });
+
+  it('pods attached with a NAT chain of their own (older berth) lose it on teardown', async () => {
+    const uuid = crypto.randomUUID();
+    const attached = attachNetwork(uuid, [], 'per-pod');
+    const podRule = `-s ${attached.address}/32`;
+    assert.ok(
+      spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.includes(podRule),
+      'the bridge plugin made the pod its own NAT rule',
+    );
+    detachNetwork(uuid, [], 'per-pod');
+    assert.ok(
+      !spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.includes(podRule),
+      'and its teardown removed it',
+    );
+    assert.ok(!existsSync(`/var/run/netns/berth-${uuid}`), 'the netns is gone');
   });
 
   it('--net none: only loopback; --net host: the host network', async () => {

@@ -36,10 +36,18 @@ export interface PodManifest {
   readonly created: string;
 }
 
+/**
+ * How a pod's outbound traffic is NATed: `subnet`, the one rule for all pods; `per-pod`, the CNI
+ * bridge plugin's own chain, which pods attached before berth used the subnet rule have (their
+ * network.json has no `masquerade`), so their CNI DEL must still ask the plugin to remove it.
+ */
+export type Masquerade = 'subnet' | 'per-pod';
+
 /** Written by the stage-1 holder once the pod's network is attached (`--net private`). */
 export interface PodNetwork {
   readonly address: string;
   readonly ports: readonly { readonly host_port: number; readonly container_port: number }[];
+  readonly masquerade?: Masquerade;
 }
 
 /** Written by the stage-1 holder once runc has started the app. */

@@ -460,7 +460,11 @@ export class PodRuntime {
     const path = this.store.path(location);
     unmountAll(path, mounts);
     if (existsSync(netnsPath(location.uuid))) {
-      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? []);
+      // network.json without `masquerade`: attached by an older berth, with a NAT chain of its own.
+      // No network.json at all: the holder died between attaching and recording it, so this berth.
+      const network = this.store.readNetwork(location);
+      const masquerade = network === undefined ? 'subnet' : (network.masquerade ?? 'per-pod');
+      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade);
     }
     if (existsSync(join(this.store.dirs.runc, location.uuid))) {
       spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {

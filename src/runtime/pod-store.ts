@@ -157,6 +157,11 @@ export class PodStore {
     return readJson<PodManifest>(join(this.path(location), podFiles.manifest));
   }
 
+  /** The pod's network.json: written once its `--net private` network was attached. */
+  readNetwork(location: PodLocation): PodNetwork | undefined {
+    return readJson<PodNetwork>(join(this.path(location), podFiles.network));
+  }
+
   /**
    * Samples a pod's state: its phase plus, where the seed gives locks a meaning, a shared
    * non-blocking lock probe. Returns undefined when the pod moved away meanwhile.

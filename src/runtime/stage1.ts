@@ -75,13 +75,17 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   try {
     if (manifest.net === 'private') {
       const attached = attachNetwork(manifest.uuid, manifest.ports);
-      const network: PodNetwork = { address: attached.address, ports: attached.ports };
+      const network: PodNetwork = {
+        address: attached.address,
+        ports: attached.ports,
+        masquerade: attached.masquerade,
+      };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
     mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
   } catch (err) {
-    if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports);
+    if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
     removePodCgroup(manifest.uuid);
     options.onStarted?.(false);
     return finish({
@@ -199,7 +203,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // The exit record is down: the watcher may go, then the root is unmounted.
   watcher.stdin?.end('done\n');
   unmountAll(podPath);
-  if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports);
+  if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
   return exit;
 }
 
