@@ -25,6 +25,12 @@ export interface CommandSpec {
   readonly optionalValue?: readonly string[];
   readonly positionals?: { readonly min: number; readonly max: number; readonly names: string };
   readonly acceptsRest?: boolean;
+  /**
+   * When the reader of our output goes away (`berth … | head`), the command ends as SIGPIPE ends
+   * a Unix filter (exit 141), unless this is set: a foreground pod runs on to its end, its output
+   * still going to the pod's log, and berth exits with the app's code.
+   */
+  readonly outlivesReader?: boolean;
   run(ctx: CommandContext): Promise<number>;
 }
 

@@ -91,6 +91,9 @@ function findSpec(
   return one ? { spec: one, used: 1 } : undefined;
 }
 
+/** 128 + SIGPIPE, what a shell reports for a filter whose reader went away. */
+const sigpipeExitCode = 141;
+
 export async function main(argv: readonly string[]): Promise<number> {
   const [first] = argv;
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
@@ -119,12 +122,33 @@ export async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
   }
+  const readerGone = (err: NodeJS.ErrnoException): void => {
+    if (err.code !== 'EPIPE') throw err;
+    if (!spec.outlivesReader) process.exit(sigpipeExitCode);
+  };
+  process.stdout.on('error', readerGone);
+  process.stderr.on('error', readerGone);
   try {
     const parsed = parseCommandArgs(spec, args);
     return await spec.run({ ...parsed, stdout: process.stdout, stderr: process.stderr });
   } catch (err) {
     return reportError(err);
   }
+}
+
+/**
+ * The process entry (bin/berth): runs the command, lets stdout and stderr drain, and exits with
+ * the command's code. On a pipe both are asynchronous: what the reader has not taken yet is still
+ * queued in this process and process.exit would drop it (an empty write calls back once all
+ * queued before it is written). The exit itself is explicit because a timed-out `status --wait`
+ * leaves a blocked flock(2) on the thread pool.
+ */
+export async function runAndExit(argv: readonly string[]): Promise<never> {
+  const code = await main(argv);
+  await Promise.all(
+    [process.stdout, process.stderr].map((stream) => new Promise((drained) => stream.write('', drained))),
+  );
+  process.exit(code);
 }
 
 export function reportError(err: unknown): number {

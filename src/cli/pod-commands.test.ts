@@ -4,8 +4,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mountsUnder } from '../runtime/mounts.js';
-import { runBerth } from '../testing/berth-cli.js';
+import { runBerth, spawnBerth } from '../testing/berth-cli.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
 
 /** The pod commands end to end: real image store, real runc, every command as its own process. */
@@ -123,6 +124,57 @@ describe('berth run', () => {
     const table = await berth('list', '--no-legend');
     assert.ok(table.stdout.split('\n').some((line) => line.startsWith(uuid)));
     assert.ok(!table.stdout.includes('UUID'));
+  });
+});
+
+describe('output through a pipe', () => {
+  const twoMegabytes = ['sh', '-c', 'yes 0123456789 | head -c 2000000; exit 3'];
+
+  it('a reader that takes its time still gets every byte of a foreground pod', async () => {
+    const child = spawnBerth(['run', '--rm', '--dir', dir, '--net', 'none', 'bb:1', '--', ...twoMegabytes]);
+    // Not reading for a while: berth has queued far more than the pipe holds when the app ends.
+    child.stdout?.pause();
+    await sleep(500);
+    let bytes = 0;
+    child.stdout?.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    child.stdout?.resume();
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    assert.equal(code, 3);
+    assert.equal(bytes, 2_000_000);
+  });
+
+  it('a reader that goes away: the foreground pod runs to its end, berth exits with its code', async () => {
+    const child = spawnBerth(['run', '--dir', dir, '--net', 'none', 'bb:1', '--', ...twoMegabytes]);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    await new Promise((resolve) => child.stdout?.once('data', resolve));
+    child.stdout?.destroy();
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    assert.equal(code, 3, stderr);
+    assert.equal(stderr, '');
+    // The whole output is in the pod's log, which `logs` with a reader gone ends like SIGPIPE would.
+    const list = JSON.parse((await berth('list', '--format', 'json')).stdout) as {
+      uuid: string;
+      exit_code: number;
+    }[];
+    const pod = list.find((p) => p.exit_code === 3);
+    assert.ok(pod);
+    const logs = await berth('logs', pod.uuid);
+    assert.equal(logs.stdout.length, 2_000_000);
+    const cut = spawnBerth(['logs', '--dir', dir, pod.uuid]);
+    let cutStderr = '';
+    cut.stderr?.on('data', (chunk: Buffer) => {
+      cutStderr += chunk.toString();
+    });
+    await new Promise((resolve) => cut.stdout?.once('data', resolve));
+    cut.stdout?.destroy();
+    assert.equal(await new Promise((resolve) => cut.once('close', resolve)), 141);
+    assert.equal(cutStderr, '');
+    assert.equal((await berth('rm', pod.uuid)).code, 0);
   });
 });
 

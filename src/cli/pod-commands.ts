@@ -177,6 +177,7 @@ const run: CommandSpec = {
   options: { ...podOptions, rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
   positionals: { min: 1, max: 1, names: 'IMAGE' },
   acceptsRest: true,
+  outlivesReader: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const prepared = await runtime.prepare(requireImage(ctx), prepareOptions(ctx));
@@ -192,6 +193,7 @@ const runPrepared: CommandSpec = {
   name: 'run-prepared',
   summary: 'Run a prepared pod (exactly one of several racing callers wins).',
   usage: 'berth run-prepared [--detach|-d] [--rm] UUID',
+  outlivesReader: true,
   options: { rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
   positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {

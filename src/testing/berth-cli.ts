@@ -9,7 +9,7 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Starts `berth ARGS` as a real OS process, exactly as a user's shell would. */
+/** Starts `berth ARGS` as a real OS process, exactly as a user's shell would (bin/berth's own entry). */
 export function spawnBerth(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
@@ -18,7 +18,7 @@ export function spawnBerth(
     process.execPath,
     [
       '-e',
-      `import(${JSON.stringify(mainUrl)}).then(async (m) => { process.exit(await m.main(process.argv.slice(1))); })`,
+      `import(${JSON.stringify(mainUrl)}).then((m) => m.runAndExit(process.argv.slice(1)))`,
       '--',
       ...args,
     ],
