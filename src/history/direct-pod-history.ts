@@ -1,11 +1,10 @@
-import { existsSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../core/index.js';
 import { obituariesDir, podFiles } from '../runtime/pod-dirs.js';
 import type { PodExit, PodManifest, PodObituary, PodStarted } from '../runtime/pod-manifest.js';
 import type { PodRuntime } from '../runtime/pod-runtime.js';
-import type { PodInfo } from '../runtime/pod-store.js';
+import type { PodInfo, PodStore } from '../runtime/pod-store.js';
 // Narrow imports: `berth run` loads this, and must not pay for the history store's SQL modules.
 import { collectFinalization } from './finalization.js';
 import type { IngestRecord } from './ingest-records.js';
@@ -109,9 +108,17 @@ export async function noteExit(
   pod: PodFacts,
   seenBy: 'event' | 'service',
 ): Promise<void> {
+  const records = await exitRecords(pod, seenBy);
+  if (records === undefined) return;
+  dropbox.drop(records);
+  markNoted(pod);
+}
+
+/** The records of a pod's end, or undefined when there is nothing (more) to note. */
+async function exitRecords(pod: PodFacts, seenBy: 'event' | 'service'): Promise<IngestRecord[] | undefined> {
   const exit = pod.exit;
-  if (!exit || !isDirect(pod.manifest)) return;
-  if (pod.dir !== undefined && existsSync(join(pod.dir, notedMarker))) return;
+  if (!exit || !isDirect(pod.manifest)) return undefined;
+  if (pod.dir !== undefined && existsSync(join(pod.dir, notedMarker))) return undefined;
   const records: IngestRecord[] = [];
   if (pod.started)
     records.push({
@@ -149,12 +156,16 @@ export async function noteExit(
         (pod.logPath !== undefined && existsSync(pod.logPath) ? readFileSync(pod.logPath, 'utf8') : ''),
     }),
   );
-  dropbox.drop(records);
+  return records;
+}
+
+/** Once its end is durably dropped: later polls skip the pod (and destroy writes no obituary). */
+function markNoted(pod: PodFacts): void {
   if (pod.dir === undefined) return;
   try {
-    writeFileAtomic(join(pod.dir, notedMarker), `${exit.finished_at}\n`);
+    linkSync(join(pod.dir, podFiles.exit), join(pod.dir, notedMarker));
   } catch {
-    // The pod moved on (gc): a second note would be deduped by the server anyway.
+    // Already noted (EEXIST), or the pod moved on (gc): a second note is deduped by the server.
   }
 }
 
@@ -187,13 +198,61 @@ export async function noteObituaries(dataDir: string, dropbox: RecordDropbox): P
   return names.length;
 }
 
+/**
+ * Ends found by polling go into one drop per batch rather than one per pod: a `gc` that finds
+ * 10,000 unnoted ends writes and fsyncs a few files, not 10,000. A batch is dropped (durably)
+ * before its pods are marked noted; a crash between the two notes them again, and the history
+ * dedupes the repeat. A drop is one ingest request when delivered, so a batch stays well inside
+ * its limits (5,000 records, a 16 MB body: 4 Mi characters are at most 12 MB of UTF-8).
+ */
+const pollBatchPods = 500;
+const pollBatchChars = 4 * 1024 * 1024;
+
+/**
+ * The pods that may have ended and whose end is not noted yet. The marker is looked at before any
+ * of a pod's files is read: `gc` runs this over every pod on disk, almost all of them noted. A
+ * pod that changes phase mid-scan may be missed; the next poll finds it.
+ */
+function unnotedPods(store: PodStore): PodInfo[] {
+  const pods: PodInfo[] = [];
+  for (const phase of ['run', 'exited-garbage'] as const) {
+    for (const uuid of store.listPhase(phase)) {
+      const location = { uuid, phase };
+      if (existsSync(join(store.path(location), notedMarker))) continue;
+      const info = store.inspect(location);
+      if (info?.exit) pods.push(info);
+    }
+  }
+  return pods;
+}
+
 /** Notes every exited direct pod whose end is not in the history yet (found by polling). */
 export async function noteExitedPods(
   runtime: PodRuntime,
   dropbox: RecordDropbox,
-  pods: readonly PodInfo[] = runtime.store.list(),
+  pods: readonly PodInfo[] = unnotedPods(runtime.store),
 ): Promise<void> {
-  for (const info of pods)
-    if (info.exit) await noteExit(dropbox, factsOf(runtime, info), 'service').catch(() => undefined);
+  let batch: IngestRecord[] = [];
+  let batchPods: PodFacts[] = [];
+  let batchChars = 0;
+  const flush = (): void => {
+    if (batchPods.length === 0) return;
+    dropbox.drop(batch);
+    for (const pod of batchPods) markNoted(pod);
+    batch = [];
+    batchPods = [];
+    batchChars = 0;
+  };
+  for (const info of pods) {
+    if (!info.exit) continue;
+    const pod = factsOf(runtime, info);
+    const records = await exitRecords(pod, 'service').catch(() => undefined);
+    if (records === undefined) continue;
+    batch.push(...records);
+    batchPods.push(pod);
+    batchChars += JSON.stringify(records).length;
+    if (batchPods.length >= pollBatchPods || batchChars >= pollBatchChars) flush();
+  }
+  flush();
   await noteObituaries(runtime.dataDir, dropbox);
 }
