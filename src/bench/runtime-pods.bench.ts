@@ -55,6 +55,11 @@ try {
   rmSync(join(dir, 'pods'), { recursive: true, force: true });
   writeExitedPods(dir);
   const gcFull = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--grace-period', '0s']));
+  // The floor for the sweep on this disk: rm -rf of the same marked tree, no locks, no checks.
+  rmSync(join(dir, 'pods'), { recursive: true, force: true });
+  writeExitedPods(dir);
+  runOrThrow(berth, ['gc', '--dir', dir, '--mark-only']);
+  const rmFloor = medianMs(1, () => runOrThrow('rm', ['-rf', join(dir, 'pods', 'exited-garbage')]));
   console.log(`pods on disk: ${pods} exited (goal: each command under 2 s)`);
   console.log(`berth list --format json   median ${fmt(listJson)}`);
   console.log(`berth list (table)         median ${fmt(listTable)}`);
@@ -62,6 +67,7 @@ try {
   console.log(`berth list (all marked)    median ${fmt(listMarked)}`);
   console.log(`berth gc (sweep only)      ${fmt(gcSweep)}  (${count} deleted)`);
   console.log(`berth gc (mark + sweep)    ${fmt(gcFull)}  (${count} marked and deleted in one run)`);
+  console.log(`rm -rf of the marked pods  ${fmt(rmFloor)}  (the disk's floor for the sweep)`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
