@@ -1,50 +1,21 @@
 /**
  * `npm run bench runtime-pods [COUNT]`: `berth list` and `berth gc` with COUNT (default 10,000)
  * exited pods on disk, each as a real process. Pods are written as stage 1 leaves them after
- * exit (run/<uuid> unlocked, with pod.json, started.json and exit.json) so no runc is involved.
+ * exit (run/<uuid> unlocked, with pod.json, started.json, exit.json and a log) so no runc is involved.
  * Goal (issue 2): each under 2 s.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeExitedPods } from '../testing/exited-pods.js';
 import { fmt, medianMs, runOrThrow } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 10_000);
 const berth = new URL('../../bin/berth', import.meta.url).pathname;
 
-function writeExitedPods(dir: string): void {
-  for (const phase of ['embryo', 'prepare', 'prepared', 'run', 'exited-garbage', 'garbage']) {
-    mkdirSync(join(dir, 'pods', phase), { recursive: true });
-  }
-  mkdirSync(join(dir, 'runc'), { recursive: true });
-  const now = new Date().toISOString();
-  for (let i = 0; i < count; i++) {
-    const uuid = randomUUID();
-    const pod = join(dir, 'pods', 'run', uuid);
-    mkdirSync(pod);
-    const manifest = {
-      uuid,
-      name: '',
-      hostname: uuid.slice(0, 12),
-      image: { ref: 'bb:1', id: 'sha256:0', rootfs: '/nonexistent' },
-      app: { args: ['true'], env: [], cwd: '/', user: { uid: 0, gid: 0, additionalGids: [], home: '/root' } },
-      net: 'none',
-      ports: [],
-      memoryBytes: null,
-      pidsLimit: null,
-      labels: {},
-      created: now,
-    };
-    writeFileSync(join(pod, 'pod.json'), JSON.stringify(manifest));
-    writeFileSync(join(pod, 'started.json'), JSON.stringify({ started_at: now, pid: 1 }));
-    writeFileSync(join(pod, 'exit.json'), JSON.stringify({ exit_code: 0, finished_at: now }));
-  }
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'berth-bench-pods-'));
 try {
-  writeExitedPods(dir);
+  writeExitedPods(dir, count);
   const listJson = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir, '--format', 'json']));
   const listTable = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir]));
   const pods = (JSON.parse(runOrThrow(berth, ['list', '--dir', dir, '--format', 'json'])) as unknown[])
@@ -53,11 +24,11 @@ try {
   const listMarked = medianMs(3, () => runOrThrow(berth, ['list', '--dir', dir, '--format', 'json']));
   const gcSweep = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--grace-period', '0s']));
   rmSync(join(dir, 'pods'), { recursive: true, force: true });
-  writeExitedPods(dir);
+  writeExitedPods(dir, count);
   const gcFull = medianMs(1, () => runOrThrow(berth, ['gc', '--dir', dir, '--grace-period', '0s']));
   // The floor for the sweep on this disk: rm -rf of the same marked tree, no locks, no checks.
   rmSync(join(dir, 'pods'), { recursive: true, force: true });
-  writeExitedPods(dir);
+  writeExitedPods(dir, count);
   runOrThrow(berth, ['gc', '--dir', dir, '--mark-only']);
   const rmFloor = medianMs(1, () => runOrThrow('rm', ['-rf', join(dir, 'pods', 'exited-garbage')]));
   console.log(`pods on disk: ${pods} exited (goal: each command under 2 s)`);

@@ -1,43 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { podFiles } from '../runtime/pod-dirs.js';
-import type { PodManifest } from '../runtime/pod-manifest.js';
 import { PodRuntime } from '../runtime/pod-runtime.js';
+import { writeExitedPods } from '../testing/exited-pods.js';
 import { noteExitedPods, podDropbox } from './direct-pod-history.js';
-
-/** Pods as stage 1 leaves them after they exited unseen (detached): run/<uuid>, unlocked. */
-function writeExitedPods(dataDir: string, count: number): string[] {
-  const uuids: string[] = [];
-  const now = new Date().toISOString();
-  for (let i = 0; i < count; i++) {
-    const uuid = randomUUID();
-    const pod = join(dataDir, 'pods', 'run', uuid);
-    mkdirSync(pod, { recursive: true });
-    const manifest: PodManifest = {
-      uuid,
-      name: '',
-      hostname: uuid.slice(0, 12),
-      image: { ref: 'bb:1', id: 'sha256:0', rootfs: '/nonexistent' },
-      app: { args: ['true'], env: [], cwd: '/', user: { uid: 0, gid: 0, additionalGids: [], home: '/root' } },
-      net: 'none',
-      ports: [],
-      memoryBytes: null,
-      pidsLimit: null,
-      labels: {},
-      created: now,
-    };
-    writeFileSync(join(pod, podFiles.manifest), JSON.stringify(manifest));
-    writeFileSync(join(pod, podFiles.started), JSON.stringify({ started_at: now, pid: 1 }));
-    writeFileSync(join(pod, podFiles.exit), JSON.stringify({ exit_code: i % 3, finished_at: now }));
-    writeFileSync(join(pod, podFiles.log), `pod ${i}\n`);
-    uuids.push(uuid);
-  }
-  return uuids;
-}
 
 describe('ends of direct pods found by polling', () => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-poll-history-'));
