@@ -150,4 +150,39 @@ describe('a cell agent (seed 003 Agents run by the cell)', () => {
       JSON.stringify(again),
     );
   });
+
+  it('a refusal that repeats pass after pass is logged once, not every second', async () => {
+    const m = twoCells();
+    m.apply((v) => destroyService(v, 'web', now));
+    // c1's view, but the server takes the actions as c2's: each pass is refused (`forbidden`).
+    let views = 0;
+    let enough: () => void = () => {};
+    const fourPasses = new Promise<void>((resolve) => {
+      enough = resolve;
+    });
+    const transport: CellAgentTransport = {
+      view: async () => {
+        if (++views === 4) enough();
+        return JSON.parse(JSON.stringify(cellAgentView(m.view, 'c1')));
+      },
+      act: (actions) => applyCellAgentActions(m.runner, 'c2', actions, now),
+    };
+    const lines: string[] = [];
+    const agent = new CellAgent({
+      cellId: 'c1',
+      transport,
+      intervalMs: 1,
+      now: () => now,
+      log: (line) => lines.push(line),
+    });
+    // The agent's timer does not hold the process open (a cell's other work does); this test must.
+    const keepAlive = setInterval(() => {}, 1_000);
+    agent.start();
+    await fourPasses;
+    await agent.stop();
+    clearInterval(keepAlive);
+    const refusals = lines.filter((line) => line.includes('refused'));
+    assert.ok(refusals.length > 0, 'the refusal is logged');
+    assert.equal(new Set(refusals).size, refusals.length, `each refusal once: ${refusals.join(' | ')}`);
+  });
 });

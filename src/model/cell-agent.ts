@@ -59,6 +59,8 @@ export class CellAgent {
   #running: Promise<void> | undefined;
   #stopped = false;
   #lastError = '';
+  /** Last pass's refusals: one that repeats pass after pass is logged when it starts, not each second. */
+  #lastRefused = new Set<string>();
 
   constructor(options: CellAgentOptions) {
     this.#options = options;
@@ -95,7 +97,8 @@ export class CellAgent {
         const more = pass.done.length > 8 ? ` and ${pass.done.length - 8} more` : '';
         this.#options.log?.(`model agent: ${shown}${more}`);
       }
-      for (const r of pass.refused) this.#options.log?.(`model agent: ${r}`);
+      for (const r of pass.refused) if (!this.#lastRefused.has(r)) this.#options.log?.(`model agent: ${r}`);
+      this.#lastRefused = new Set(pass.refused);
       this.#lastError = '';
     } catch (err) {
       // The server is away or restarting: say so once, keep trying.
