@@ -1,5 +1,5 @@
-import { exitCodeByCode, isBerthError } from '../core/index.js';
-import { type CommandSpec, parseCommandArgs } from './command.js';
+import type { CommandSpec } from './command.js';
+import { exitAfterDrain, runSpec } from './command-runner.js';
 
 type Loader = () => Promise<{ readonly commands: readonly CommandSpec[] }>;
 
@@ -91,9 +91,6 @@ function findSpec(
   return one ? { spec: one, used: 1 } : undefined;
 }
 
-/** 128 + SIGPIPE, what a shell reports for a filter whose reader went away. */
-const sigpipeExitCode = 141;
-
 export async function main(argv: readonly string[]): Promise<number> {
   const [first] = argv;
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
@@ -114,50 +111,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     );
     return 2;
   }
-  const { spec, used } = found;
-  const args = argv.slice(used);
-  if (args.includes('--help') || args.includes('-h')) {
-    if (!args.includes('--') || args.indexOf('--help') < args.indexOf('--')) {
-      process.stdout.write(`${spec.summary}\n\nUsage: ${spec.usage}\n`);
-      return 0;
-    }
-  }
-  const readerGone = (err: NodeJS.ErrnoException): void => {
-    if (err.code !== 'EPIPE') throw err;
-    if (!spec.outlivesReader) process.exit(sigpipeExitCode);
-  };
-  process.stdout.on('error', readerGone);
-  process.stderr.on('error', readerGone);
-  try {
-    const parsed = parseCommandArgs(spec, args);
-    return await spec.run({ ...parsed, stdout: process.stdout, stderr: process.stderr });
-  } catch (err) {
-    return reportError(err);
-  }
+  return runSpec(found.spec, argv.slice(found.used));
 }
 
-/**
- * The process entry (bin/berth): runs the command, lets stdout and stderr drain, and exits with
- * the command's code. On a pipe both are asynchronous: what the reader has not taken yet is still
- * queued in this process and process.exit would drop it (an empty write calls back once all
- * queued before it is written). The exit itself is explicit because a timed-out `status --wait`
- * leaves a blocked flock(2) on the thread pool.
- */
+/** The process entry (bin/berth) for every command the pod bundle does not serve. */
 export async function runAndExit(argv: readonly string[]): Promise<never> {
-  const code = await main(argv);
-  await Promise.all(
-    [process.stdout, process.stderr].map((stream) => new Promise((drained) => stream.write('', drained))),
-  );
-  process.exit(code);
-}
-
-export function reportError(err: unknown): number {
-  if (isBerthError(err)) {
-    process.stderr.write(`berth: ${err.message}\n`);
-    return exitCodeByCode[err.code];
-  }
-  const message =
-    err instanceof Error ? (process.env.BERTH_DEBUG ? (err.stack ?? err.message) : err.message) : String(err);
-  process.stderr.write(`berth: internal error: ${message}\n`);
-  return 125;
+  return exitAfterDrain(await main(argv));
 }

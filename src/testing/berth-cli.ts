@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-/** The built CLI entry next to this file (dist/cli/main.js or any other outDir). */
-const mainUrl = new URL('../cli/main.js', import.meta.url).href;
+/** The CLI as users run it: bin/berth of the checkout whose dist/ this file was built into. */
+const binBerth = fileURLToPath(new URL('../../bin/berth', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;
@@ -9,21 +10,15 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Starts `berth ARGS` as a real OS process, exactly as a user's shell would (bin/berth's own entry). */
+/** Starts `berth ARGS` as a real OS process, exactly as a user's shell would. */
 export function spawnBerth(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): ChildProcess {
-  return spawn(
-    process.execPath,
-    [
-      '-e',
-      `import(${JSON.stringify(mainUrl)}).then((m) => m.runAndExit(process.argv.slice(1)))`,
-      '--',
-      ...args,
-    ],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  return spawn(process.execPath, [binBerth, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 export function runBerth(

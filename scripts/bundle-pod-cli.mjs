@@ -1,0 +1,42 @@
+// Bundles the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded modules
+// included) into one CommonJS file, dist/cli/pod-main.bundle.cjs, for bin/berth's hot path.
+// Runs after tsc on its output, so TypeScript has one compiler. Native addons stay outside.
+import { readFileSync } from 'node:fs';
+import { build } from 'esbuild';
+
+const outfile = 'dist/cli/pod-main.bundle.cjs';
+// import.meta does not exist in CommonJS. The one module on this path that uses it finds the
+// stage-1 holder beside itself; give it the URL it has in dist/, and refuse any other user.
+const importMetaUsers = ['dist/runtime/pod-runtime.js'];
+const result = await build({
+  entryPoints: ['dist/cli/pod-main.js'],
+  outfile,
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  external: ['fs-ext'],
+  banner: {
+    js: "const __podRuntimeUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, '..', 'runtime', 'pod-runtime.js')).href;",
+  },
+  define: { 'import.meta.url': '__podRuntimeUrl' },
+  metafile: true,
+  logLevel: 'warning',
+  // Only the define above may stand in for import.meta: a stray use is a build error, below.
+  logOverride: { 'empty-import-meta': 'silent' },
+});
+const strays = Object.keys(result.metafile.inputs).filter(
+  (input) => !importMetaUsers.includes(input) && readFileSync(input, 'utf8').includes('import.meta'),
+);
+if (strays.length > 0) {
+  console.error(`bundle-pod-cli: ${strays.join(', ')} use import.meta, which the bundle cannot give them`);
+  process.exit(1);
+}
+const inputs = Object.keys(result.metafile.inputs);
+const packages = [
+  ...new Set(inputs.filter((i) => i.startsWith('node_modules/')).map((i) => i.split('/')[1])),
+];
+console.log(
+  `bundle-pod-cli: ${outfile} from ${inputs.length} modules` +
+    (packages.length > 0 ? ` (packages: ${packages.join(', ')})` : ''),
+);

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { readFileSync, statSync, utimesSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { runBerth } from '../testing/berth-cli.js';
+import { podCommandNames } from './pod-main.js';
+
+const binBerth = fileURLToPath(new URL('../../bin/berth', import.meta.url));
+const bundle = fileURLToPath(new URL('./pod-main.bundle.cjs', import.meta.url));
+
+/** Node's own trace of CommonJS loads: whether bin/berth took the bundle. */
+async function loadsBundle(args: string[]): Promise<{ bundled: boolean; code: number | null }> {
+  const result = await runBerth(args, { NODE_DEBUG: 'module' });
+  return { bundled: result.stderr.includes('pod-main.bundle.cjs'), code: result.code };
+}
+
+describe('bin/berth', () => {
+  it('sends exactly the pod commands to the bundle', () => {
+    const source = readFileSync(binBerth, 'utf8');
+    const listed = /const podCommands = new Set\(\[([^\]]*)\]\)/.exec(source)?.[1];
+    assert.ok(listed, 'bin/berth names its pod commands');
+    const names = [...listed.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+    assert.deepEqual(names.sort(), [...podCommandNames].sort());
+  });
+
+  it('runs pod commands from the bundle, others from the ES modules, and a stale bundle not at all', async () => {
+    const current = await loadsBundle(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
+    assert.equal(current.code, 0);
+    assert.ok(current.bundled, 'list came from the bundle');
+    const other = await loadsBundle(['version']);
+    assert.equal(other.code, 0);
+    assert.ok(!other.bundled, 'version did not load the bundle');
+
+    // A build that stopped after tsc: the bundle is older than pod-main.js, so it is not used.
+    const { atime, mtime } = statSync(bundle);
+    const old = new Date(statSync(fileURLToPath(new URL('./pod-main.js', import.meta.url))).mtimeMs - 60_000);
+    utimesSync(bundle, old, old);
+    try {
+      const stale = await loadsBundle(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
+      assert.equal(stale.code, 0);
+      assert.ok(!stale.bundled, 'a stale bundle was used');
+    } finally {
+      utimesSync(bundle, atime, mtime);
+    }
+  });
+});
