@@ -5,9 +5,10 @@ import { readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const outfile = 'dist/cli/pod-main.bundle.cjs';
-// import.meta does not exist in CommonJS. The one module on this path that uses it finds the
-// stage-1 holder beside itself; give it the URL it has in dist/, and refuse any other user.
-const importMetaUsers = ['dist/runtime/pod-runtime.js'];
+// import.meta does not exist in CommonJS. The modules on this path that use it (to find the
+// stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
+// of one of them there, which resolves their relative paths alike, and refuse any other user.
+const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/confined-dir.js'];
 const result = await build({
   entryPoints: ['dist/cli/pod-main.js'],
   outfile,

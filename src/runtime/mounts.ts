@@ -6,10 +6,12 @@ import { BerthError } from '../core/index.js';
 const unsafeForOverlay = /[,:\n\\]/;
 
 /**
- * Mounts the pod's root: the image's flattened rootfs read-only below, the pod's own upper dir
- * above, so a container can never modify the image store. Uses mount(8): Node has no mount(2).
+ * The options of the pod's root overlay: the image's flattened rootfs read-only below, the pod's
+ * own upper dir above, so a container can never modify the image store. runc mounts it (an OCI
+ * mount at "/", see oci-config.ts) inside the container's mount namespace, so it never appears
+ * on the host and goes away by itself with the container's last process.
  */
-export function mountOverlay(lower: string, upper: string, work: string, target: string): void {
+export function overlayOptions(lower: string, upper: string, work: string): string {
   for (const path of [lower, upper, work]) {
     if (unsafeForOverlay.test(path)) {
       throw new BerthError(
@@ -18,17 +20,7 @@ export function mountOverlay(lower: string, upper: string, work: string, target:
       );
     }
   }
-  const result = spawnSync(
-    'mount',
-    ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, target],
-    { encoding: 'utf8' },
-  );
-  if (result.status !== 0) {
-    throw new BerthError(
-      'internal',
-      `Cannot mount the pod's overlay root at ${target}: ${(result.stderr || result.error?.message || '').trim()}`,
-    );
-  }
+  return `lowerdir=${lower},upperdir=${upper},workdir=${work}`;
 }
 
 /** Every mount point of this mount namespace, decoded from /proc/self/mountinfo. */
@@ -46,7 +38,11 @@ export function mountsUnder(dir: string, points: readonly string[] = mountPoints
   return points.filter((p) => p === dir || p.startsWith(prefix)).sort((a, b) => b.length - a.length);
 }
 
-/** Unmounts everything at or below `dir`; lazily when busy, so cleanup never blocks on a user. */
+/**
+ * Unmounts everything at or below `dir`; lazily when busy, so cleanup never blocks on a user.
+ * Pods of this berth leave no host mounts; pods started by berth before 2026-11-24 mounted their
+ * overlay on the host, and whatever a crash or an operator left is cleaned up here too.
+ */
 export function unmountAll(dir: string, points?: readonly string[]): void {
   for (const point of mountsUnder(dir, points)) {
     const result = spawnSync('umount', [point], { encoding: 'utf8' });

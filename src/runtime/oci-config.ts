@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { netnsPath } from './cni-network.js';
+import { overlayOptions } from './mounts.js';
 import { appCgroupPath } from './pod-cgroup.js';
 import { podFiles } from './pod-dirs.js';
 import type { PodManifest } from './pod-manifest.js';
@@ -80,11 +82,13 @@ function standardMounts(): OciMount[] {
 }
 
 /**
- * The OCI runtime config for a pod. The pod directory is the bundle, so every path here is
- * relative to it: the pod keeps working when gc renames its directory. The lock fd is not in
- * the config; runc is told to pass it with `--preserve-fds`.
+ * The OCI runtime config for a pod. The pod directory is the bundle, so the paths here are
+ * relative to it: the pod keeps working when gc renames its directory. The one exception is the
+ * root overlay, whose options runc passes to the kernel as they are: they name `runDir`, where
+ * the pod's directory is whenever runc starts it (a pod runs only from run/). The lock fd is not
+ * in the config; runc is told to pass it with `--preserve-fds`.
  */
-export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
+export function buildOciConfig(manifest: PodManifest, runDir: string): Record<string, unknown> {
   const caps = [...defaultCapabilities];
   const namespaces: { type: string; path?: string }[] = [
     { type: 'pid' },
@@ -129,6 +133,15 @@ export function buildOciConfig(manifest: PodManifest): Record<string, unknown> {
     root: { path: podFiles.rootfs, readonly: false },
     hostname: manifest.hostname,
     mounts: [
+      // runc mounts this over the (empty) root.path inside the container's mount namespace.
+      {
+        destination: '/',
+        type: 'overlay',
+        source: 'overlay',
+        options: [
+          overlayOptions(manifest.image.rootfs, join(runDir, podFiles.upper), join(runDir, podFiles.work)),
+        ],
+      },
       ...standardMounts(),
       bindFile('/etc/hosts', podFiles.hosts),
       bindFile('/etc/hostname', podFiles.hostname),

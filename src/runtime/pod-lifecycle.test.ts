@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -38,6 +38,20 @@ async function startDetached(
   const location = { uuid: prepared.location.uuid, phase: 'run' as const };
   await runtime.startDetached(location, prepared.lockFd);
   return location.uuid;
+}
+
+/** Pids of the processes whose command line mentions `text` (the pod's uuid: holder, watcher, runc). */
+function pidsWithCmdline(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 function collectStream(): NodeJS.WritableStream & { text(): string } {
@@ -186,6 +200,64 @@ describe('detached pods and their lock', () => {
     assert.equal(done.exit?.exit_code, 137);
     assert.match(done.exit?.reason ?? '', /stage-1 holder was killed/);
     assert.deepEqual(mountsUnder(runtime.store.path({ uuid, phase: 'run' })), []);
+  });
+
+  it('the container itself holds the lock: with its holder, watcher and runc all killed, the pod still runs', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    const appPid = runtime.status(uuid).pid;
+    assert.ok(appPid);
+    // Everything of berth's and runc's that holds the lock fd, but not the container.
+    // The watcher first: once the holder is gone it would kill the app (the test above).
+    const watcher = pidsWithCmdline('berth-watcher').filter((pid) => pidsWithCmdline(uuid).includes(pid));
+    assert.equal(watcher.length, 1);
+    for (const pid of watcher) process.kill(pid, 'SIGKILL');
+    const outside = pidsWithCmdline(uuid).filter((pid) => pid !== appPid && !watcher.includes(pid));
+    assert.ok(outside.length >= 2, `the holder and runc hold the pod: ${outside.join(', ')}`);
+    for (const pid of outside) process.kill(pid, 'SIGKILL');
+    await sleep(200);
+    assert.equal(runtime.status(uuid).state, 'running', 'the app still holds the lock');
+    process.kill(appPid, 'SIGKILL');
+    const done = await runtime.waitExit(uuid, 20_000);
+    assert.equal(done.state, 'exited');
+  });
+
+  it('the lock fd the container holds reaches its own pod dir and nothing above it, read-only', async () => {
+    const runtime = newRuntime();
+    writeFileSync(join(runtime.dataDir, 'host-secret'), 'host only\n');
+    const script = [
+      'ls /proc/self/fd/3/../../..',
+      'cat /proc/self/fd/3/../../../host-secret 2>/dev/null || echo no-secret',
+      'touch /proc/self/fd/3/planted 2>&1 | grep -q "Read-only" && echo read-only',
+    ].join('; ');
+    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const stdout = collectStream();
+    await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: false,
+    });
+    const lines = stdout.text().split('\n');
+    assert.ok(lines.includes('pod.json'), `"../../.." of the fd is still the pod dir: ${stdout.text()}`);
+    assert.ok(!lines.includes('pods'), 'the data dir is out of reach');
+    assert.ok(lines.includes('no-secret'), 'a host file above the pod dir cannot be read');
+    assert.ok(lines.includes('read-only'), 'nothing can be written through the fd');
+    assert.ok(!existsSync(join(runtime.store.path(run), 'planted')));
+  });
+
+  it("the root overlay exists only in the container's mount namespace, and a missing workdir is made in it", async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, ['sh', '-c', 'grep "^overlay / " /proc/mounts; sleep 1000'], {
+      workdir: '/made/here',
+    });
+    const podPath = runtime.store.path({ uuid, phase: 'run' });
+    assert.deepEqual(mountsUnder(podPath), [], 'no host mount under the pod dir while it runs');
+    assert.ok(existsSync(join(podPath, 'upper/made/here')), 'the workdir went into the upper layer');
+    assert.ok(!existsSync(join(images.rootfs, 'made')), 'not into the image');
+    await runtime.stop(uuid, 1000);
+    assert.match(readFileSync(join(podPath, 'log'), 'utf8'), /^overlay \/ overlay /m);
   });
 
   it('a shared dir: host-written files the app sees at once, read-only, atomically replaced', async () => {

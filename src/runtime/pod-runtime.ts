@@ -10,6 +10,7 @@ import {
 } from '../core/index.js';
 import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
 import { detachNetwork, netnsPath, type PortPublish } from './cni-network.js';
+import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
@@ -196,7 +197,8 @@ export class PodRuntime {
         for (const [name, content] of Object.entries(options.sharedFiles ?? {}))
           writeFileAtomic(join(path, podFiles.shared, checkSharedName(name)), content);
       }
-      writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest)));
+      const runDir = this.store.path({ uuid, phase: 'run' });
+      writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest, runDir)));
       // pod.json last: its presence means the bundle is complete.
       writeFileAtomic(join(path, podFiles.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
       return { location, manifest, lockFd };
@@ -242,7 +244,8 @@ export class PodRuntime {
     }
     let lockFd: number;
     try {
-      lockFd = openDirFd(this.store.path(location));
+      // Passed into the container by stage 1: confined, like every pod's lock fd (pod-store.ts).
+      lockFd = openConfinedDirFd(this.store.path(location));
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') throw alreadyStarted();
       throw err;

@@ -6,12 +6,14 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../core/index.js';
-import { isLocked, openDirFd, tryLock } from './flock.js';
+import { openConfinedDirFd } from './confined-dir.js';
+import { isLocked, tryLock } from './flock.js';
 import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 import {
@@ -84,7 +86,14 @@ export class PodStore {
     const uuid = randomUUID();
     const embryo = podDir(this.dirs, 'embryo', uuid);
     mkdirSync(embryo);
-    const lockFd = openDirFd(embryo);
+    // The lock fd ends up inside the container (stage1.ts): confined, so it is no way out.
+    let lockFd: number;
+    try {
+      lockFd = openConfinedDirFd(embryo);
+    } catch (err) {
+      rmdirSync(embryo);
+      throw err;
+    }
     if (!tryLock(lockFd, 'exclusive')) {
       closeSync(lockFd);
       throw new BerthError('internal', `Cannot lock new pod ${uuid}: someone else holds its lock`);

@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
 import { attachNetwork, detachNetwork } from './cni-network.js';
-import { mountOverlay, unmountAll } from './mounts.js';
 import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
@@ -12,12 +11,14 @@ import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifes
  * Stage 1: runs the pod's app under runc while the pod's exclusive lock is held. The lock fd is
  * handed to runc as fd 3 and kept open in the container with `--preserve-fds 1` (the seed's
  * RKT_LOCK_FD contract), so the kernel drops the lock exactly when the last holder exits:
- * the container's processes, runc, this process, and the watcher below.
+ * the container's processes, runc, this process, and the watcher below. That fd was opened
+ * through a detached read-only mount of the pod dir (confined-dir.ts): in the container it
+ * reaches the pod's own directory and nothing above it.
  *
  * The watcher is a tiny shell that also holds the lock and reads a pipe from this process. If
  * this process dies (even by SIGKILL) the pipe closes, and the watcher kills the app, records why
- * in exit.json, unmounts the root and exits, and only then does the lock drop. So the exit record
- * is always written before the lock is released, and a dead holder never leaves a running orphan.
+ * in exit.json and exits, and only then does the lock drop. So the exit record is always
+ * written before the lock is released, and a dead holder never leaves a running orphan.
  */
 
 const watcherScript = `
@@ -30,7 +31,6 @@ runc --root "$1" delete --force "$2" >/dev/null 2>&1
 if [ ! -e "$3/exit.json" ]; then
   printf '{"exit_code":137,"finished_at":"%s","reason":"the stage-1 holder was killed, so berth killed the app"}\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$3/.exit.json.watcher" && mv "$3/.exit.json.watcher" "$3/exit.json"
 fi
-umount "$3/rootfs" >/dev/null 2>&1 || umount -l "$3/rootfs" >/dev/null 2>&1
 exit 0
 `;
 
@@ -63,7 +63,6 @@ function readRuncError(podPath: string): string {
 /** Runs the pod to completion and returns its exit record (already written to exit.json). */
 export async function runStage1(options: Stage1Options): Promise<PodExit> {
   const { dirs, podPath, manifest, lockFd } = options;
-  const rootfs = join(podPath, podFiles.rootfs);
   const exitPath = join(podPath, podFiles.exit);
   let startedAt: string | undefined;
   const finish = (exit: PodExit): PodExit => {
@@ -82,7 +81,6 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
-    mountOverlay(manifest.image.rootfs, join(podPath, podFiles.upper), join(podPath, podFiles.work), rootfs);
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
   } catch (err) {
     if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
@@ -94,10 +92,6 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       reason: err instanceof Error ? err.message : String(err),
     });
   }
-  // runc refuses a missing cwd; podman creates it, and so do we (inside the overlay, never the image).
-  const cwd = join(rootfs, manifest.app.cwd);
-  if (!existsSync(cwd)) mkdirSync(cwd, { recursive: true });
-
   const watcher = spawn(
     '/bin/sh',
     ['-c', watcherScript, 'berth-watcher', dirs.runc, manifest.uuid, podPath],
@@ -200,9 +194,9 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   if (!appStarted) options.onStarted?.(false);
   finish(exit);
   removePodCgroup(manifest.uuid);
-  // The exit record is down: the watcher may go, then the root is unmounted.
+  // The exit record is down: the watcher may go. The root overlay went with the container's
+  // mount namespace.
   watcher.stdin?.end('done\n');
-  unmountAll(podPath);
   if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
   return exit;
 }
