@@ -15,7 +15,7 @@ export function spawnBerth(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): ChildProcess {
-  return spawn(process.execPath, [binBerth, ...args], {
+  return spawn(binBerth, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
