@@ -40,7 +40,7 @@ describe('bin/berth', () => {
     const fakeBin = mkdtempSync(join(tmpdir(), 'berth-fake-node-'));
     writeFileSync(
       join(fakeBin, 'node'),
-      '#!/bin/sh\necho "script=${1##*/} ca=${NODE_EXTRA_CA_CERTS-unset}"\n',
+      '#!/bin/sh\nca=unset\n[ -n "$NODE_EXTRA_CA_CERTS" ] && ca=$NODE_EXTRA_CA_CERTS\necho "script=$(basename "$1") ca=$ca"\n',
       { mode: 0o755 },
     );
     try {
