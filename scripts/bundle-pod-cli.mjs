@@ -1,10 +1,13 @@
 // Bundles the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded modules
 // included) into one CommonJS file, dist/cli/pod-main.bundle.cjs, for bin/berth's hot path.
 // Runs after tsc on its output, so TypeScript has one compiler. Native addons stay outside.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const outfile = 'dist/cli/pod-main.bundle.cjs';
+// V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit).
+for (const name of readdirSync('dist/cli').filter((n) => n.endsWith('.v8cache')))
+  rmSync(`dist/cli/${name}`, { force: true });
 // import.meta does not exist in CommonJS. The modules on this path that use it (to find the
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
 // of one of them there, which resolves their relative paths alike, and refuse any other user.

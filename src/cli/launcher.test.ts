@@ -1,32 +1,32 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runBerth } from '../testing/berth-cli.js';
 import { podCommandNames } from './pod-main.js';
 
 const binBerth = fileURLToPath(new URL('../../bin/berth', import.meta.url));
-const binBerthMjs = fileURLToPath(new URL('../../bin/berth.mjs', import.meta.url));
-const bundle = fileURLToPath(new URL('./pod-main.bundle.cjs', import.meta.url));
+const distCli = fileURLToPath(new URL('.', import.meta.url));
+const bundle = join(distCli, 'pod-main.bundle.cjs');
 
-/** Node's own trace of CommonJS loads: whether bin/berth took the bundle. */
-async function loadsBundle(args: string[]): Promise<{ bundled: boolean; code: number | null }> {
-  const result = await runBerth(args, { NODE_DEBUG: 'module' });
-  return { bundled: result.stderr.includes('pod-main.bundle.cjs'), code: result.code };
+// A stand-in `node` first on PATH reports which entry bin/berth started it on, and with what.
+const fakeBin = mkdtempSync(join(tmpdir(), 'berth-fake-node-'));
+writeFileSync(
+  join(fakeBin, 'node'),
+  '#!/bin/sh\nca=unset\n[ -n "$NODE_EXTRA_CA_CERTS" ] && ca=$NODE_EXTRA_CA_CERTS\necho "entry=$(basename "$1") ca=$ca"\n',
+  { mode: 0o755 },
+);
+after(() => rmSync(fakeBin, { recursive: true, force: true }));
+
+async function startedWith(args: string[]): Promise<string> {
+  const env = { PATH: `${fakeBin}:${process.env.PATH ?? ''}`, NODE_EXTRA_CA_CERTS: '/ca.pem' };
+  return (await runBerth(args, env)).stdout.trim();
 }
 
 describe('bin/berth', () => {
-  it('sends exactly the pod commands to the bundle', () => {
-    const source = readFileSync(binBerthMjs, 'utf8');
-    const listed = /const podCommands = new Set\(\[([^\]]*)\]\)/.exec(source)?.[1];
-    assert.ok(listed, 'bin/berth.mjs names its pod commands');
-    const names = [...listed.matchAll(/'([^']+)'/g)].map((m) => m[1]);
-    assert.deepEqual(names.sort(), [...podCommandNames].sort());
-  });
-
-  it('starts exactly the pod commands without NODE_EXTRA_CA_CERTS (they make no TLS connection)', async () => {
+  it('names exactly the pod commands', () => {
     const listed = /^\s*(prepare \|[^)]*)\)/m.exec(readFileSync(binBerth, 'utf8'))?.[1];
     assert.ok(listed, 'bin/berth names its pod commands');
     assert.deepEqual(
@@ -36,48 +36,48 @@ describe('bin/berth', () => {
         .sort(),
       [...podCommandNames].sort(),
     );
-    // A stand-in `node` first on PATH reports what bin/berth started it with.
-    const fakeBin = mkdtempSync(join(tmpdir(), 'berth-fake-node-'));
-    writeFileSync(
-      join(fakeBin, 'node'),
-      '#!/bin/sh\nca=unset\n[ -n "$NODE_EXTRA_CA_CERTS" ] && ca=$NODE_EXTRA_CA_CERTS\necho "script=$(basename "$1") ca=$ca"\n',
-      { mode: 0o755 },
-    );
-    try {
-      const probe = async (args: string[]) =>
-        (
-          await runBerth(args, {
-            PATH: `${fakeBin}:${process.env.PATH ?? ''}`,
-            NODE_EXTRA_CA_CERTS: '/ca.pem',
-          })
-        ).stdout.trim();
-      assert.equal(await probe(['run', '--rm', 'bb']), 'script=berth.mjs ca=unset');
-      assert.equal(await probe(['gc']), 'script=berth.mjs ca=unset');
-      assert.equal(await probe(['image', 'pull', 'x']), 'script=berth.mjs ca=/ca.pem');
-      assert.equal(await probe(['server']), 'script=berth.mjs ca=/ca.pem');
-    } finally {
-      rmSync(fakeBin, { recursive: true, force: true });
-    }
   });
 
-  it('runs pod commands from the bundle, others from the ES modules, and a stale bundle not at all', async () => {
-    const current = await loadsBundle(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
-    assert.equal(current.code, 0);
-    assert.ok(current.bundled, 'list came from the bundle');
-    const other = await loadsBundle(['version']);
-    assert.equal(other.code, 0);
-    assert.ok(!other.bundled, 'version did not load the bundle');
+  it('starts the pod commands on the bundle without NODE_EXTRA_CA_CERTS, the others on the ES modules with it', async () => {
+    assert.equal(await startedWith(['run', '--rm', 'bb']), 'entry=berth-pod.cjs ca=unset');
+    assert.equal(await startedWith(['gc']), 'entry=berth-pod.cjs ca=unset');
+    assert.equal(await startedWith(['image', 'pull', 'x']), 'entry=berth.mjs ca=/ca.pem');
+    assert.equal(await startedWith(['server']), 'entry=berth.mjs ca=/ca.pem');
+    assert.equal(await startedWith([]), 'entry=berth.mjs ca=/ca.pem');
+  });
 
-    // A build that stopped after tsc: the bundle is older than pod-main.js, so it is not used.
+  it('a bundle older than tsc output (a build that stopped at tsc) is not used', async () => {
     const { atime, mtime } = statSync(bundle);
-    const old = new Date(statSync(fileURLToPath(new URL('./pod-main.js', import.meta.url))).mtimeMs - 60_000);
+    const old = new Date(statSync(join(distCli, 'pod-main.js')).mtimeMs - 60_000);
     utimesSync(bundle, old, old);
     try {
-      const stale = await loadsBundle(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
-      assert.equal(stale.code, 0);
-      assert.ok(!stale.bundled, 'a stale bundle was used');
+      assert.equal(await startedWith(['list']), 'entry=berth.mjs ca=unset');
+      const real = await runBerth(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
+      assert.equal(real.code, 0, real.stderr);
+      assert.equal(real.stdout.trim(), '[]');
     } finally {
       utimesSync(bundle, atime, mtime);
     }
+  });
+
+  it('a pod command leaves a V8 code cache for the bundle it ran, and the next ones run with it', async () => {
+    const caches = () => readdirSync(distCli).filter((n) => n.endsWith('.v8cache'));
+    for (const name of caches()) rmSync(join(distCli, name));
+    const { size, mtimeMs } = statSync(bundle);
+    const list = ['list', '--dir', '/nonexistent-berth-dir', '--format', 'json'];
+    const first = await runBerth(list);
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(caches(), [`pod-main.bundle.cjs.${size}-${Math.trunc(mtimeMs)}.v8cache`]);
+    const cache = join(distCli, caches()[0] ?? '');
+    const written = statSync(cache).mtimeMs;
+    const second = await runBerth(list);
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(second.stdout.trim(), '[]');
+    assert.equal(statSync(cache).mtimeMs, written, 'an accepted cache is not written again');
+    // A cache V8 refuses (here: garbage) is replaced, and the command still runs.
+    writeFileSync(cache, 'not a code cache');
+    const third = await runBerth(list);
+    assert.equal(third.code, 0, third.stderr);
+    assert.notEqual(readFileSync(cache, 'utf8').slice(0, 16), 'not a code cache');
   });
 });
