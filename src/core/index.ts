@@ -1,3 +1,4 @@
 export * from './atomic-write.js';
 export * from './berth-error.js';
 export * from './duration.js';
+export * from './remove-tree.js';

@@ -33,8 +33,11 @@ export function netnsName(uuid: string): string {
   return `berth-${uuid}`;
 }
 
+/** Where `ip netns` keeps named network namespaces. */
+export const netnsDir = '/var/run/netns';
+
 export function netnsPath(uuid: string): string {
-  return `/var/run/netns/${netnsName(uuid)}`;
+  return `${netnsDir}/${netnsName(uuid)}`;
 }
 
 export function podSubnet(): string {

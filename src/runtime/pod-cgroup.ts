@@ -19,8 +19,13 @@ function isV2(): boolean {
   return existsSync(join(cgroupRoot, 'cgroup.controllers'));
 }
 
+/** The directory holding every pod's cgroup (the memory hierarchy's on cgroup v1). */
+export function podCgroupsParent(): string {
+  return isV2() ? join(cgroupRoot, 'berth') : join(cgroupRoot, 'memory', 'berth');
+}
+
 function memoryDir(uuid: string): string {
-  return isV2() ? join(cgroupRoot, 'berth', uuid) : join(cgroupRoot, 'memory', 'berth', uuid);
+  return join(podCgroupsParent(), uuid);
 }
 
 /**

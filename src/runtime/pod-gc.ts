@@ -1,7 +1,7 @@
 import { closeSync, statSync } from 'node:fs';
 import { errnoCode } from '../core/index.js';
 import { openDirFd, tryLock } from './flock.js';
-import { mountPoints } from './mounts.js';
+import { listedLeftovers } from './pod-leftovers.js';
 import type { PodRuntime } from './pod-runtime.js';
 import type { PodPhase } from './pod-state.js';
 
@@ -99,9 +99,11 @@ export function collectGarbage(runtime: PodRuntime, options: GcOptions): GcRepor
   // Pass 2: sweep. Ages are measured now, after marking: a grace period of 0 sweeps what this
   // run marked, and a pod marked by a concurrent gc a moment ago is never swept early.
   const sweepNow = options.now ?? new Date();
-  const mounts = mountPoints();
+  const leftovers = listedLeftovers(store.dirs);
   const sweep = (uuid: string, phase: PodPhase) => {
-    if (withLock(store.path({ uuid, phase }), 'exclusive', () => runtime.destroy({ uuid, phase }, mounts))) {
+    if (
+      withLock(store.path({ uuid, phase }), 'exclusive', () => runtime.destroy({ uuid, phase }, leftovers))
+    ) {
       report.deleted.push(uuid);
     }
   };

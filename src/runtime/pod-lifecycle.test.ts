@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
-import { attachNetwork, detachNetwork, masqueradeRule, podSubnet } from './cni-network.js';
+import { attachNetwork, detachNetwork, masqueradeRule, netnsPath, podSubnet } from './cni-network.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
@@ -202,9 +202,9 @@ describe('detached pods and their lock', () => {
     assert.deepEqual(mountsUnder(runtime.store.path({ uuid, phase: 'run' })), []);
   });
 
-  it('the container itself holds the lock: with its holder, watcher and runc all killed, the pod still runs', async () => {
+  it('the container itself holds the lock: with its holder, watcher and runc all killed, the pod still runs; gc then cleans up after all of them', async () => {
     const runtime = newRuntime();
-    const uuid = await startDetached(runtime, ['sleep', '1000']);
+    const uuid = await startDetached(runtime, ['sleep', '1000'], { net: 'private' });
     const appPid = runtime.status(uuid).pid;
     assert.ok(appPid);
     // Everything of berth's and runc's that holds the lock fd, but not the container.
@@ -220,6 +220,16 @@ describe('detached pods and their lock', () => {
     process.kill(appPid, 'SIGKILL');
     const done = await runtime.waitExit(uuid, 20_000);
     assert.equal(done.state, 'exited');
+    // Nobody was left to clean up: runc's state, the netns and the cgroups are still there.
+    assert.ok(existsSync(join(runtime.store.dirs.runc, uuid)), "runc's state is left");
+    assert.ok(existsSync(netnsPath(uuid)), 'the netns is left');
+    assert.ok(podCgroupExists(uuid), 'the cgroup is left');
+    const report = collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 86_400_000 });
+    assert.deepEqual(report.deleted, [uuid]);
+    assert.ok(!existsSync(join(runtime.store.dirs.runc, uuid)));
+    assert.ok(!existsSync(netnsPath(uuid)));
+    assert.ok(!podCgroupExists(uuid));
+    assert.ok(!existsSync(runtime.store.path({ uuid, phase: 'exited-garbage' })));
   });
 
   it('the lock fd the container holds reaches its own pod dir and nothing above it, read-only', async () => {

@@ -9,14 +9,15 @@ import {
   writeFileAtomic,
 } from '../core/index.js';
 import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
-import { detachNetwork, netnsPath, type PortPublish } from './cni-network.js';
+import { detachNetwork, type PortPublish } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
 import { buildOciConfig } from './oci-config.js';
-import { podCgroupExists, removePodCgroup } from './pod-cgroup.js';
+import { removePodCgroup } from './pod-cgroup.js';
 import { obituariesDir, podFiles } from './pod-dirs.js';
+import { liveLeftovers, type PodLeftovers } from './pod-leftovers.js';
 import type { NetMode, PodExit, PodManifest, PodObituary } from './pod-manifest.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 import { resolveUser } from './user-spec.js';
@@ -456,25 +457,25 @@ export class PodRuntime {
   }
 
   /**
-   * Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. `mounts` is
-   * a snapshot of the host's mount points, so gc reads /proc/self/mountinfo once, not per pod.
+   * Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. `leftovers`
+   * says what the pod left on the host; gc passes one listing for its whole sweep.
    */
-  destroy(location: PodLocation, mounts?: readonly string[]): void {
+  destroy(location: PodLocation, leftovers: PodLeftovers = liveLeftovers(this.store.dirs)): void {
     const path = this.store.path(location);
-    unmountAll(path, mounts);
-    if (existsSync(netnsPath(location.uuid))) {
+    unmountAll(path, leftovers.mounts);
+    if (leftovers.hasNetns(location.uuid)) {
       // network.json without `masquerade`: attached by an older berth, with a NAT chain of its own.
       // No network.json at all: the holder died between attaching and recording it, so this berth.
       const network = this.store.readNetwork(location);
       const masquerade = network === undefined ? 'subnet' : (network.masquerade ?? 'per-pod');
       detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade);
     }
-    if (existsSync(join(this.store.dirs.runc, location.uuid))) {
+    if (leftovers.hasRuncState(location.uuid)) {
       spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {
         stdio: 'ignore',
       });
     }
-    if (podCgroupExists(location.uuid)) removePodCgroup(location.uuid);
+    if (leftovers.hasCgroup(location.uuid)) removePodCgroup(location.uuid);
     this.writeObituary(location, path);
     this.store.remove(location);
   }

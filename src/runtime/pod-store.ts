@@ -7,11 +7,10 @@ import {
   readFileSync,
   renameSync,
   rmdirSync,
-  rmSync,
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../core/index.js';
+import { BerthError, errnoCode, InvalidArgumentError, NotFoundError, removeTree } from '../core/index.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { isLocked, tryLock } from './flock.js';
 import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
@@ -119,7 +118,7 @@ export class PodStore {
     if (location.phase !== 'garbage' && location.phase !== 'exited-garbage') {
       throw new BerthError('internal', `Refusing to delete pod ${location.uuid} from ${location.phase}/`);
     }
-    rmSync(this.path(location), { recursive: true, force: true, maxRetries: 3 });
+    removeTree(this.path(location));
   }
 
   listPhase(phase: PodPhase): string[] {
