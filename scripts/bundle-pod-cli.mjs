@@ -1,46 +1,54 @@
-// Bundles the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded modules
-// included) into one CommonJS file, dist/cli/pod-main.bundle.cjs, for bin/berth's hot path.
-// Runs after tsc on its output, so TypeScript has one compiler. Native addons stay outside.
+// Bundles the hot paths into one CommonJS file each, after tsc and from its output (so TypeScript
+// has one compiler): the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded
+// modules included) into dist/cli/pod-main.bundle.cjs for bin/berth, and the detached stage-1
+// holder into dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached. Native addons
+// stay outside.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
-const outfile = 'dist/cli/pod-main.bundle.cjs';
 // V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit).
 for (const name of readdirSync('dist/cli').filter((n) => n.endsWith('.v8cache')))
   rmSync(`dist/cli/${name}`, { force: true });
-// import.meta does not exist in CommonJS. The modules on this path that use it (to find the
+
+// import.meta does not exist in CommonJS. The modules on these paths that use it (to find the
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
 // of one of them there, which resolves their relative paths alike, and refuse any other user.
 const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/confined-dir.js'];
-const result = await build({
-  entryPoints: ['dist/cli/pod-main.js'],
-  outfile,
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  external: ['fs-ext'],
-  banner: {
-    js: "const __podRuntimeUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, '..', 'runtime', 'pod-runtime.js')).href;",
-  },
-  define: { 'import.meta.url': '__podRuntimeUrl' },
-  metafile: true,
-  logLevel: 'warning',
-  // Only the define above may stand in for import.meta: a stray use is a build error, below.
-  logOverride: { 'empty-import-meta': 'silent' },
-});
-const strays = Object.keys(result.metafile.inputs).filter(
-  (input) => !importMetaUsers.includes(input) && readFileSync(input, 'utf8').includes('import.meta'),
-);
-if (strays.length > 0) {
-  console.error(`bundle-pod-cli: ${strays.join(', ')} use import.meta, which the bundle cannot give them`);
-  process.exit(1);
+
+async function bundle(entry, outfile, runtimeDirFromBundle) {
+  const result = await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external: ['fs-ext'],
+    banner: {
+      js: `const __podRuntimeUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, ${runtimeDirFromBundle}, 'pod-runtime.js')).href;`,
+    },
+    define: { 'import.meta.url': '__podRuntimeUrl' },
+    metafile: true,
+    logLevel: 'warning',
+    // Only the define above may stand in for import.meta: a stray use is a build error, below.
+    logOverride: { 'empty-import-meta': 'silent' },
+  });
+  const inputs = Object.keys(result.metafile.inputs);
+  const strays = inputs.filter(
+    (input) => !importMetaUsers.includes(input) && readFileSync(input, 'utf8').includes('import.meta'),
+  );
+  if (strays.length > 0) {
+    console.error(`bundle-pod-cli: ${strays.join(', ')} use import.meta, which the bundle cannot give them`);
+    process.exit(1);
+  }
+  const packages = [
+    ...new Set(inputs.filter((i) => i.startsWith('node_modules/')).map((i) => i.split('/')[1])),
+  ];
+  console.log(
+    `bundle-pod-cli: ${outfile} from ${inputs.length} modules` +
+      (packages.length > 0 ? ` (packages: ${packages.join(', ')})` : ''),
+  );
 }
-const inputs = Object.keys(result.metafile.inputs);
-const packages = [
-  ...new Set(inputs.filter((i) => i.startsWith('node_modules/')).map((i) => i.split('/')[1])),
-];
-console.log(
-  `bundle-pod-cli: ${outfile} from ${inputs.length} modules` +
-    (packages.length > 0 ? ` (packages: ${packages.join(', ')})` : ''),
-);
+
+await bundle('dist/cli/pod-main.js', 'dist/cli/pod-main.bundle.cjs', "'..', 'runtime'");
+await bundle('dist/runtime/stage1-holder-main.js', 'dist/runtime/stage1-holder.bundle.cjs', "'.'");

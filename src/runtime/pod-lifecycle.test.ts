@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -13,7 +22,7 @@ import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
 import { collectGarbage } from './pod-gc.js';
-import { PodRuntime } from './pod-runtime.js';
+import { holderEntry, PodRuntime } from './pod-runtime.js';
 
 /**
  * The runtime against real runc, real overlayfs and real flock(2). Pods come from a busybox
@@ -168,10 +177,25 @@ describe('run in the foreground', () => {
 describe('detached pods and their lock', () => {
   it('a detached pod runs with only the stage-1 holder left, status --wait blocks on the lock', async () => {
     const runtime = newRuntime();
-    const uuid = await startDetached(runtime, ['sh', '-c', 'sleep 0.5; exit 3']);
+    const caCerts = process.env.NODE_EXTRA_CA_CERTS;
+    process.env.NODE_EXTRA_CA_CERTS = '/nonexistent-ca.pem';
+    let uuid: string;
+    try {
+      uuid = await startDetached(runtime, ['sh', '-c', 'sleep 0.5; exit 3']);
+    } finally {
+      if (caCerts === undefined) delete process.env.NODE_EXTRA_CA_CERTS;
+      else process.env.NODE_EXTRA_CA_CERTS = caCerts;
+    }
     const running = runtime.status(uuid);
     assert.equal(running.state, 'running');
     assert.ok(running.pid !== null && running.pid > 0);
+    // The holder runs from its bundle, started without NODE_EXTRA_CA_CERTS (it makes no TLS call).
+    const holderPid = readFileSync(
+      join(runtime.store.path({ uuid, phase: 'run' }), 'holder.pid'),
+      'utf8',
+    ).trim();
+    assert.match(readFileSync(`/proc/${holderPid}/cmdline`, 'utf8'), /stage1-holder\.bundle\.cjs/);
+    assert.doesNotMatch(readFileSync(`/proc/${holderPid}/environ`, 'utf8'), /NODE_EXTRA_CA_CERTS/);
     const done = await runtime.waitExit(uuid);
     assert.equal(done.state, 'exited');
     assert.equal(done.exit?.exit_code, 3);
@@ -560,6 +584,22 @@ describe('networking', () => {
         .filter(Boolean);
       assert.ok(ifaces.includes('lo'));
       assert.equal(ifaces.length > 1, expectEth, `${net}: ${ifaces.join(',')}`);
+    }
+  });
+});
+
+describe('the stage-1 holder entry', () => {
+  it('is the bundle when it is at least as new as tsc output, else the ES module', () => {
+    const bundle = holderEntry();
+    assert.match(bundle, /stage1-holder\.bundle\.cjs$/);
+    const { atime, mtime } = statSync(bundle);
+    const main = bundle.replace('stage1-holder.bundle.cjs', 'stage1-holder-main.js');
+    const old = new Date(statSync(main).mtimeMs - 60_000);
+    utimesSync(bundle, old, old);
+    try {
+      assert.equal(holderEntry(), main);
+    } finally {
+      utimesSync(bundle, atime, mtime);
     }
   });
 });
