@@ -361,6 +361,27 @@ describe('races between real processes', () => {
     assert.match(losers[0]?.stderr ?? '', /already started/);
   });
 
+  it('a pod prepared by an older berth (its root overlay not in config.json) still runs', async () => {
+    const runtime = newRuntime();
+    const uuid = await runtime.prepareOnly('bb', {
+      args: ['sh', '-c', 'echo old-config > /made; cat /made'],
+    });
+    const configPath = join(runtime.store.path({ uuid, phase: 'prepared' }), 'config.json');
+    const config = JSON.parse(readFileSync(configPath, 'utf8')) as { mounts: { destination: string }[] };
+    config.mounts = config.mounts.filter((m) => m.destination !== '/');
+    writeFileSync(configPath, JSON.stringify(config));
+    const claimed = runtime.claimPrepared(uuid);
+    const stdout = collectStream();
+    const exit = await runForeground(runtime, claimed.location, claimed.manifest, claimed.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: false,
+    });
+    assert.equal(exit.exit_code, 0, exit.reason);
+    assert.equal(stdout.text(), 'old-config\n');
+    assert.ok(existsSync(join(runtime.store.path(claimed.location), 'upper/made')));
+  });
+
   it('kill -9 during prepare → prepare-failed → the next gc moves it to garbage and deletes it', async () => {
     const runtime = newRuntime();
     // A real process that is "preparing" (holds the lock in prepare/) when it is killed.

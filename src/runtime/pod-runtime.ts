@@ -264,7 +264,19 @@ export class PodRuntime {
         `Pod ${location.uuid} has no pod.json: it was not prepared completely`,
       );
     }
+    this.upgradeOciConfig(run, manifest);
     return { location: run, manifest, lockFd };
+  }
+
+  /**
+   * A pod prepared by a berth before 2026-11-24 has a config.json without the root overlay (stage
+   * 1 mounted it on the host then): written anew from its pod.json, it runs as any other.
+   */
+  private upgradeOciConfig(location: PodLocation, manifest: PodManifest): void {
+    const path = join(this.store.path(location), podFiles.ociConfig);
+    const config = JSON.parse(readFileSync(path, 'utf8')) as { mounts?: { destination?: string }[] };
+    if (config.mounts?.some((m) => m.destination === '/')) return;
+    writeFileAtomic(path, JSON.stringify(buildOciConfig(manifest, this.store.path(location))));
   }
 
   /**
