@@ -264,7 +264,15 @@ export class PodRuntime {
         `Pod ${location.uuid} has no pod.json: it was not prepared completely`,
       );
     }
-    this.upgradeOciConfig(run, manifest);
+    try {
+      this.upgradeOciConfig(run, manifest);
+    } catch (err) {
+      closeSync(lockFd);
+      throw new BerthError(
+        'internal',
+        `Pod ${location.uuid} has an unreadable config.json: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
     return { location: run, manifest, lockFd };
   }
 
