@@ -4,6 +4,7 @@ import { overlayOptions } from './mounts.js';
 import { appCgroupPath } from './pod-cgroup.js';
 import { podFiles } from './pod-dirs.js';
 import type { PodManifest } from './pod-manifest.js';
+import { defaultSeccompProfile } from './seccomp-profile.js';
 
 /**
  * containerd's default OCI spec capability set (what "the OCI default set" means in practice for
@@ -154,6 +155,7 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
       resources,
       maskedPaths,
       readonlyPaths,
+      seccomp: defaultSeccompProfile(),
     },
   };
 }

@@ -134,6 +134,26 @@ describe('run in the foreground', () => {
     assert.throws(() => runtime.status(run.uuid), /Cannot find pod/, '--rm removed the pod');
   });
 
+  it('the default seccomp profile: no user namespace (which needs no capability), everything ordinary still works', async () => {
+    const runtime = newRuntime();
+    const script = [
+      'unshare -U -r id 2>&1 | grep -q "Operation not permitted" && echo userns-refused',
+      'echo forked-$(sh -c "echo child")',
+      'echo data > /tmp/f && cat /tmp/f',
+    ].join('; ');
+    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const stdout = collectStream();
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: true,
+    });
+    assert.equal(exit.exit_code, 0);
+    assert.equal(stdout.text(), 'userns-refused\nforked-child\ndata\n');
+  });
+
   it('applies the memory limit (the kernel kills the app beyond it) and records the OOM kill', async (t) => {
     const runtime = newRuntime();
     const prepared = await runtime.prepare('bb', {
