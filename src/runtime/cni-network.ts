@@ -26,6 +26,8 @@ export interface NetworkAttachment {
   readonly address: string;
   readonly ports: readonly PortPublish[];
   readonly masquerade: Masquerade;
+  /** The host's end of the pod's veth pair, on the bridge (for `ip link show`). */
+  readonly hostInterface?: string;
 }
 
 /** The named netns of a pod; runc joins it by path, so it exists before the container does. */
@@ -42,6 +44,11 @@ export function netnsPath(uuid: string): string {
 
 export function podSubnet(): string {
   return process.env.BERTH_SUBNET ?? '10.213.0.0/16';
+}
+
+/** The host bridge every pod is attached to. */
+function bridgeName(): string {
+  return process.env.BERTH_BRIDGE ?? 'berth0';
 }
 
 function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
@@ -64,7 +71,7 @@ function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
     plugins: [
       {
         type: 'bridge',
-        bridge: process.env.BERTH_BRIDGE ?? 'berth0',
+        bridge: bridgeName(),
         isGateway: true,
         ipMasq: masquerade === 'per-pod',
         hairpinMode: true,
@@ -149,6 +156,7 @@ export function recheckSubnetMasquerade(): 'unused' | 'present' | 'added' {
 
 interface CniResult {
   readonly ips?: readonly { readonly address: string }[];
+  readonly interfaces?: readonly { readonly name: string; readonly sandbox?: string }[];
 }
 
 /** Execs one plugin as the CNI spec says: config on stdin, command and ids in the environment. */
@@ -223,17 +231,32 @@ export function attachNetwork(
     }
     prevResult = JSON.parse(stdout) as unknown;
   }
-  const address = ((prevResult as CniResult | undefined)?.ips?.[0]?.address ?? '').split('/')[0] ?? '';
-  return { netns: netnsPath(uuid), address, ports, masquerade };
+  const result = prevResult as CniResult | undefined;
+  const address = (result?.ips?.[0]?.address ?? '').split('/')[0] ?? '';
+  const hostInterface = result?.interfaces?.find((i) => !i.sandbox && i.name !== bridgeName())?.name;
+  return { netns: netnsPath(uuid), address, ports, masquerade, ...(hostInterface ? { hostInterface } : {}) };
 }
 
-/** CNI DEL in reverse order, then removes the netns. Idempotent: safe for gc to repeat. */
+/**
+ * CNI DEL in reverse order, and the netns removed. Idempotent: safe for gc to repeat.
+ *
+ * The netns goes before the bridge plugin's DEL: the kernel then tears the veth pair down with the
+ * namespace, in the background, and the plugin, finding no netns, only releases the address (as
+ * the CNI spec lets it). Deleting the veth itself, as the plugin does while the netns exists,
+ * waits for the kernel to quiesce the device: ~26 of ~33 ms per pod on the development machine.
+ * Pods with a NAT chain of their own (`per-pod`) keep the old order: the plugin removes that chain
+ * only while the netns still exists.
+ */
 export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
   const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
+  const removeNetns = () => {
+    if (existsSync(netnsPath(uuid))) spawnSync('ip', ['netns', 'del', netnsName(uuid)]);
+  };
   for (const plugin of [...config.plugins].reverse()) {
+    if (plugin.type === 'bridge' && masquerade === 'subnet') removeNetns();
     const stdin = JSON.stringify({ cniVersion: config.cniVersion, name: config.name, ...plugin });
     execPlugin('DEL', plugin, env, stdin);
   }
-  if (existsSync(netnsPath(uuid))) spawnSync('ip', ['netns', 'del', netnsName(uuid)]);
+  removeNetns();
 }

@@ -556,11 +556,21 @@ describe('networking', () => {
       }
     }
     assert.equal(body.trim(), info.manifest?.hostname);
+    const hostInterface = info.network?.host_interface;
+    assert.match(hostInterface ?? '', /^veth/, 'network.json names the host end of the veth pair');
+    assert.ok(existsSync(`/sys/class/net/${hostInterface}`));
     await runtime.stop(uuid, 1000);
     assert.ok(!existsSync(`/var/run/netns/berth-${uuid}`), 'the netns is gone');
+    assert.ok(
+      !existsSync(`/var/lib/cni/networks/berth/${info.network?.address}`),
+      'the address went back to host-local',
+    );
     await assert.rejects(
       fetch(`http://127.0.0.1:${hostPort}/hostname`, { signal: AbortSignal.timeout(2000) }),
     );
+    // The kernel removes the veth pair with the netns, in the background: soon, not at once.
+    for (let i = 0; i < 100 && existsSync(`/sys/class/net/${hostInterface}`); i++) await sleep(50);
+    assert.ok(!existsSync(`/sys/class/net/${hostInterface}`), 'the host end of the veth pair is gone');
   });
 
   it("--net private NATs through the subnet's one masquerade rule, which gc restores after a flush", async () => {

@@ -48,6 +48,8 @@ export interface PodNetwork {
   readonly address: string;
   readonly ports: readonly { readonly host_port: number; readonly container_port: number }[];
   readonly masquerade?: Masquerade;
+  /** The host's end of the pod's veth pair (absent in pods attached by an older berth). */
+  readonly host_interface?: string;
 }
 
 /** Written by the stage-1 holder once runc has started the app. */

@@ -78,6 +78,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
         address: attached.address,
         ports: attached.ports,
         masquerade: attached.masquerade,
+        ...(attached.hostInterface ? { host_interface: attached.hostInterface } : {}),
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
