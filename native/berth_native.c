@@ -1,5 +1,10 @@
 // berth's native addon: the few Linux system calls Node.js has no binding for.
 //
+// createNetns(dir, name) / deleteNetns(path) make and remove a named network namespace as
+// `ip netns add|del` do (a bind mount of the namespace on a file in a shared-propagation dir), in
+// this process rather than in two spawned ones per pod; the new namespace is made by a short-lived
+// thread, so node's own threads never leave the host's.
+//
 // openConfinedDir(path) opens a directory through a private, detached, read-only copy of its
 // mount (open_tree(2) with OPEN_TREE_CLONE, then mount_setattr(2)). The pod's lock fd is opened
 // this way because it is passed into the container (runc --preserve-fds): on a detached mount
@@ -9,9 +14,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <node_api.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -53,6 +62,8 @@ static const char *errno_code(int err) {
     case EINVAL: return "EINVAL";
     case EMFILE: return "EMFILE";
     case ENOMEM: return "ENOMEM";
+    case EEXIST: return "EEXIST";
+    case EBUSY: return "EBUSY";
     default: return "EUNKNOWN";
   }
 }
@@ -105,10 +116,107 @@ static napi_value open_confined_dir(napi_env env, napi_callback_info info) {
   return result;
 }
 
-static napi_value init(napi_env env, napi_value exports) {
+// Reads string argument `index` into `out`; false (with a TypeError thrown) if it is not one.
+static int string_arg(napi_env env, napi_value *argv, size_t argc, size_t index, char *out, size_t size,
+                      const char *usage) {
+  size_t length = 0;
+  if (index >= argc || napi_get_value_string_utf8(env, argv[index], out, size, &length) != napi_ok ||
+      length == 0 || length >= size - 1) {
+    napi_throw_type_error(env, NULL, usage);
+    return 0;
+  }
+  return 1;
+}
+
+// The dir holding named namespaces must propagate mounts (shared), so a namespace mounted there
+// later is seen by every mount namespace that copied it, runc's included. If it is not a mount
+// point yet, it becomes one by a bind mount onto itself.
+static int make_shared_dir(const char *dir) {
+  if (mkdir(dir, 0755) < 0 && errno != EEXIST) return errno;
+  for (int attempt = 0;; attempt++) {
+    if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0) return 0;
+    if (errno != EINVAL || attempt > 0) return errno;
+    if (mount(dir, dir, "none", MS_BIND | MS_REC, NULL) < 0) return errno;
+  }
+}
+
+struct netns_job {
+  const char *path;
+  int err;
+  const char *step;
+};
+
+// Runs on a thread of its own: unshare(CLONE_NEWNET) moves only the calling thread, and the bind
+// mount keeps the namespace alive once the thread has ended.
+static void *netns_thread(void *arg) {
+  struct netns_job *job = arg;
+  if (unshare(CLONE_NEWNET) < 0) {
+    job->err = errno;
+    job->step = "unshare";
+  } else if (mount("/proc/thread-self/ns/net", job->path, "none", MS_BIND, NULL) < 0) {
+    job->err = errno;
+    job->step = "mount";
+  }
+  return NULL;
+}
+
+static napi_value create_netns(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  static const char *usage = "createNetns(dir, name): dir and name must be non-empty strings";
+  char dir[2048], name[256], path[2400];
+  if (!string_arg(env, argv, argc, 0, dir, sizeof dir, usage) ||
+      !string_arg(env, argv, argc, 1, name, sizeof name, usage))
+    return NULL;
+  if (strchr(name, '/') != NULL) {
+    napi_throw_type_error(env, NULL, "createNetns(dir, name): name must not contain '/'");
+    return NULL;
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int err = make_shared_dir(dir);
+  if (err != 0) return throw_errno(env, err, "mount --make-shared", dir);
+  int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+  if (fd < 0) return throw_errno(env, errno, "create", path);
+  close(fd);
+  struct netns_job job = {.path = path, .err = 0, .step = NULL};
+  pthread_t thread;
+  err = pthread_create(&thread, NULL, netns_thread, &job);
+  if (err == 0) err = pthread_join(thread, NULL);
+  else job.step = "pthread_create";
+  if (err == 0 && job.err != 0) err = job.err;
+  if (err != 0) {
+    unlink(path);
+    return throw_errno(env, err, job.step ? job.step : "pthread_join", path);
+  }
+  return NULL;
+}
+
+// Unmounts (lazily: a process may still be in it) and removes a named namespace; a missing one is
+// no error.
+static napi_value delete_netns(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  char path[2400];
+  if (!string_arg(env, argv, argc, 0, path, sizeof path, "deleteNetns(path): path must be a non-empty string"))
+    return NULL;
+  if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+    return throw_errno(env, errno, "umount", path);
+  if (unlink(path) < 0 && errno != ENOENT) return throw_errno(env, errno, "unlink", path);
+  return NULL;
+}
+
+static void export_function(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
-  napi_create_function(env, "openConfinedDir", NAPI_AUTO_LENGTH, open_confined_dir, NULL, &fn);
-  napi_set_named_property(env, exports, "openConfinedDir", fn);
+  napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn);
+  napi_set_named_property(env, exports, name, fn);
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  export_function(env, exports, "openConfinedDir", open_confined_dir);
+  export_function(env, exports, "createNetns", create_netns);
+  export_function(env, exports, "deleteNetns", delete_netns);
   return exports;
 }
 

@@ -13,7 +13,7 @@ for (const name of readdirSync('dist/cli').filter((n) => n.endsWith('.v8cache'))
 // import.meta does not exist in CommonJS. The modules on these paths that use it (to find the
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
 // of one of them there, which resolves their relative paths alike, and refuse any other user.
-const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/confined-dir.js'];
+const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/native-addon.js'];
 
 async function bundle(entry, outfile, runtimeDirFromBundle) {
   const result = await build({

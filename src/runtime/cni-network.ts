@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError } from '../core/index.js';
+import { BerthError, errnoCode } from '../core/index.js';
+import { nativeAddon } from './native-addon.js';
 import type { Masquerade } from './pod-manifest.js';
 
 /**
@@ -200,9 +201,15 @@ export function attachNetwork(
     );
   }
   if (masquerade === 'subnet') ensureSubnetMasquerade();
-  const add = spawnSync('ip', ['netns', 'add', netnsName(uuid)], { encoding: 'utf8' });
-  if (add.status !== 0 && !/File exists/.test(add.stderr)) {
-    throw new BerthError('internal', `Cannot create network namespace for pod ${uuid}: ${add.stderr.trim()}`);
+  try {
+    nativeAddon().createNetns(netnsDir, netnsName(uuid));
+  } catch (err) {
+    // EEXIST: a retry after a crash between creating it and recording the network; use it.
+    if (errnoCode(err) !== 'EEXIST')
+      throw new BerthError(
+        'internal',
+        `Cannot create network namespace for pod ${uuid}: ${err instanceof Error ? err.message : String(err)}`,
+      );
   }
   const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
@@ -250,9 +257,7 @@ export function attachNetwork(
 export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
   const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
-  const removeNetns = () => {
-    if (existsSync(netnsPath(uuid))) spawnSync('ip', ['netns', 'del', netnsName(uuid)]);
-  };
+  const removeNetns = () => nativeAddon().deleteNetns(netnsPath(uuid));
   for (const plugin of [...config.plugins].reverse()) {
     if (plugin.type === 'bridge' && masquerade === 'subnet') removeNetns();
     const stdin = JSON.stringify({ cniVersion: config.cniVersion, name: config.name, ...plugin });

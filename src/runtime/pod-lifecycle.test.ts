@@ -81,6 +81,12 @@ after(() => {
       for (const id of readdirSync(runcRoot))
         spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
     }
+    // What a killed holder left on the host (netns, address, cgroups) goes as gc would take it.
+    try {
+      collectGarbage(new PodRuntime(dir, images), { gracePeriodMs: 0, expirePreparedMs: 0 });
+    } catch {
+      // A dir a test left half made: removed below all the same.
+    }
     for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point]);
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,0 +1,32 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { BerthError } from '../core/index.js';
+
+/**
+ * berth's native addon (native/berth_native.c): the Linux system calls Node has no binding for.
+ * Errors carry the errno's name as `code` (ENOENT, EEXIST …), as Node's fs errors do.
+ */
+export interface BerthNative {
+  /** An fd of the directory through a detached read-only copy of its mount (confined-dir.ts). */
+  openConfinedDir(path: string): number;
+  /** `ip netns add`: a new network namespace bind-mounted on `dir/name`. EEXIST if it is there. */
+  createNetns(dir: string, name: string): void;
+  /** `ip netns del`: unmounts and removes it; a missing one is no error. */
+  deleteNetns(path: string): void;
+}
+
+// build/ is beside dist/; this module sits in dist/runtime/ (the bundles give it that same URL),
+// so the addon is two levels up either way.
+const addonPath = new URL('../../build/Release/berth_native.node', import.meta.url).pathname;
+let addon: BerthNative | undefined;
+
+export function nativeAddon(): BerthNative {
+  if (addon) return addon;
+  if (!existsSync(addonPath))
+    throw new BerthError(
+      'internal',
+      `berth's native addon is missing (${addonPath}): run \`npm run build\` in berth's directory`,
+    );
+  addon = createRequire(import.meta.url)(addonPath) as BerthNative;
+  return addon;
+}
