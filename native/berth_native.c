@@ -84,17 +84,25 @@ static napi_value throw_errno(napi_env env, int err, const char *step, const cha
   return NULL;
 }
 
+// Reads string argument `index` into `out`; false (with a TypeError thrown) if it is not one.
+static int string_arg(napi_env env, napi_value *argv, size_t argc, size_t index, char *out, size_t size,
+                      const char *usage) {
+  size_t length = 0;
+  if (index >= argc || napi_get_value_string_utf8(env, argv[index], out, size, &length) != napi_ok ||
+      length == 0 || length >= size - 1) {
+    napi_throw_type_error(env, NULL, usage);
+    return 0;
+  }
+  return 1;
+}
+
 static napi_value open_confined_dir(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   char path[4097];
-  size_t length = 0;
-  if (argc < 1 || napi_get_value_string_utf8(env, argv[0], path, sizeof path, &length) != napi_ok ||
-      length == 0 || length >= sizeof path - 1) {
-    napi_throw_type_error(env, NULL, "openConfinedDir(path): path must be a non-empty string");
+  if (!string_arg(env, argv, argc, 0, path, sizeof path, "openConfinedDir(path): path must be a non-empty string"))
     return NULL;
-  }
   int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (tree < 0) return throw_errno(env, errno, "open_tree", path);
   struct berth_mount_attr attr = {
@@ -114,18 +122,6 @@ static napi_value open_confined_dir(napi_env env, napi_callback_info info) {
   napi_value result;
   napi_create_int32(env, fd, &result);
   return result;
-}
-
-// Reads string argument `index` into `out`; false (with a TypeError thrown) if it is not one.
-static int string_arg(napi_env env, napi_value *argv, size_t argc, size_t index, char *out, size_t size,
-                      const char *usage) {
-  size_t length = 0;
-  if (index >= argc || napi_get_value_string_utf8(env, argv[index], out, size, &length) != napi_ok ||
-      length == 0 || length >= size - 1) {
-    napi_throw_type_error(env, NULL, usage);
-    return 0;
-  }
-  return 1;
 }
 
 // The dir holding named namespaces must propagate mounts (shared), so a namespace mounted there
