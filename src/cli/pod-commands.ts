@@ -10,6 +10,7 @@ import {
   noteStart,
   podDropbox,
 } from '../history/direct-pod-history.js';
+import type { NetworkAttachment } from '../runtime/cni-network.js';
 import { podFiles } from '../runtime/pod-dirs.js';
 import type { NetMode, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
 import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
@@ -103,7 +104,12 @@ function requireImage(ctx: CommandContext): string {
 async function runLocation(
   runtime: PodRuntime,
   ctx: CommandContext,
-  claimed: { location: PodLocation; manifest: PodManifest; lockFd: number },
+  claimed: {
+    location: PodLocation;
+    manifest: PodManifest;
+    lockFd: number;
+    network?: Promise<NetworkAttachment>;
+  },
   opts: { detach: boolean; remove: boolean },
 ): Promise<number> {
   let location = claimed.location;
@@ -127,6 +133,7 @@ async function runLocation(
   const { runForeground } = await import('../runtime/foreground-run.js');
   const dir = runtime.store.path(run);
   const exit = await runForeground(runtime, run, claimed.manifest, claimed.lockFd, {
+    ...(claimed.network ? { network: claimed.network } : {}),
     stdout: ctx.stdout,
     stderr: ctx.stderr,
     remove: opts.remove,
@@ -180,12 +187,14 @@ const run: CommandSpec = {
   outlivesReader: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
-    const prepared = await runtime.prepare(requireImage(ctx), prepareOptions(ctx));
-    noteLaunch(podDropbox(dataDir(ctx.values)), prepared.location.uuid, prepared.manifest);
-    return runLocation(runtime, ctx, prepared, {
-      detach: booleanOption(ctx.values, 'detach'),
-      remove: booleanOption(ctx.values, 'rm'),
+    const detach = booleanOption(ctx.values, 'detach');
+    // In the foreground this process is stage 1: its CNI plugins may run while the pod is made.
+    const prepared = await runtime.prepare(requireImage(ctx), {
+      ...prepareOptions(ctx),
+      attachNetworkNow: !detach,
     });
+    noteLaunch(podDropbox(dataDir(ctx.values)), prepared.location.uuid, prepared.manifest);
+    return runLocation(runtime, ctx, prepared, { detach, remove: booleanOption(ctx.values, 'rm') });
   },
 };
 

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, errnoCode } from '../core/index.js';
@@ -160,19 +160,68 @@ interface CniResult {
   readonly interfaces?: readonly { readonly name: string; readonly sandbox?: string }[];
 }
 
-/** Execs one plugin as the CNI spec says: config on stdin, command and ids in the environment. */
-function execPlugin(
-  command: 'ADD' | 'DEL',
-  plugin: Record<string, unknown>,
-  env: Record<string, string>,
-  stdin: string,
-): { code: number | null; stdout: string } {
-  const result = spawnSync(join(cniPluginDir, String(plugin.type)), [], {
-    env: { ...env, CNI_COMMAND: command },
-    input: stdin,
-    encoding: 'utf8',
-  });
-  return { code: result.status, stdout: result.stdout ?? '' };
+/** One plugin exec, as the CNI spec says: config on stdin, command and ids in the environment. */
+interface PluginCall {
+  readonly command: 'ADD' | 'DEL';
+  readonly plugin: Record<string, unknown>;
+  readonly env: Record<string, string>;
+  readonly stdin: string;
+}
+
+interface PluginOutcome {
+  readonly code: number | null;
+  readonly stdout: string;
+}
+
+/**
+ * Attach and detach are written once, as generators that yield the plugin execs they need and
+ * get each outcome back; `runNow` drives one with blocking execs (gc, destroy), `runInBackground`
+ * with child processes, so stage 1 can do other work while a plugin runs.
+ */
+type Steps<T> = Generator<PluginCall, T, PluginOutcome>;
+
+function pluginPath(call: PluginCall): string {
+  return join(cniPluginDir, String(call.plugin.type));
+}
+
+function runNow<T>(steps: Steps<T>): T {
+  let step = steps.next();
+  while (!step.done) {
+    const call = step.value;
+    const result = spawnSync(pluginPath(call), [], {
+      env: { ...call.env, CNI_COMMAND: call.command },
+      input: call.stdin,
+      encoding: 'utf8',
+    });
+    step = steps.next({ code: result.status, stdout: result.stdout ?? '' });
+  }
+  return step.value;
+}
+
+async function runInBackground<T>(steps: Steps<T>): Promise<T> {
+  let step = steps.next();
+  while (!step.done) {
+    const call = step.value;
+    const outcome = await new Promise<PluginOutcome>((resolve) => {
+      const child = spawn(pluginPath(call), [], {
+        env: { ...call.env, CNI_COMMAND: call.command },
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
+      let stdout = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (chunk: string) => {
+        stdout += chunk;
+      });
+      child.once('error', () => resolve({ code: null, stdout }));
+      child.once('close', (code) => resolve({ code, stdout }));
+      child.stdin.on('error', () => {
+        // The plugin exited without reading its config: its exit code says what happened.
+      });
+      child.stdin.end(call.stdin);
+    });
+    step = steps.next(outcome);
+  }
+  return step.value;
 }
 
 function pluginEnv(uuid: string): Record<string, string> {
@@ -185,15 +234,11 @@ function pluginEnv(uuid: string): Record<string, string> {
   };
 }
 
-/**
- * Creates the pod's netns and runs CNI ADD through the plugin chain. `per-pod` masquerade is how
- * berth attached pods before the subnet rule; kept so that path's teardown stays testable.
- */
-export function attachNetwork(
+function* attachSteps(
   uuid: string,
   ports: readonly PortPublish[],
-  masquerade: Masquerade = 'subnet',
-): NetworkAttachment {
+  masquerade: Masquerade,
+): Steps<NetworkAttachment> {
   if (!existsSync(join(cniPluginDir, 'bridge'))) {
     throw new BerthError(
       'unavailable',
@@ -221,9 +266,9 @@ export function attachNetwork(
       ...plugin,
       ...(prevResult ? { prevResult } : {}),
     });
-    const { code, stdout } = execPlugin('ADD', plugin, env, stdin);
+    const { code, stdout } = yield { command: 'ADD', plugin, env, stdin };
     if (code !== 0) {
-      detachNetwork(uuid, ports, masquerade);
+      yield* detachSteps(uuid, ports, masquerade);
       let message = stdout.trim();
       try {
         const parsed = JSON.parse(stdout) as { msg?: string; details?: string };
@@ -244,24 +289,52 @@ export function attachNetwork(
   return { netns: netnsPath(uuid), address, ports, masquerade, ...(hostInterface ? { hostInterface } : {}) };
 }
 
-/**
- * CNI DEL in reverse order, and the netns removed. Idempotent: safe for gc to repeat.
- *
- * The netns goes before the bridge plugin's DEL: the kernel then tears the veth pair down with the
- * namespace, in the background, and the plugin, finding no netns, only releases the address (as
- * the CNI spec lets it). Deleting the veth itself, as the plugin does while the netns exists,
+/*
+ * Teardown removes the netns before the bridge plugin's DEL: the kernel drops the veth pair with
+ * the namespace, in the background, and the plugin, finding no netns, only releases the address
+ * (as the CNI spec lets it). Deleting the veth itself, as the plugin does while the netns exists,
  * waits for the kernel to quiesce the device: ~26 of ~33 ms per pod on the development machine.
  * Pods with a NAT chain of their own (`per-pod`) keep the old order: the plugin removes that chain
  * only while the netns still exists.
  */
-export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
+function* detachSteps(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): Steps<void> {
   const config = networkConfig(ports, masquerade);
   const env = pluginEnv(uuid);
   const removeNetns = () => nativeAddon().deleteNetns(netnsPath(uuid));
   for (const plugin of [...config.plugins].reverse()) {
     if (plugin.type === 'bridge' && masquerade === 'subnet') removeNetns();
     const stdin = JSON.stringify({ cniVersion: config.cniVersion, name: config.name, ...plugin });
-    execPlugin('DEL', plugin, env, stdin);
+    yield { command: 'DEL', plugin, env, stdin };
   }
   removeNetns();
+}
+
+/**
+ * Creates the pod's netns and runs CNI ADD through the plugin chain. `per-pod` masquerade is how
+ * berth attached pods before the subnet rule; kept so that path's teardown stays testable.
+ */
+export function attachNetwork(
+  uuid: string,
+  ports: readonly PortPublish[],
+  masquerade: Masquerade = 'subnet',
+): NetworkAttachment {
+  return runNow(attachSteps(uuid, ports, masquerade));
+}
+
+/** attachNetwork with the plugins run as child processes while the caller goes on. */
+export function attachNetworkInBackground(
+  uuid: string,
+  ports: readonly PortPublish[],
+): Promise<NetworkAttachment> {
+  return runInBackground(attachSteps(uuid, ports, 'subnet'));
+}
+
+/** CNI DEL in reverse order, and the netns removed. Idempotent: safe for gc to repeat. */
+export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
+  runNow(detachSteps(uuid, ports, masquerade));
+}
+
+/** detachNetwork with the plugins run as child processes while the caller goes on. */
+export function detachNetworkInBackground(uuid: string, ports: readonly PortPublish[]): Promise<void> {
+  return runInBackground(detachSteps(uuid, ports, 'subnet'));
 }

@@ -1,5 +1,6 @@
 import { closeSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
+import type { NetworkAttachment } from './cni-network.js';
 import { podFiles } from './pod-dirs.js';
 import type { PodExit, PodManifest } from './pod-manifest.js';
 import type { PodRuntime } from './pod-runtime.js';
@@ -21,6 +22,8 @@ export async function runForeground(
     readonly remove: boolean;
     /** Runs once the pod has exited and its log is complete, before `remove` deletes it. */
     readonly onExit?: (exit: PodExit) => void | Promise<void>;
+    /** A `--net private` attach started while the pod was prepared (see `PrepareOptions`). */
+    readonly network?: Promise<NetworkAttachment>;
   },
 ): Promise<PodExit> {
   const podPath = runtime.store.path(location);
@@ -32,6 +35,7 @@ export async function runForeground(
     manifest,
     lockFd,
     output: 'pipe',
+    ...(io.network ? { network: io.network } : {}),
     onSpawn: (child) => {
       for (const [source, sink] of [
         [child.stdout, io.stdout],

@@ -618,6 +618,38 @@ describe('networking', () => {
     assert.ok(!existsSync(`/var/run/netns/berth-${uuid}`), 'the netns is gone');
   });
 
+  it('an attach started while the pod is prepared is undone when the prepare fails, and used when it succeeds', async () => {
+    const runtime = newRuntime();
+    await assert.rejects(
+      runtime.prepare('bb', { args: ['true'], workdir: 'relative', attachNetworkNow: true }),
+      {
+        message: /workdir/,
+      },
+    );
+    const [failed] = runtime.store.listPhase('prepare');
+    assert.ok(failed, 'the failed prepare is left for gc');
+    assert.ok(!existsSync(netnsPath(failed)), 'its netns was removed');
+
+    const prepared = await runtime.prepare('bb', {
+      args: ['sh', '-c', 'ip -o -4 addr show eth0 | grep -o "inet [0-9.]*"'],
+      attachNetworkNow: true,
+    });
+    assert.ok(prepared.network, 'the attach came back with the pod');
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
+    const stdout = collectStream();
+    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+      stdout,
+      stderr: collectStream(),
+      remove: false,
+      network: prepared.network,
+    });
+    assert.equal(exit.exit_code, 0, exit.reason);
+    const address = runtime.status(run.uuid).network?.address;
+    assert.equal(stdout.text().trim(), `inet ${address}`);
+    assert.ok(!existsSync(netnsPath(run.uuid)), 'torn down after');
+  });
+
   it('--net none: only loopback; --net host: the host network', async () => {
     const runtime = newRuntime();
     for (const [net, expectEth] of [

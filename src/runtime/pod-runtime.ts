@@ -9,7 +9,12 @@ import {
   writeFileAtomic,
 } from '../core/index.js';
 import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
-import { detachNetwork, type PortPublish } from './cni-network.js';
+import {
+  attachNetworkInBackground,
+  detachNetwork,
+  type NetworkAttachment,
+  type PortPublish,
+} from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
@@ -33,6 +38,12 @@ export interface PrepareOptions extends AppOverrides {
   readonly sharedDir?: string;
   /** Files the shared dir starts with, by name. */
   readonly sharedFiles?: Readonly<Record<string, string>>;
+  /**
+   * `--net private` pods about to run in this process: start attaching the network now, so the
+   * CNI plugins run while the pod's files are written. The attach comes back as `network`, for
+   * stage 1; whoever gets it owns the pod's network from then on.
+   */
+  readonly attachNetworkNow?: boolean;
 }
 
 /**
@@ -141,7 +152,12 @@ export class PodRuntime {
   async prepare(
     imageRef: string,
     options: PrepareOptions,
-  ): Promise<{ location: PodLocation; manifest: PodManifest; lockFd: number }> {
+  ): Promise<{
+    location: PodLocation;
+    manifest: PodManifest;
+    lockFd: number;
+    network?: Promise<NetworkAttachment>;
+  }> {
     if ((options.ports?.length ?? 0) > 0 && (options.net ?? 'private') !== 'private') {
       throw new InvalidArgumentError('Publishing ports needs --net private', { flag: 'publish' });
     }
@@ -166,6 +182,13 @@ export class PodRuntime {
     });
     const { uuid, lockFd } = this.store.createPreparing();
     const location: PodLocation = { uuid, phase: 'prepare' };
+    const ports = options.ports ?? [];
+    const network =
+      options.attachNetworkNow && (options.net ?? 'private') === 'private'
+        ? attachNetworkInBackground(uuid, ports)
+        : undefined;
+    // Awaited by stage 1 (or below); until then a failure must not count as an unhandled rejection.
+    network?.catch(() => undefined);
     try {
       const path = this.store.path(location);
       const hostname = options.name ?? uuid.slice(0, 12);
@@ -182,7 +205,7 @@ export class PodRuntime {
           user,
         },
         net: options.net ?? 'private',
-        ports: options.ports ?? [],
+        ports,
         memoryBytes: options.memoryBytes ?? null,
         pidsLimit: options.pidsLimit ?? null,
         labels: options.labels ?? {},
@@ -202,8 +225,12 @@ export class PodRuntime {
       writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest, runDir)));
       // pod.json last: its presence means the bundle is complete.
       writeFileAtomic(join(path, podFiles.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
-      return { location, manifest, lockFd };
+      return { location, manifest, lockFd, ...(network ? { network } : {}) };
     } catch (err) {
+      if (network) {
+        await network.catch(() => undefined);
+        detachNetwork(uuid, ports, 'subnet');
+      }
       closeSync(lockFd); // unlocked in prepare/ = prepare-failed, exactly as the seed says
       throw err;
     }

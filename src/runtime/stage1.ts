@@ -2,7 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
-import { attachNetwork, detachNetwork } from './cni-network.js';
+import {
+  attachNetworkInBackground,
+  detachNetwork,
+  detachNetworkInBackground,
+  type NetworkAttachment,
+} from './cni-network.js';
 import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
@@ -45,6 +50,11 @@ export interface Stage1Options {
   readonly onStarted?: (started: boolean) => void;
   /** Foreground only: receives the runc child to tee its output. */
   readonly onSpawn?: (child: ChildProcess) => void;
+  /**
+   * `--net private`: an attach the caller started while it prepared the pod (the CNI plugins run
+   * as child processes meanwhile). Without it, stage 1 attaches the pod itself.
+   */
+  readonly network?: Promise<NetworkAttachment>;
 }
 
 function readRuncError(podPath: string): string {
@@ -71,9 +81,16 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     return record;
   };
 
+  const attaching =
+    manifest.net === 'private'
+      ? (options.network ?? attachNetworkInBackground(manifest.uuid, manifest.ports))
+      : undefined;
+  // Awaited below; until then a failure must not count as an unhandled rejection.
+  attaching?.catch(() => undefined);
   try {
-    if (manifest.net === 'private') {
-      const attached = attachNetwork(manifest.uuid, manifest.ports);
+    preparePodCgroup(manifest.uuid, manifest.memoryBytes);
+    if (attaching) {
+      const attached = await attaching;
       const network: PodNetwork = {
         address: attached.address,
         ports: attached.ports,
@@ -82,7 +99,6 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
-    preparePodCgroup(manifest.uuid, manifest.memoryBytes);
   } catch (err) {
     if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
     removePodCgroup(manifest.uuid);
@@ -194,11 +210,14 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     };
   if (!appStarted) options.onStarted?.(false);
   finish(exit);
+  // The exit record is down: the network goes (its plugins run meanwhile), then the cgroup, and
+  // the watcher may go. The root overlay went with the container's mount namespace.
+  const detaching =
+    manifest.net === 'private' ? detachNetworkInBackground(manifest.uuid, manifest.ports) : undefined;
+  detaching?.catch(() => undefined);
   removePodCgroup(manifest.uuid);
-  // The exit record is down: the watcher may go. The root overlay went with the container's
-  // mount namespace.
   watcher.stdin?.end('done\n');
-  if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
+  await detaching;
   return exit;
 }
 
