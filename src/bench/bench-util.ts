@@ -1,9 +1,13 @@
 import { spawnSync } from 'node:child_process';
 
-/** Runs `fn` `runs` times and returns the median wall time in ms. */
-export function medianMs(runs: number, fn: () => void): number {
+/**
+ * Runs `fn` `runs` times and returns the median wall time in ms. `before`, when given, runs ahead
+ * of each timed call, untimed (to time a command in the state another one leaves the machine in).
+ */
+export function medianMs(runs: number, fn: () => void, before?: () => void): number {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
+    before?.();
     const start = process.hrtime.bigint();
     fn();
     times.push(Number(process.hrtime.bigint() - start) / 1e6);
