@@ -96,12 +96,17 @@ static int string_arg(napi_env env, napi_value *argv, size_t argc, size_t index,
   return 1;
 }
 
-static napi_value open_confined_dir(napi_env env, napi_callback_info info) {
+// For the functions of one path argument: reads it into `out`, or throws a TypeError with `usage`.
+static int path_arg(napi_env env, napi_callback_info info, char *out, size_t size, const char *usage) {
   size_t argc = 1;
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  return string_arg(env, argv, argc, 0, out, size, usage);
+}
+
+static napi_value open_confined_dir(napi_env env, napi_callback_info info) {
   char path[4097];
-  if (!string_arg(env, argv, argc, 0, path, sizeof path, "openConfinedDir(path): path must be a non-empty string"))
+  if (!path_arg(env, info, path, sizeof path, "openConfinedDir(path): path must be a non-empty string"))
     return NULL;
   int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (tree < 0) return throw_errno(env, errno, "open_tree", path);
@@ -191,11 +196,8 @@ static napi_value create_netns(napi_env env, napi_callback_info info) {
 // Unmounts (lazily: a process may still be in it) and removes a named namespace; a missing one is
 // no error.
 static napi_value delete_netns(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   char path[2400];
-  if (!string_arg(env, argv, argc, 0, path, sizeof path, "deleteNetns(path): path must be a non-empty string"))
+  if (!path_arg(env, info, path, sizeof path, "deleteNetns(path): path must be a non-empty string"))
     return NULL;
   if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
     return throw_errno(env, errno, "umount", path);

@@ -22,7 +22,9 @@ import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
 import { collectGarbage } from './pod-gc.js';
+import type { PodExit } from './pod-manifest.js';
 import { holderEntry, PodRuntime } from './pod-runtime.js';
+import type { PodLocation } from './pod-store.js';
 
 /**
  * The runtime against real runc, real overlayfs and real flock(2). Pods come from a busybox
@@ -74,6 +76,32 @@ function collectStream(): NodeJS.WritableStream & { text(): string } {
   return Object.assign(stream, { text: () => Buffer.concat(chunks).toString() });
 }
 
+/** Prepares a pod and runs it in the foreground to its end, its output collected. */
+async function runToEnd(
+  runtime: PodRuntime,
+  options: Parameters<PodRuntime['prepare']>[1],
+  remove = false,
+): Promise<{ exit: PodExit; stdout: string; stderr: string; run: PodLocation; attachedEarly: boolean }> {
+  const prepared = await runtime.prepare('bb', options);
+  assert.ok(runtime.store.move(prepared.location, 'run'));
+  const run: PodLocation = { uuid: prepared.location.uuid, phase: 'run' };
+  const stdout = collectStream();
+  const stderr = collectStream();
+  const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
+    stdout,
+    stderr,
+    remove,
+    ...(prepared.network ? { network: prepared.network } : {}),
+  });
+  return {
+    exit,
+    stdout: stdout.text(),
+    stderr: stderr.text(),
+    run,
+    attachedEarly: prepared.network !== undefined,
+  };
+}
+
 after(() => {
   for (const dir of dirs) {
     const runcRoot = join(dir, 'runc');
@@ -95,47 +123,36 @@ after(() => {
 describe('run in the foreground', () => {
   it('streams output, records it in the log, and returns the exit code', async () => {
     const runtime = newRuntime();
-    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', 'echo out; echo err >&2; exit 7'] });
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const stdout = collectStream();
-    const stderr = collectStream();
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr,
-      remove: false,
+    const { exit, stdout, stderr, run } = await runToEnd(runtime, {
+      args: ['sh', '-c', 'echo out; echo err >&2; exit 7'],
     });
     assert.equal(exit.exit_code, 7);
-    assert.equal(stdout.text(), 'out\n');
-    assert.match(stderr.text(), /err/);
+    assert.equal(stdout, 'out\n');
+    assert.match(stderr, /err/);
     const info = runtime.status(run.uuid);
     assert.equal(info.state, 'exited');
     assert.equal(info.exit?.exit_code, 7);
     assert.ok(info.started?.started_at);
     assert.match(readFileSync(join(runtime.store.path(run), 'log'), 'utf8'), /out\n/);
-    assert.deepEqual(mountsUnder(runtime.store.path(run)), [], 'the overlay is unmounted after exit');
+    assert.deepEqual(mountsUnder(runtime.store.path(run)), [], 'no host mount is left under the pod');
   });
 
   it('runs the app isolated: own pid namespace, hostname, the image user, writes never reach the image', async () => {
     const runtime = newRuntime();
-    const prepared = await runtime.prepare('bb', {
-      name: 'iso',
-      user: 'nobody',
-      args: [
-        'sh',
-        '-c',
-        'echo pid=$$ host=$(hostname) uid=$(id -u); touch /tmp/x 2>/dev/null; echo made > /home/nobody/f 2>/dev/null; true',
-      ],
-    });
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const stdout = collectStream();
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr: collectStream(),
-      remove: true,
-    });
-    assert.match(stdout.text(), /pid=1 host=iso uid=65534/);
+    const { stdout, run } = await runToEnd(
+      runtime,
+      {
+        name: 'iso',
+        user: 'nobody',
+        args: [
+          'sh',
+          '-c',
+          'echo pid=$$ host=$(hostname) uid=$(id -u); touch /tmp/x 2>/dev/null; echo made > /home/nobody/f 2>/dev/null; true',
+        ],
+      },
+      true,
+    );
+    assert.match(stdout, /pid=1 host=iso uid=65534/);
     assert.ok(!existsSync(join(images.rootfs, 'tmp/x')), 'the image rootfs was not written');
     assert.throws(() => runtime.status(run.uuid), /Cannot find pod/, '--rm removed the pod');
   });
@@ -147,36 +164,20 @@ describe('run in the foreground', () => {
       'echo forked-$(sh -c "echo child")',
       'echo data > /tmp/f && cat /tmp/f',
     ].join('; ');
-    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const stdout = collectStream();
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr: collectStream(),
-      remove: true,
-    });
+    const { exit, stdout } = await runToEnd(runtime, { args: ['sh', '-c', script] }, true);
     assert.equal(exit.exit_code, 0);
-    assert.equal(stdout.text(), 'userns-refused\nforked-child\ndata\n');
+    assert.equal(stdout, 'userns-refused\nforked-child\ndata\n');
   });
 
   it('applies the memory limit (the kernel kills the app beyond it) and records the OOM kill', async (t) => {
     const runtime = newRuntime();
-    const prepared = await runtime.prepare('bb', {
+    const { exit, stdout, run } = await runToEnd(runtime, {
       memoryBytes: 16 * 1024 * 1024,
       // Holds ~64 MiB in a shell variable: far beyond the 16 MiB limit.
       // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, not a JS template
       args: ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\0" a); echo survived ${#x}'],
     });
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    const stdout = collectStream();
-    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr: collectStream(),
-      remove: false,
-    });
-    assert.doesNotMatch(stdout.text(), /survived/);
+    assert.doesNotMatch(stdout, /survived/);
     assert.equal(exit.exit_code, 137);
     assert.equal(podCgroupExists(run.uuid), false, 'the pod cgroup is removed once read');
     if (!oomDetectable()) {
@@ -290,17 +291,9 @@ describe('detached pods and their lock', () => {
       'cat /proc/self/fd/3/../../../host-secret 2>/dev/null || echo no-secret',
       'touch /proc/self/fd/3/planted 2>&1 | grep -q "Read-only" && echo read-only',
     ].join('; ');
-    const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    const stdout = collectStream();
-    await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr: collectStream(),
-      remove: false,
-    });
-    const lines = stdout.text().split('\n');
-    assert.ok(lines.includes('pod.json'), `"../../.." of the fd is still the pod dir: ${stdout.text()}`);
+    const { stdout, run } = await runToEnd(runtime, { args: ['sh', '-c', script] });
+    const lines = stdout.split('\n');
+    assert.ok(lines.includes('pod.json'), `"../../.." of the fd is still the pod dir: ${stdout}`);
     assert.ok(!lines.includes('pods'), 'the data dir is out of reach');
     assert.ok(lines.includes('no-secret'), 'a host file above the pod dir cannot be read');
     assert.ok(lines.includes('read-only'), 'nothing can be written through the fd');
@@ -630,23 +623,14 @@ describe('networking', () => {
     assert.ok(failed, 'the failed prepare is left for gc');
     assert.ok(!existsSync(netnsPath(failed)), 'its netns was removed');
 
-    const prepared = await runtime.prepare('bb', {
+    const { exit, stdout, run, attachedEarly } = await runToEnd(runtime, {
       args: ['sh', '-c', 'ip -o -4 addr show eth0 | grep -o "inet [0-9.]*"'],
       attachNetworkNow: true,
     });
-    assert.ok(prepared.network, 'the attach came back with the pod');
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const run = { uuid: prepared.location.uuid, phase: 'run' as const };
-    const stdout = collectStream();
-    const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-      stdout,
-      stderr: collectStream(),
-      remove: false,
-      network: prepared.network,
-    });
+    assert.ok(attachedEarly, 'the attach came back with the pod');
     assert.equal(exit.exit_code, 0, exit.reason);
     const address = runtime.status(run.uuid).network?.address;
-    assert.equal(stdout.text().trim(), `inet ${address}`);
+    assert.equal(stdout.trim(), `inet ${address}`);
     assert.ok(!existsSync(netnsPath(run.uuid)), 'torn down after');
   });
 
