@@ -1,3 +1,4 @@
+import { BerthError, errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
 
 /**
@@ -8,5 +9,15 @@ import { nativeAddon } from './native-addon.js';
  * Errors carry the errno's name as `code` (ENOENT, ENOTDIR …), as Node's fs errors do.
  */
 export function openConfinedDirFd(path: string): number {
-  return nativeAddon().openConfinedDir(path);
+  try {
+    return nativeAddon().openConfinedDir(path);
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOSYS') throw err;
+    throw new BerthError(
+      'unavailable',
+      `berth needs Linux 5.12 or later to confine a pod's lock (open_tree and mount_setattr): ${err instanceof Error ? err.message : String(err)}`,
+      {},
+      { cause: err },
+    );
+  }
 }
