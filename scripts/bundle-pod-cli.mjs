@@ -6,8 +6,9 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
-// V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit).
-for (const name of readdirSync('dist/cli').filter((n) => n.endsWith('.v8cache')))
+// V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit), and
+// any a killed writer left half made.
+for (const name of readdirSync('dist/cli').filter((n) => n.includes('.v8cache')))
   rmSync(`dist/cli/${name}`, { force: true });
 
 // import.meta does not exist in CommonJS. The modules on these paths that use it (to find the
