@@ -1,5 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -44,6 +54,31 @@ describe('bin/berth', () => {
     assert.equal(await startedWith(['image', 'pull', 'x']), 'entry=berth.mjs ca=/ca.pem');
     assert.equal(await startedWith(['server']), 'entry=berth.mjs ca=/ca.pem');
     assert.equal(await startedWith([]), 'entry=berth.mjs ca=/ca.pem');
+  });
+
+  it('works through a symlink elsewhere (npm link, /usr/local/bin/berth)', async () => {
+    const linkDir = mkdtempSync(join(tmpdir(), 'berth-link-'));
+    try {
+      symlinkSync(binBerth, join(linkDir, 'berth'));
+      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn(join(linkDir, 'berth'), [
+          'list',
+          '--dir',
+          '/nonexistent-berth-dir',
+          '--format',
+          'json',
+        ]);
+        let stdout = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+        });
+        child.once('close', (code) => resolve({ code, stdout }));
+      });
+      assert.equal(result.code, 0);
+      assert.equal(result.stdout.trim(), '[]');
+    } finally {
+      rmSync(linkDir, { recursive: true, force: true });
+    }
   });
 
   it('a bundle older than tsc output (a build that stopped at tsc) is not used', async () => {
