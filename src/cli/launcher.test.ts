@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import {
+  copyFileSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -96,23 +98,48 @@ describe('bin/berth', () => {
   });
 
   it('a pod command leaves a V8 code cache for the bundle it ran, and the next ones run with it', async () => {
-    const caches = () => readdirSync(distCli).filter((n) => n.endsWith('.v8cache'));
-    for (const name of caches()) rmSync(join(distCli, name));
-    const { size, mtimeMs } = statSync(bundle);
-    const list = ['list', '--dir', '/nonexistent-berth-dir', '--format', 'json'];
-    const first = await runBerth(list);
-    assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(caches(), [`pod-main.bundle.cjs.${size}-${Math.trunc(mtimeMs)}.v8cache`]);
-    const cache = join(distCli, caches()[0] ?? '');
-    const written = statSync(cache).mtimeMs;
-    const second = await runBerth(list);
-    assert.equal(second.code, 0, second.stderr);
-    assert.equal(second.stdout.trim(), '[]');
-    assert.equal(statSync(cache).mtimeMs, written, 'an accepted cache is not written again');
-    // A cache V8 refuses (here: garbage) is replaced, and the command still runs.
-    writeFileSync(cache, 'not a code cache');
-    const third = await runBerth(list);
-    assert.equal(third.code, 0, third.stderr);
-    assert.notEqual(readFileSync(cache, 'utf8').slice(0, 16), 'not a code cache');
+    // A copy of the launcher and the bundle of its own, so no other test's pod command can write
+    // the cache meanwhile: bin/, dist/cli/ and node_modules/ (for fs-ext) as in a checkout.
+    const tree = mkdtempSync(join(tmpdir(), 'berth-cache-'));
+    try {
+      mkdirSync(join(tree, 'bin'));
+      mkdirSync(join(tree, 'dist', 'cli'), { recursive: true });
+      copyFileSync(join(binBerth, '..', 'berth-pod.cjs'), join(tree, 'bin', 'berth-pod.cjs'));
+      copyFileSync(bundle, join(tree, 'dist', 'cli', 'pod-main.bundle.cjs'));
+      symlinkSync(join(binBerth, '..', '..', 'node_modules'), join(tree, 'node_modules'));
+      const cli = join(tree, 'dist', 'cli');
+      const caches = () => readdirSync(cli).filter((n) => n.includes('.v8cache'));
+      const list = async () => {
+        const child = spawn(process.execPath, [
+          join(tree, 'bin', 'berth-pod.cjs'),
+          'list',
+          '--dir',
+          '/nonexistent-berth-dir',
+          '--format',
+          'json',
+        ]);
+        let stdout = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+        });
+        const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+        assert.equal(code, 0);
+        assert.equal(stdout.trim(), '[]');
+      };
+      const { size, mtimeMs } = statSync(join(cli, 'pod-main.bundle.cjs'));
+      await list();
+      assert.deepEqual(caches(), [`pod-main.bundle.cjs.${size}-${Math.trunc(mtimeMs)}.v8cache`]);
+      const cache = join(cli, caches()[0] ?? '');
+      const written = statSync(cache).mtimeMs;
+      await list();
+      assert.equal(statSync(cache).mtimeMs, written, 'an accepted cache is not written again');
+      // A cache V8 refuses (here: garbage) is replaced, and the command still runs.
+      writeFileSync(cache, 'not a code cache');
+      await list();
+      assert.notEqual(readFileSync(cache, 'utf8').slice(0, 16), 'not a code cache');
+      assert.equal(caches().length, 1, 'no temporary file left');
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
   });
 });
