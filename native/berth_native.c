@@ -1,5 +1,9 @@
 // berth's native addon: the few Linux system calls Node.js has no binding for.
 //
+// flock(fd, operation) and flockWait(fd, operation, callback) are flock(2) itself, the whole of
+// a pod's process-bound state: a try (LOCK_NB) or an unlock at once, a blocking wait on a thread
+// of libuv's pool, so `status --wait` sleeps in the kernel instead of polling.
+//
 // createNetns(dir, name) / deleteNetns(path) make and remove a named network namespace as
 // `ip netns add|del` do (a bind mount of the namespace on a file in a shared-propagation dir), in
 // this process rather than in two spawned ones per pod; the new namespace is made by a short-lived
@@ -18,7 +22,9 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -63,6 +69,10 @@ static const char *errno_code(int err) {
     case EMFILE: return "EMFILE";
     case ENOMEM: return "ENOMEM";
     case EEXIST: return "EEXIST";
+    case EAGAIN: return "EAGAIN";
+    case EBADF: return "EBADF";
+    case EINTR: return "EINTR";
+    case ENOLCK: return "ENOLCK";
     case EBUSY: return "EBUSY";
     default: return "EUNKNOWN";
   }
@@ -205,6 +215,98 @@ static napi_value delete_netns(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// Reads the (fd, operation) arguments of both flock functions; false with a TypeError if wrong.
+static int flock_args(napi_env env, napi_value *argv, size_t argc, int *fd, int *operation) {
+  if (argc < 2 || napi_get_value_int32(env, argv[0], fd) != napi_ok ||
+      napi_get_value_int32(env, argv[1], operation) != napi_ok || *fd < 0 ||
+      (*operation & ~(LOCK_SH | LOCK_EX | LOCK_NB | LOCK_UN)) != 0) {
+    napi_throw_type_error(env, NULL, "flock(fd, operation): an fd and LOCK_SH|LOCK_EX|LOCK_UN, maybe |LOCK_NB");
+    return 0;
+  }
+  return 1;
+}
+
+static int flock_retrying(int fd, int operation) {
+  int rc;
+  do rc = flock(fd, operation);
+  while (rc < 0 && errno == EINTR);
+  return rc < 0 ? errno : 0;
+}
+
+static napi_value flock_now(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int fd, operation;
+  if (!flock_args(env, argv, argc, &fd, &operation)) return NULL;
+  int err = flock_retrying(fd, operation);
+  if (err != 0) {
+    char what[32];
+    snprintf(what, sizeof what, "%d", fd);
+    return throw_errno(env, err, "flock", what);
+  }
+  return NULL;
+}
+
+struct flock_work {
+  int fd;
+  int operation;
+  int err;
+  napi_ref callback;
+  napi_async_work work;
+};
+
+static void flock_execute(napi_env env, void *data) {
+  (void)env;
+  struct flock_work *job = data;
+  job->err = flock_retrying(job->fd, job->operation);
+}
+
+static void flock_complete(napi_env env, napi_status status, void *data) {
+  struct flock_work *job = data;
+  napi_value callback, global, argument;
+  napi_get_reference_value(env, job->callback, &callback);
+  napi_get_global(env, &global);
+  if (status != napi_ok || job->err != 0) {
+    int err = status != napi_ok ? ECANCELED : job->err;
+    char message[128];
+    snprintf(message, sizeof message, "%s: %s, flock %d", errno_code(err), strerror(err), job->fd);
+    napi_value code, msg;
+    napi_create_string_utf8(env, errno_code(err), NAPI_AUTO_LENGTH, &code);
+    napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, code, msg, &argument);
+  } else {
+    napi_get_null(env, &argument);
+  }
+  napi_call_function(env, global, callback, 1, &argument, NULL);
+  napi_delete_reference(env, job->callback);
+  napi_delete_async_work(env, job->work);
+  free(job);
+}
+
+static napi_value flock_wait(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int fd, operation;
+  if (!flock_args(env, argv, argc, &fd, &operation)) return NULL;
+  napi_valuetype type = napi_undefined;
+  if (argc < 3 || napi_typeof(env, argv[2], &type) != napi_ok || type != napi_function) {
+    napi_throw_type_error(env, NULL, "flockWait(fd, operation, callback): callback must be a function");
+    return NULL;
+  }
+  struct flock_work *job = calloc(1, sizeof *job);
+  if (job == NULL) return throw_errno(env, ENOMEM, "flock", "wait");
+  job->fd = fd;
+  job->operation = operation;
+  napi_value name;
+  napi_create_string_utf8(env, "berth.flockWait", NAPI_AUTO_LENGTH, &name);
+  napi_create_reference(env, argv[2], 1, &job->callback);
+  napi_create_async_work(env, NULL, name, flock_execute, flock_complete, job, &job->work);
+  napi_queue_async_work(env, job->work);
+  return NULL;
+}
+
 static void export_function(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn);
@@ -213,6 +315,8 @@ static void export_function(napi_env env, napi_value exports, const char *name, 
 
 static napi_value init(napi_env env, napi_value exports) {
   export_function(env, exports, "openConfinedDir", open_confined_dir);
+  export_function(env, exports, "flock", flock_now);
+  export_function(env, exports, "flockWait", flock_wait);
   export_function(env, exports, "createNetns", create_netns);
   export_function(env, exports, "deleteNetns", delete_netns);
   return exports;

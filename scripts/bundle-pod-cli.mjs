@@ -1,8 +1,8 @@
 // Bundles the hot paths into one CommonJS file each, after tsc and from its output (so TypeScript
 // has one compiler): the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded
 // modules included) into dist/cli/pod-main.bundle.cjs for bin/berth, and the detached stage-1
-// holder into dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached. Native addons
-// stay outside.
+// holder into dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached. berth's native
+// addon stays outside: it is loaded from build/ when first used.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
@@ -24,7 +24,6 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     format: 'cjs',
     platform: 'node',
     target: 'node20',
-    external: ['fs-ext'],
     banner: {
       js: `const __podRuntimeUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, ${runtimeDirFromBundle}, 'pod-runtime.js')).href;`,
     },

@@ -99,14 +99,14 @@ describe('bin/berth', () => {
 
   it('a pod command leaves a V8 code cache for the bundle it ran, and the next ones run with it', async () => {
     // A copy of the launcher and the bundle of its own, so no other test's pod command can write
-    // the cache meanwhile: bin/, dist/cli/ and node_modules/ (for fs-ext) as in a checkout.
+    // the cache meanwhile: bin/, dist/cli/ and build/ (the native addon) as in a checkout.
     const tree = mkdtempSync(join(tmpdir(), 'berth-cache-'));
     try {
       mkdirSync(join(tree, 'bin'));
       mkdirSync(join(tree, 'dist', 'cli'), { recursive: true });
       copyFileSync(join(binBerth, '..', 'berth-pod.cjs'), join(tree, 'bin', 'berth-pod.cjs'));
       copyFileSync(bundle, join(tree, 'dist', 'cli', 'pod-main.bundle.cjs'));
-      symlinkSync(join(binBerth, '..', '..', 'node_modules'), join(tree, 'node_modules'));
+      symlinkSync(join(binBerth, '..', '..', 'build'), join(tree, 'build'));
       const cli = join(tree, 'dist', 'cli');
       const caches = () => readdirSync(cli).filter((n) => n.includes('.v8cache'));
       const list = async () => {

@@ -1,6 +1,12 @@
 import { closeSync, constants, openSync } from 'node:fs';
-import { flock, flockSync } from 'fs-ext';
 import { errnoCode } from '../core/index.js';
+import { nativeAddon } from './native-addon.js';
+
+// flock(2) operations (<sys/file.h>).
+const LOCK_SH = 1;
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+const LOCK_UN = 8;
 
 /**
  * flock(2) on pod directories: the whole of a pod's process-bound state (seed 000). Locks belong
@@ -17,7 +23,7 @@ export function openDirFd(path: string): number {
 /** Non-blocking attempt; false when another open file description holds a conflicting lock. */
 export function tryLock(fd: number, mode: LockMode): boolean {
   try {
-    flockSync(fd, mode === 'shared' ? 'shnb' : 'exnb');
+    nativeAddon().flock(fd, (mode === 'shared' ? LOCK_SH : LOCK_EX) | LOCK_NB);
     return true;
   } catch (err) {
     if (errnoCode(err) === 'EWOULDBLOCK' || errnoCode(err) === 'EAGAIN') return false;
@@ -28,12 +34,14 @@ export function tryLock(fd: number, mode: LockMode): boolean {
 /** Blocks (on libuv's thread pool, not by polling) until the lock is granted. */
 export function waitLock(fd: number, mode: LockMode): Promise<void> {
   return new Promise((resolve, reject) => {
-    flock(fd, mode === 'shared' ? 'sh' : 'ex', (err) => (err ? reject(err) : resolve()));
+    nativeAddon().flockWait(fd, mode === 'shared' ? LOCK_SH : LOCK_EX, (err) =>
+      err ? reject(err) : resolve(),
+    );
   });
 }
 
 export function unlock(fd: number): void {
-  flockSync(fd, 'un');
+  nativeAddon().flock(fd, LOCK_UN);
 }
 
 /**

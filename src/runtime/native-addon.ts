@@ -13,6 +13,10 @@ export interface BerthNative {
   createNetns(dir: string, name: string): void;
   /** `ip netns del`: unmounts and removes it; a missing one is no error. */
   deleteNetns(path: string): void;
+  /** flock(2) now: LOCK_SH|LOCK_EX|LOCK_UN, with LOCK_NB a try that fails with EAGAIN. */
+  flock(fd: number, operation: number): void;
+  /** flock(2) blocking, on a thread of libuv's pool; the callback gets null once it is held. */
+  flockWait(fd: number, operation: number, callback: (err: NodeJS.ErrnoException | null) => void): void;
 }
 
 // build/ is beside dist/; this module sits in dist/runtime/ (the bundles give it that same URL),

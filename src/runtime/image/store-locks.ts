@@ -9,7 +9,7 @@ export interface Lease {
 }
 
 /** libuv opens every fd with O_CLOEXEC, so runc and other children never inherit these locks. */
-/** fs-ext is a native addon: loaded on first lock, so `resolve` on the pod hot path never pays for it. */
+/** flock(2) is in berth's native addon: loaded on first lock, so `resolve` alone never pays for it. */
 function flock() {
   return import('../flock.js');
 }
