@@ -78,19 +78,22 @@ static const char *errno_code(int err) {
   }
 }
 
-// Throws an Error whose code is the errno's name (as Node's fs errors have) and whose message
-// names the step and the path.
-static napi_value throw_errno(napi_env env, int err, const char *step, const char *path) {
+// An Error whose code is the errno's name (as Node's fs errors have), whose errno is negative (as
+// theirs is) and whose message names the step and what it was done to.
+static napi_value errno_error(napi_env env, int err, const char *step, const char *what) {
   char message[4200];
-  snprintf(message, sizeof message, "%s: %s, %s '%s'", errno_code(err), strerror(err), step, path);
-  napi_value code, msg, error;
+  snprintf(message, sizeof message, "%s: %s, %s '%s'", errno_code(err), strerror(err), step, what);
+  napi_value code, msg, error, errno_value;
   napi_create_string_utf8(env, errno_code(err), NAPI_AUTO_LENGTH, &code);
   napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
   napi_create_error(env, code, msg, &error);
-  napi_value errno_value;
   napi_create_int32(env, -err, &errno_value);
   napi_set_named_property(env, error, "errno", errno_value);
-  napi_throw(env, error);
+  return error;
+}
+
+static napi_value throw_errno(napi_env env, int err, const char *step, const char *what) {
+  napi_throw(env, errno_error(env, err, step, what));
   return NULL;
 }
 
@@ -226,6 +229,12 @@ static int flock_args(napi_env env, napi_value *argv, size_t argc, int *fd, int 
   return 1;
 }
 
+static napi_value flock_error(napi_env env, int err, int fd) {
+  char what[32];
+  snprintf(what, sizeof what, "fd %d", fd);
+  return errno_error(env, err, "flock", what);
+}
+
 static int flock_retrying(int fd, int operation) {
   int rc;
   do rc = flock(fd, operation);
@@ -240,11 +249,7 @@ static napi_value flock_now(napi_env env, napi_callback_info info) {
   int fd, operation;
   if (!flock_args(env, argv, argc, &fd, &operation)) return NULL;
   int err = flock_retrying(fd, operation);
-  if (err != 0) {
-    char what[32];
-    snprintf(what, sizeof what, "%d", fd);
-    return throw_errno(env, err, "flock", what);
-  }
+  if (err != 0) napi_throw(env, flock_error(env, err, fd));
   return NULL;
 }
 
@@ -267,17 +272,10 @@ static void flock_complete(napi_env env, napi_status status, void *data) {
   napi_value callback, global, argument;
   napi_get_reference_value(env, job->callback, &callback);
   napi_get_global(env, &global);
-  if (status != napi_ok || job->err != 0) {
-    int err = status != napi_ok ? ECANCELED : job->err;
-    char message[128];
-    snprintf(message, sizeof message, "%s: %s, flock %d", errno_code(err), strerror(err), job->fd);
-    napi_value code, msg;
-    napi_create_string_utf8(env, errno_code(err), NAPI_AUTO_LENGTH, &code);
-    napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
-    napi_create_error(env, code, msg, &argument);
-  } else {
+  if (status != napi_ok || job->err != 0)
+    argument = flock_error(env, status != napi_ok ? ECANCELED : job->err, job->fd);
+  else
     napi_get_null(env, &argument);
-  }
   napi_call_function(env, global, callback, 1, &argument, NULL);
   napi_delete_reference(env, job->callback);
   napi_delete_async_work(env, job->work);
