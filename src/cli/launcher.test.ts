@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import {
   copyFileSync,
   mkdirSync,
@@ -16,12 +15,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runBerth } from '../testing/berth-cli.js';
+import { runBerth, runProgram } from '../testing/berth-cli.js';
 import { podCommandNames } from './pod-main.js';
 
 const binBerth = fileURLToPath(new URL('../../bin/berth', import.meta.url));
 const distCli = fileURLToPath(new URL('.', import.meta.url));
 const bundle = join(distCli, 'pod-main.bundle.cjs');
+/** A pod command that needs no data dir: prints `[]`. */
+const listArgs = ['list', '--dir', '/nonexistent-berth-dir', '--format', 'json'];
 
 // A stand-in `node` first on PATH reports which entry bin/berth started it on, and with what.
 const fakeBin = mkdtempSync(join(tmpdir(), 'berth-fake-node-'));
@@ -62,21 +63,8 @@ describe('bin/berth', () => {
     const linkDir = mkdtempSync(join(tmpdir(), 'berth-link-'));
     try {
       symlinkSync(binBerth, join(linkDir, 'berth'));
-      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-        const child = spawn(join(linkDir, 'berth'), [
-          'list',
-          '--dir',
-          '/nonexistent-berth-dir',
-          '--format',
-          'json',
-        ]);
-        let stdout = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-        });
-        child.once('close', (code) => resolve({ code, stdout }));
-      });
-      assert.equal(result.code, 0);
+      const result = await runProgram(join(linkDir, 'berth'), listArgs);
+      assert.equal(result.code, 0, result.stderr);
       assert.equal(result.stdout.trim(), '[]');
     } finally {
       rmSync(linkDir, { recursive: true, force: true });
@@ -89,7 +77,7 @@ describe('bin/berth', () => {
     utimesSync(bundle, old, old);
     try {
       assert.equal(await startedWith(['list']), 'entry=berth.mjs ca=unset');
-      const real = await runBerth(['list', '--dir', '/nonexistent-berth-dir', '--format', 'json']);
+      const real = await runBerth(listArgs);
       assert.equal(real.code, 0, real.stderr);
       assert.equal(real.stdout.trim(), '[]');
     } finally {
@@ -110,21 +98,9 @@ describe('bin/berth', () => {
       const cli = join(tree, 'dist', 'cli');
       const caches = () => readdirSync(cli).filter((n) => n.includes('.v8cache'));
       const list = async () => {
-        const child = spawn(process.execPath, [
-          join(tree, 'bin', 'berth-pod.cjs'),
-          'list',
-          '--dir',
-          '/nonexistent-berth-dir',
-          '--format',
-          'json',
-        ]);
-        let stdout = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-        });
-        const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-        assert.equal(code, 0);
-        assert.equal(stdout.trim(), '[]');
+        const result = await runProgram(process.execPath, [join(tree, 'bin', 'berth-pod.cjs'), ...listArgs]);
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(result.stdout.trim(), '[]');
       };
       const { size, mtimeMs } = statSync(join(cli, 'pod-main.bundle.cjs'));
       await list();

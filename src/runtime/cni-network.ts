@@ -198,7 +198,18 @@ function runNow<T>(steps: Steps<T>): T {
   return step.value;
 }
 
-async function runInBackground<T>(steps: Steps<T>): Promise<T> {
+/**
+ * The promise comes back already handled, so a failure before its caller awaits it (the caller
+ * does other work meanwhile: that is the point) is not an unhandled rejection; awaiting it still
+ * throws.
+ */
+function runInBackground<T>(steps: Steps<T>): Promise<T> {
+  const running = driveInBackground(steps);
+  running.catch(() => undefined);
+  return running;
+}
+
+async function driveInBackground<T>(steps: Steps<T>): Promise<T> {
   let step = steps.next();
   while (!step.done) {
     const call = step.value;

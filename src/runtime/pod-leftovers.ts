@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode } from '../core/index.js';
-import { netnsDir, netnsName } from './cni-network.js';
+import { netnsDir, netnsName, netnsPath } from './cni-network.js';
 import { mountPoints } from './mounts.js';
 import { podCgroupExists, podCgroupsParent } from './pod-cgroup.js';
 import type { RuntimeDirs } from './pod-dirs.js';
@@ -25,7 +25,7 @@ export interface PodLeftovers {
 export function liveLeftovers(dirs: RuntimeDirs): PodLeftovers {
   return {
     mounts: undefined,
-    hasNetns: (uuid) => existsSync(join(netnsDir, netnsName(uuid))),
+    hasNetns: (uuid) => existsSync(netnsPath(uuid)),
     hasRuncState: (uuid) => existsSync(join(dirs.runc, uuid)),
     hasCgroup: (uuid) => podCgroupExists(uuid),
   };

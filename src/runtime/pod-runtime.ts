@@ -187,8 +187,6 @@ export class PodRuntime {
       options.attachNetworkNow && (options.net ?? 'private') === 'private'
         ? attachNetworkInBackground(uuid, ports)
         : undefined;
-    // Awaited by stage 1 (or below); until then a failure must not count as an unhandled rejection.
-    network?.catch(() => undefined);
     try {
       const path = this.store.path(location);
       const hostname = options.name ?? uuid.slice(0, 12);

@@ -85,8 +85,6 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     manifest.net === 'private'
       ? (options.network ?? attachNetworkInBackground(manifest.uuid, manifest.ports))
       : undefined;
-  // Awaited below; until then a failure must not count as an unhandled rejection.
-  attaching?.catch(() => undefined);
   try {
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
     if (attaching) {
@@ -214,7 +212,6 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // the watcher may go. The root overlay went with the container's mount namespace.
   const detaching =
     manifest.net === 'private' ? detachNetworkInBackground(manifest.uuid, manifest.ports) : undefined;
-  detaching?.catch(() => undefined);
   removePodCgroup(manifest.uuid);
   watcher.stdin?.end('done\n');
   await detaching;

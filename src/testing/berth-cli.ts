@@ -25,7 +25,15 @@ export function runBerth(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): Promise<CliResult> {
-  const child = spawnBerth(args, env);
+  return collect(spawnBerth(args, env));
+}
+
+/** Runs any program (another entry of berth, a link to it) to its end, its output collected. */
+export function runProgram(command: string, args: readonly string[]): Promise<CliResult> {
+  return collect(spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+function collect(child: ChildProcess): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (c: Buffer) => {
