@@ -4,6 +4,7 @@
 // holder into dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached. berth's native
 // addon stays outside: it is loaded from build/ when first used.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { build } from 'esbuild';
 
 // V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit), and
@@ -15,6 +16,45 @@ for (const name of readdirSync('dist/cli').filter((n) => n.includes('.v8cache'))
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
 // of one of them there, which resolves their relative paths alike, and refuse any other user.
 const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/native-addon.js'];
+
+// Node builtins that cost ~0.5–2 ms each to load and that most pod commands never call
+// (child_process, crypto, fs/promises, zlib, streams): the bundle requires each on its first use
+// instead of when the modules importing it are evaluated. Each becomes a small module whose
+// properties are getters over the real one; the bundle reads an import's property at each call
+// site, so nothing loads until something is called. Their property lists are read here, from the
+// node that builds the bundle, the one that runs it.
+const lazyBuiltins = [
+  'node:child_process',
+  'node:crypto',
+  'node:fs/promises',
+  'node:stream',
+  'node:stream/promises',
+  'node:zlib',
+];
+const requireBuiltin = createRequire(import.meta.url);
+const lazyBuiltinsPlugin = {
+  name: 'lazy-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (args) => {
+      if (!lazyBuiltins.includes(args.path)) return undefined;
+      // The stand-in's own require of the real module stays a plain require.
+      if (args.namespace === 'lazy-builtin') return { path: args.path, external: true };
+      return { path: args.path, namespace: 'lazy-builtin' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
+      const names = Object.keys(requireBuiltin(args.path));
+      return {
+        loader: 'js',
+        contents: [
+          'let real;',
+          `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+          `for (const name of ${JSON.stringify(names)})`,
+          '  Object.defineProperty(exports, name, { enumerable: true, get: () => load()[name] });',
+        ].join('\n'),
+      };
+    });
+  },
+};
 
 async function bundle(entry, outfile, runtimeDirFromBundle) {
   const result = await build({
@@ -29,11 +69,12 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     },
     define: { 'import.meta.url': '__podRuntimeUrl' },
     metafile: true,
+    plugins: [lazyBuiltinsPlugin],
     logLevel: 'warning',
     // Only the define above may stand in for import.meta: a stray use is a build error, below.
     logOverride: { 'empty-import-meta': 'silent' },
   });
-  const inputs = Object.keys(result.metafile.inputs);
+  const inputs = Object.keys(result.metafile.inputs).filter((i) => !i.startsWith('lazy-builtin:'));
   const strays = inputs.filter(
     (input) => !importMetaUsers.includes(input) && readFileSync(input, 'utf8').includes('import.meta'),
   );

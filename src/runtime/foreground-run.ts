@@ -36,12 +36,11 @@ export async function runForeground(
     lockFd,
     output: 'pipe',
     ...(io.network ? { network: io.network } : {}),
-    onSpawn: (child) => {
+    onOutput: (stdout, stderr) => {
       for (const [source, sink] of [
-        [child.stdout, io.stdout],
-        [child.stderr, io.stderr],
+        [stdout, io.stdout],
+        [stderr, io.stderr],
       ] as const) {
-        if (!source) continue;
         source.on('data', (chunk: Buffer) => {
           sink.write(chunk);
           log.write(chunk);

@@ -17,6 +17,23 @@ export interface BerthNative {
   flock(fd: number, operation: number): void;
   /** flock(2) blocking, on a thread of libuv's pool; the callback gets null once it is held. */
   flockWait(fd: number, operation: number, callback: (err: NodeJS.ErrnoException | null) => void): void;
+  /**
+   * posix_spawnp(3) of `file` with `args` (argv[0] included) and `env` ("K=V"); fds[i] becomes
+   * the child's fd i (-1: /dev/null), every other fd is closed. Returns the pid.
+   */
+  spawnProcess(
+    file: string,
+    args: readonly string[],
+    env: readonly string[],
+    fds: readonly number[],
+    newSession: boolean,
+  ): number;
+  /** Calls back from the event loop once the child has exited, after reaping it. */
+  watchExit(pid: number, callback: (code: number | null, signal: number | null) => void): void;
+  /** pipe2(O_CLOEXEC): [read end, write end]. */
+  pipe(): [number, number];
+  /** getrandom(2): 1 to 256 bytes. */
+  randomBytes(length: number): Buffer;
 }
 
 // build/ is beside dist/; this module sits in dist/runtime/ (the bundles give it that same URL),

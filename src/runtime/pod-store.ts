@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -13,6 +12,7 @@ import { join } from 'node:path';
 import { BerthError, errnoCode, InvalidArgumentError, NotFoundError, removeTree } from '../core/index.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { isLocked, tryLock } from './flock.js';
+import { randomUuid } from './native-process.js';
 import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 import {
@@ -82,7 +82,7 @@ export class PodStore {
    */
   createPreparing(): { uuid: string; lockFd: number } {
     this.ensureDirs();
-    const uuid = randomUUID();
+    const uuid = randomUuid();
     const embryo = podDir(this.dirs, 'embryo', uuid);
     mkdirSync(embryo);
     // The lock fd ends up inside the container (stage1.ts): confined, so it is no way out.

@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../core/index.js';
 import {
@@ -8,6 +8,7 @@ import {
   detachNetworkInBackground,
   type NetworkAttachment,
 } from './cni-network.js';
+import { endStdin, type NativeChild, type ProcessEnd, spawnNative } from './native-process.js';
 import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
 import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
@@ -48,8 +49,8 @@ export interface Stage1Options {
   readonly output: number | 'pipe';
   /** Called once the app runs (runc wrote its pid) or failed to start. */
   readonly onStarted?: (started: boolean) => void;
-  /** Foreground only: receives the runc child to tee its output. */
-  readonly onSpawn?: (child: ChildProcess) => void;
+  /** Foreground only ('pipe'): receives runc's stdout and stderr to tee them. */
+  readonly onOutput?: (stdout: Socket, stderr: Socket) => void;
   /**
    * `--net private`: an attach the caller started while it prepared the pod (the CNI plugins run
    * as child processes meanwhile). Without it, stage 1 attaches the pod itself.
@@ -85,6 +86,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     manifest.net === 'private'
       ? (options.network ?? attachNetworkInBackground(manifest.uuid, manifest.ports))
       : undefined;
+  let watcher: NativeChild;
   try {
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
     if (attaching) {
@@ -97,6 +99,16 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
+    // Both children are started by posix_spawn (native-process.ts), not node's fork-then-exec.
+    watcher = spawnNative(
+      '/bin/sh',
+      ['-c', watcherScript, 'berth-watcher', dirs.runc, manifest.uuid, podPath],
+      {
+        stdio: ['pipe', 'null', 'null', lockFd],
+        newSession: true,
+        watch: false,
+      },
+    );
   } catch (err) {
     if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
     removePodCgroup(manifest.uuid);
@@ -107,48 +119,41 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       reason: err instanceof Error ? err.message : String(err),
     });
   }
-  const watcher = spawn(
-    '/bin/sh',
-    ['-c', watcherScript, 'berth-watcher', dirs.runc, manifest.uuid, podPath],
-    {
-      stdio: ['pipe', 'ignore', 'ignore', lockFd],
-      detached: true,
-    },
-  );
-  watcher.unref();
-
-  const runc = spawn(
-    'runc',
-    [
-      '--root',
-      dirs.runc,
-      '--log',
-      join(podPath, 'runc.log'),
-      '--log-format',
-      'json',
-      'run',
-      '--bundle',
-      podPath,
-      '--pid-file',
-      join(podPath, podFiles.pid),
-      '--preserve-fds',
-      '1',
-      manifest.uuid,
-    ],
-    {
-      stdio: ['ignore', options.output, options.output, lockFd],
-      // Own process group: terminal signals reach berth, which forwards them once.
-      detached: true,
-    },
-  );
-  options.onSpawn?.(runc);
+  const output = options.output;
+  let runc: NativeChild | undefined;
+  let exited: Promise<ProcessEnd & { error?: Error }>;
+  try {
+    runc = spawnNative(
+      'runc',
+      [
+        '--root',
+        dirs.runc,
+        '--log',
+        join(podPath, 'runc.log'),
+        '--log-format',
+        'json',
+        'run',
+        '--bundle',
+        podPath,
+        '--pid-file',
+        join(podPath, podFiles.pid),
+        '--preserve-fds',
+        '1',
+        manifest.uuid,
+      ],
+      // Own session and process group: terminal signals reach berth, which forwards them once.
+      { stdio: ['null', output, output, lockFd], newSession: true },
+    );
+    exited = runc.exited ?? Promise.resolve({ code: null, signal: null });
+    if (runc.stdout && runc.stderr) options.onOutput?.(runc.stdout, runc.stderr);
+  } catch (err) {
+    exited = Promise.resolve({
+      code: null,
+      signal: null,
+      error: err instanceof Error ? err : new Error(String(err)),
+    });
+  }
   const spawnedAt = new Date().toISOString();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
-    (resolve) => {
-      runc.once('error', (error) => resolve({ code: null, signal: null, error }));
-      runc.once('exit', (code, signal) => resolve({ code, signal }));
-    },
-  );
 
   // runc writes its pid file once the container exists; until then "started" is unknown.
   let appStarted = false;
@@ -176,7 +181,11 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   })();
 
   const forward = (signal: NodeJS.Signals) => () => {
-    runc.kill(signal);
+    try {
+      if (runc) process.kill(runc.pid, signal);
+    } catch {
+      // runc has just exited: its end is on its way.
+    }
   };
   const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const).map((s) => [s, forward(s)] as const);
   for (const [signal, handler] of handlers) process.on(signal, handler);
@@ -197,7 +206,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   } else if (!appStarted) {
     exit = { exit_code: null, finished_at: new Date().toISOString(), reason: readRuncError(podPath) };
   } else {
-    const code = result.code ?? (result.signal ? 128 + signalNumber(result.signal) : null);
+    const code = result.code ?? (result.signal !== null ? 128 + result.signal : null);
     exit = { exit_code: code, finished_at: new Date().toISOString() };
   }
   if (podOutOfMemory(manifest.uuid, exit.exit_code))
@@ -213,19 +222,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   const detaching =
     manifest.net === 'private' ? detachNetworkInBackground(manifest.uuid, manifest.ports) : undefined;
   removePodCgroup(manifest.uuid);
-  watcher.stdin?.end('done\n');
+  if (watcher.stdin !== undefined) endStdin(watcher.stdin, 'done\n');
   await detaching;
   return exit;
-}
-
-const signalNumbers: Readonly<Record<string, number>> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGKILL: 9,
-  SIGTERM: 15,
-};
-
-function signalNumber(signal: NodeJS.Signals): number {
-  return signalNumbers[signal] ?? 0;
 }

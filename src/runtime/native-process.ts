@@ -1,0 +1,118 @@
+import { closeSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { nativeAddon } from './native-addon.js';
+
+/**
+ * Child processes through berth's addon (posix_spawn, and a pidfd on node's event loop) instead
+ * of node:child_process, for stage 1's two children: runc and the watcher. node's spawn forks the
+ * whole node process (1.5–3 ms each on the development machine, growing with the heap) and
+ * loading node:child_process costs ~1.8 ms more, on the path of every `berth run`.
+ */
+
+/** How a process ended: its exit code, or the number of the signal that killed it. */
+export interface ProcessEnd {
+  readonly code: number | null;
+  readonly signal: number | null;
+}
+
+/**
+ * What the child gets as fd i: one of ours (it is duplicated), /dev/null, or a new pipe. A piped
+ * fd 0 hands us the pipe's write end (`stdin`); a piped fd 1 or 2 a socket reading it.
+ */
+export type ChildFd = number | 'null' | 'pipe';
+
+export interface NativeChild {
+  readonly pid: number;
+  /** Settles once the child has exited (and is reaped); absent when not watched. */
+  readonly exited?: Promise<ProcessEnd>;
+  /** Write end of a piped fd 0 (ours to write and close). */
+  readonly stdin?: number;
+  readonly stdout?: Socket;
+  readonly stderr?: Socket;
+}
+
+export interface NativeSpawnOptions {
+  readonly stdio: readonly ChildFd[];
+  /** setsid(2) in the child: its own session and process group (node's `detached`). */
+  readonly newSession?: boolean;
+  /** Reap it and report its end (default). Unwatched children are reaped by whoever inherits them. */
+  readonly watch?: boolean;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Starts `file` (looked up on PATH) with `args` as argv[1…]. Throws the errno error (ENOENT when
+ * there is no such program) if it could not be started; nothing is left open then.
+ */
+export function spawnNative(file: string, args: readonly string[], options: NativeSpawnOptions): NativeChild {
+  const addon = nativeAddon();
+  // Our end of each piped fd, by the child's fd number; the child's ends, to close once it has them.
+  const mine = new Map<number, number>();
+  const theirs: number[] = [];
+  const fds = options.stdio.map((fd, index): number => {
+    if (fd === 'null') return -1;
+    if (fd !== 'pipe') return fd;
+    const [readEnd, writeEnd] = addon.pipe();
+    const [keep, give] = index === 0 ? [writeEnd, readEnd] : [readEnd, writeEnd];
+    mine.set(index, keep);
+    theirs.push(give);
+    return give;
+  });
+  const environment = Object.entries(options.env ?? process.env).flatMap(([key, value]) =>
+    value === undefined ? [] : [`${key}=${value}`],
+  );
+  let pid: number;
+  try {
+    pid = addon.spawnProcess(file, [file, ...args], environment, fds, options.newSession ?? false);
+  } catch (err) {
+    for (const fd of [...mine.values(), ...theirs]) closeSync(fd);
+    throw err;
+  }
+  // The child has its copies; ours of its ends would keep a pipe open after it exits.
+  for (const fd of theirs) closeSync(fd);
+  const reader = (index: number): Socket | undefined => {
+    const fd = mine.get(index);
+    return fd === undefined ? undefined : new Socket({ fd, readable: true, writable: false });
+  };
+  const exited =
+    options.watch === false
+      ? undefined
+      : new Promise<ProcessEnd>((resolve) =>
+          addon.watchExit(pid, (code, signal) => resolve({ code, signal })),
+        );
+  return {
+    pid,
+    ...(exited ? { exited } : {}),
+    ...optional('stdin', mine.get(0)),
+    ...optional('stdout', reader(1)),
+    ...optional('stderr', reader(2)),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** Writes `text` to a child's stdin pipe and closes it; a child that is already gone is no error. */
+export function endStdin(fd: number, text: string): void {
+  try {
+    writeSync(fd, text);
+  } catch {
+    // EPIPE: the reader exited first.
+  }
+  closeSync(fd);
+}
+
+/** Random bytes from getrandom(2). */
+export function randomBytes(length: number): Buffer {
+  return nativeAddon().randomBytes(length);
+}
+
+/** A random (version 4) UUID, as crypto.randomUUID makes, without loading node:crypto. */
+export function randomUuid(): string {
+  const bytes = randomBytes(16);
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40;
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
