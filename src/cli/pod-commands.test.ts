@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -33,6 +33,25 @@ describe('berth run', () => {
     assert.equal(result.code, 42);
     assert.equal(result.stdout, 'hello\n');
     assert.match(result.stderr, /oops/);
+  });
+
+  it('keeps node:child_process and node:crypto off the path of `run --net none`', async () => {
+    // The builtins a command loaded, written by a preloaded module as the process exits: a run
+    // starts runc through berth's addon and makes its UUID with getrandom (native-process.ts),
+    // and the bundle loads these builtins only when something calls them (bundle-pod-cli.mjs).
+    const report = join(dir, 'loaded-builtins.cjs');
+    writeFileSync(
+      report,
+      "process.on('exit', () => require('node:fs').writeSync(2, '\\nloaded: ' + process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)).join(' ') + '\\n'));\n",
+    );
+    const result = await runBerth(['run', '--rm', '--dir', dir, '--net', 'none', 'bb:1', '--', 'true'], {
+      NODE_OPTIONS: `--require ${report}`,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const loaded = /loaded: (.*)/.exec(result.stderr)?.[1]?.split(' ') ?? [];
+    assert.ok(loaded.includes('fs'), `the report lists builtins: ${result.stderr}`);
+    for (const heavy of ['child_process', 'crypto', 'fs/promises', 'zlib'])
+      assert.ok(!loaded.includes(heavy), `${heavy} was loaded: ${loaded.join(' ')}`);
   });
 
   it('honours --env, --workdir, --user, --entrypoint and the default PATH', async () => {
