@@ -5,9 +5,10 @@
 // of libuv's pool, so `status --wait` sleeps in the kernel instead of polling.
 //
 // createNetns(dir, name) / deleteNetns(path) make and remove a named network namespace as
-// `ip netns add|del` do (a bind mount of the namespace on a file in a shared-propagation dir), in
-// this process rather than in two spawned ones per pod; the new namespace is made by a short-lived
-// thread, so node's own threads never leave the host's.
+// `ip netns add|del` do (a bind mount of the namespace on a file in a shared-propagation dir),
+// with its loopback device up as the CNI loopback plugin would bring it, in this process rather
+// than in spawned ones per pod; the new namespace is made by a short-lived thread, so node's own
+// threads never leave the host's.
 //
 // openConfinedDir(path) opens a directory through a private, detached, read-only copy of its
 // mount (open_tree(2) with OPEN_TREE_CLONE, then mount_setattr(2)). The pod's lock fd is opened
@@ -35,8 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -182,6 +186,24 @@ struct netns_job {
   const char *step;
 };
 
+// A new network namespace has its loopback device down: 127.0.0.1 would not answer in the pod.
+// (The CNI loopback plugin does this; runc does it only for namespaces it makes itself.)
+static int loopback_up(void) {
+  int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) return errno;
+  struct ifreq request;
+  memset(&request, 0, sizeof request);
+  strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+  int err = 0;
+  if (ioctl(sock, SIOCGIFFLAGS, &request) < 0) err = errno;
+  else {
+    request.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(sock, SIOCSIFFLAGS, &request) < 0) err = errno;
+  }
+  close(sock);
+  return err;
+}
+
 // Runs on a thread of its own: unshare(CLONE_NEWNET) moves only the calling thread, and the bind
 // mount keeps the namespace alive once the thread has ended.
 static void *netns_thread(void *arg) {
@@ -189,6 +211,8 @@ static void *netns_thread(void *arg) {
   if (unshare(CLONE_NEWNET) < 0) {
     job->err = errno;
     job->step = "unshare";
+  } else if ((job->err = loopback_up()) != 0) {
+    job->step = "loopback up";
   } else if (mount("/proc/thread-self/ns/net", job->path, "none", MS_BIND, NULL) < 0) {
     job->err = errno;
     job->step = "mount";

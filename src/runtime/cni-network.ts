@@ -1,8 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
+import { endStdin, type NativeChild, spawnNative } from './native-process.js';
 import type { Masquerade } from './pod-manifest.js';
 
 /**
@@ -212,27 +213,36 @@ function runInBackground<T>(steps: Steps<T>): Promise<T> {
 async function driveInBackground<T>(steps: Steps<T>): Promise<T> {
   let step = steps.next();
   while (!step.done) {
-    const call = step.value;
-    const outcome = await new Promise<PluginOutcome>((resolve) => {
-      const child = spawn(pluginPath(call), [], {
-        env: { ...call.env, CNI_COMMAND: call.command },
-        stdio: ['pipe', 'pipe', 'ignore'],
-      });
-      let stdout = '';
-      child.stdout.setEncoding('utf8');
-      child.stdout.on('data', (chunk: string) => {
-        stdout += chunk;
-      });
-      child.once('error', () => resolve({ code: null, stdout }));
-      child.once('close', (code) => resolve({ code, stdout }));
-      child.stdin.on('error', () => {
-        // The plugin exited without reading its config: its exit code says what happened.
-      });
-      child.stdin.end(call.stdin);
-    });
-    step = steps.next(outcome);
+    step = steps.next(await runPlugin(step.value));
   }
   return step.value;
+}
+
+/** One plugin, started through berth's addon (native-process.ts) as stage 1 starts runc. */
+async function runPlugin(call: PluginCall): Promise<PluginOutcome> {
+  let child: NativeChild;
+  try {
+    child = spawnNative(pluginPath(call), [], {
+      stdio: ['pipe', 'pipe', 'null'],
+      env: { ...call.env, CNI_COMMAND: call.command },
+    });
+  } catch {
+    return { code: null, stdout: '' };
+  }
+  let stdout = '';
+  const output = child.stdout;
+  const read = new Promise<void>((resolve) => {
+    if (!output) return resolve();
+    output.setEncoding('utf8');
+    output.on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    output.once('close', () => resolve());
+  });
+  // A plugin's config is a few hundred bytes: it fits the pipe, so this write never waits.
+  if (child.stdin !== undefined) endStdin(child.stdin, call.stdin);
+  const [end] = await Promise.all([child.exited, read]);
+  return { code: end?.code ?? null, stdout };
 }
 
 function pluginEnv(uuid: string): Record<string, string> {

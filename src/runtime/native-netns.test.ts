@@ -14,7 +14,7 @@ after(() => {
 });
 
 describe('createNetns / deleteNetns', () => {
-  it('make a namespace of its own, with only lo, without moving this process', () => {
+  it('make a namespace of its own, with only lo (up), without moving this process', () => {
     const before = readlinkSync('/proc/self/ns/net');
     nativeAddon().createNetns(dir, 'one');
     const path = join(dir, 'one');
@@ -28,6 +28,16 @@ describe('createNetns / deleteNetns', () => {
         .map((l) => l.split(':')[1]?.trim()),
       ['lo'],
     );
+    // Up, so 127.0.0.1 answers in a pod on this namespace (a new namespace's lo is down).
+    assert.match(links.stdout, /<LOOPBACK,UP,LOWER_UP>/);
+    const ping = spawnSync(
+      'nsenter',
+      [`--net=${path}`, 'busybox', 'ping', '-c', '1', '-W', '1', '127.0.0.1'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(ping.status, 0, `127.0.0.1 answers: ${ping.stdout}${ping.stderr}`);
     const inside = spawnSync('nsenter', [`--net=${path}`, 'readlink', '/proc/self/ns/net'], {
       encoding: 'utf8',
     });
