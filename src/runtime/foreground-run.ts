@@ -1,4 +1,4 @@
-import { closeSync, createWriteStream } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NetworkAttachment } from './cni-network.js';
 import { podFiles } from './pod-dirs.js';
@@ -27,7 +27,9 @@ export async function runForeground(
   },
 ): Promise<PodExit> {
   const podPath = runtime.store.path(location);
-  const log = createWriteStream(join(podPath, podFiles.log), { flags: 'a' });
+  // Written synchronously: a local file takes the chunk at once, and a write stream would start
+  // libuv's thread pool (four threads) on the path of every run for it.
+  const log = openSync(join(podPath, podFiles.log), 'a');
   const drained: Promise<void>[] = [];
   const exit = await runStage1({
     dirs: runtime.store.dirs,
@@ -43,14 +45,14 @@ export async function runForeground(
       ] as const) {
         source.on('data', (chunk: Buffer) => {
           sink.write(chunk);
-          log.write(chunk);
+          writeSync(log, chunk);
         });
         drained.push(new Promise((resolve) => source.once('close', () => resolve())));
       }
     },
   });
   await Promise.all(drained);
-  await new Promise<void>((resolve) => log.end(resolve));
+  closeSync(log);
   // Still ours (locked) and complete (log flushed): the caller records it before --rm deletes it.
   await io.onExit?.(exit);
   if (io.remove && runtime.store.move(location, 'exited-garbage')) {
