@@ -20,8 +20,8 @@
 // glibc runs as clone(CLONE_VM|CLONE_VFORK): a few hundred microseconds whatever node's size,
 // where node's child_process forks the whole process first (1.5–3 ms for a fresh node on the
 // development machine, more as its heap grows). fds[i] becomes the child's fd i (-1: /dev/null)
-// and every other fd is closed. watchExit(pid, callback) reports that child's end from node's
-// event loop (a pidfd polled by libuv, then waitpid), so nothing blocks a thread meanwhile. pipe()
+// and every other fd is closed. watchExit(pid, callback, keepAlive) reports that child's end from
+// node's event loop (a pidfd polled by libuv, then waitpid), so nothing blocks a thread meanwhile. pipe()
 // makes a close-on-exec pipe for a child's stdio; randomBytes(n) is getrandom(2). Together they
 // let `berth run` start runc without loading node:child_process or node:crypto at all.
 #define _GNU_SOURCE
@@ -523,14 +523,17 @@ static void exit_watch_ready(uv_poll_t *poll, int status, int events) {
 }
 
 static napi_value watch_exit(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t pid = 0;
+  bool keep_alive = true;
   napi_valuetype type = napi_undefined;
   if (argc < 2 || napi_get_value_int32(env, argv[0], &pid) != napi_ok || pid <= 0 ||
-      napi_typeof(env, argv[1], &type) != napi_ok || type != napi_function) {
-    napi_throw_type_error(env, NULL, "watchExit(pid, callback): a child's pid and a function");
+      napi_typeof(env, argv[1], &type) != napi_ok || type != napi_function ||
+      (argc > 2 && napi_get_value_bool(env, argv[2], &keep_alive) != napi_ok)) {
+    napi_throw_type_error(env, NULL,
+                          "watchExit(pid, callback, keepAlive): a child's pid, a function and a boolean");
     return NULL;
   }
   char what[32];
@@ -559,6 +562,8 @@ static napi_value watch_exit(napi_env env, napi_callback_info info) {
   napi_async_init(env, NULL, name, &watch->context);
   napi_create_reference(env, argv[1], 1, &watch->callback);
   uv_poll_start(&watch->poll, UV_READABLE, exit_watch_ready);
+  // Not keeping the loop alive is node's child.unref(): the end is still reported if it runs.
+  if (!keep_alive) uv_unref((uv_handle_t *)&watch->poll);
   return NULL;
 }
 

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mountsUnder } from '../runtime/mounts.js';
+import { podCgroupExists } from '../runtime/pod-cgroup.js';
 import { runBerth, spawnBerth } from '../testing/berth-cli.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
 
@@ -204,6 +205,29 @@ describe('bad input', () => {
     assert.equal(result.code, 3);
     assert.match(result.stderr, /nope:1/);
     assert.equal(readdirSync(join(dir, 'pods', 'prepare')).length, before);
+  });
+
+  it('no runc on PATH: the pod ends with the reason, berth exits 125 naming runc, nothing left running', async () => {
+    // A PATH with node alone: bin/berth still starts, and stage 1's spawn of runc fails.
+    const nodeOnly = mkdtempSync(join(tmpdir(), 'berth-node-only-'));
+    symlinkSync(process.execPath, join(nodeOnly, 'node'));
+    try {
+      const result = await runBerth(['run', '--dir', dir, '--net', 'none', 'bb:1', '--', 'true'], {
+        PATH: nodeOnly,
+      });
+      assert.equal(result.code, 125, result.stderr);
+      assert.match(result.stderr, /did not run: cannot run runc: ENOENT.*'runc'/);
+      const uuid = /pod ([0-9a-f-]{36})/.exec(result.stderr)?.[1] ?? '';
+      const status = await berth('status', '--format', 'json', uuid);
+      const info = JSON.parse(status.stdout) as { state: string; exit_code: number | null; reason?: string };
+      assert.equal(info.state, 'exited');
+      assert.equal(info.exit_code, null);
+      assert.match(info.reason ?? '', /cannot run runc/);
+      assert.equal(podCgroupExists(uuid), false, 'the pod cgroup made for it is gone');
+      assert.equal((await berth('rm', uuid)).code, 0);
+    } finally {
+      rmSync(nodeOnly, { recursive: true, force: true });
+    }
   });
 
   it('bad flag values name the flag', async () => {

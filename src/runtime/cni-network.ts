@@ -230,7 +230,7 @@ async function runPlugin(call: PluginCall): Promise<PluginOutcome> {
     return { code: null, stdout: '' };
   }
   let stdout = '';
-  const output = child.stdout;
+  const output = child.pipes.get(1);
   const read = new Promise<void>((resolve) => {
     if (!output) return resolve();
     output.setEncoding('utf8');

@@ -28,8 +28,15 @@ export interface BerthNative {
     fds: readonly number[],
     newSession: boolean,
   ): number;
-  /** Calls back from the event loop once the child has exited, after reaping it. */
-  watchExit(pid: number, callback: (code: number | null, signal: number | null) => void): void;
+  /**
+   * Calls back from the event loop once the child has exited, after reaping it. With keepAlive
+   * false the watch does not hold the event loop open (node's `child.unref()`).
+   */
+  watchExit(
+    pid: number,
+    callback: (code: number | null, signal: number | null) => void,
+    keepAlive?: boolean,
+  ): void;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
   /** getrandom(2): 1 to 256 bytes. */

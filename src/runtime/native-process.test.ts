@@ -30,7 +30,7 @@ describe('spawnNative', () => {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     assert.ok(child.pid > 0);
-    const [stdout, stderr] = [collect(child.stdout), collect(child.stderr)];
+    const [stdout, stderr] = [collect(child.pipes.get(1)), collect(child.pipes.get(2))];
     assert.ok(child.stdin !== undefined);
     endStdin(child.stdin, 'hello\n');
     assert.deepEqual(await child.exited, { code: 7, signal: null });
@@ -50,7 +50,7 @@ describe('spawnNative', () => {
       ['-c', 'cut -d" " -f6 /proc/self/stat; grep -E "^Sig(Blk|Ign)" /proc/self/status'],
       { stdio: ['null', 'pipe', 2], newSession: true },
     );
-    const out = await collect(child.stdout);
+    const out = await collect(child.pipes.get(1));
     await child.exited;
     const [session, blocked, ignored] = out.trim().split('\n');
     // cut is the session leader's child: its session is the shell's pid, the one spawned.
@@ -88,6 +88,27 @@ describe('spawnNative', () => {
     assert.deepEqual(fds?.trim().split(' '), ['0', '1', '2', '3', '4']);
   });
 
+  it("an 'unref' watch does not keep node running; a 'ref' one waits for the child", () => {
+    const script = (watch: string) => `
+      const { spawnNative } = await import(${JSON.stringify(new URL('./native-process.js', import.meta.url).href)});
+      const child = spawnNative('sleep', ['${watch === 'ref' ? '0.2' : '30'}'], { stdio: ['null', 'null', 'null'], watch: '${watch}' });
+      child.exited.then((end) => console.log('ended', end.code));
+      console.log(child.pid);
+    `;
+    const unref = spawnSync(process.execPath, ['--input-type=module', '-e', script('unref')], {
+      encoding: 'utf8',
+    });
+    assert.equal(unref.status, 0, unref.stderr);
+    const pid = Number(unref.stdout.trim());
+    assert.doesNotThrow(() => process.kill(pid, 0), 'node exited while its child still runs');
+    process.kill(pid, 'SIGKILL');
+    const ref = spawnSync(process.execPath, ['--input-type=module', '-e', script('ref')], {
+      encoding: 'utf8',
+    });
+    assert.equal(ref.status, 0, ref.stderr);
+    assert.match(ref.stdout, /^\d+\nended 0\n$/, 'node stayed until the child ended and reported it');
+  });
+
   it('a program that does not exist is ENOENT, with nothing left open', () => {
     const before = ownFds().length;
     assert.throws(() => spawnNative('berth-no-such-program', [], { stdio: ['pipe', 'pipe', 'pipe'] }), {
@@ -103,7 +124,7 @@ describe('spawnNative', () => {
     assert.throws(() => addon.spawnProcess('sh', ['a\0b'], [], [], false), TypeError);
     assert.throws(() => addon.spawnProcess('sh', ['sh'], [], new Array(17).fill(-1), false), TypeError);
     assert.throws(() => addon.spawnProcess('sh', ['sh'], [], [987654], false), { code: 'EBADF' });
-    assert.throws(() => addon.watchExit(0, () => {}), /watchExit\(pid, callback\)/);
+    assert.throws(() => addon.watchExit(0, () => {}), /watchExit\(pid, callback, keepAlive\)/);
     assert.throws(() => addon.watchExit(process.pid, () => {}), { code: 'ECHILD' });
   });
 });

@@ -17,7 +17,7 @@ export interface ProcessEnd {
 
 /**
  * What the child gets as fd i: one of ours (it is duplicated), /dev/null, or a new pipe. A piped
- * fd 0 hands us the pipe's write end (`stdin`); a piped fd 1 or 2 a socket reading it.
+ * fd 0 hands us the pipe's write end (`stdin`); any other piped fd a socket reading it (`pipes`).
  */
 export type ChildFd = number | 'null' | 'pipe';
 
@@ -27,16 +27,19 @@ export interface NativeChild {
   readonly exited?: Promise<ProcessEnd>;
   /** Write end of a piped fd 0 (ours to write and close). */
   readonly stdin?: number;
-  readonly stdout?: Socket;
-  readonly stderr?: Socket;
+  /** Readers of the child's other piped fds, by fd number (stdout is 1, stderr 2). */
+  readonly pipes: ReadonlyMap<number, Socket>;
 }
 
 export interface NativeSpawnOptions {
   readonly stdio: readonly ChildFd[];
   /** setsid(2) in the child: its own session and process group (node's `detached`). */
   readonly newSession?: boolean;
-  /** Reap it and report its end (default). Unwatched children are reaped by whoever inherits them. */
-  readonly watch?: boolean;
+  /**
+   * Reap it and report its end: 'ref' (the default) keeps node's event loop alive meanwhile,
+   * 'unref' does not; 'none' leaves the child to be reaped by whoever inherits it.
+   */
+  readonly watch?: 'ref' | 'unref' | 'none';
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -70,23 +73,17 @@ export function spawnNative(file: string, args: readonly string[], options: Nati
   }
   // The child has its copies; ours of its ends would keep a pipe open after it exits.
   for (const fd of theirs) closeSync(fd);
-  const reader = (index: number): Socket | undefined => {
-    const fd = mine.get(index);
-    return fd === undefined ? undefined : new Socket({ fd, readable: true, writable: false });
-  };
+  const pipes = new Map<number, Socket>();
+  for (const [index, fd] of mine)
+    if (index > 0) pipes.set(index, new Socket({ fd, readable: true, writable: false }));
+  const watch = options.watch ?? 'ref';
   const exited =
-    options.watch === false
+    watch === 'none'
       ? undefined
       : new Promise<ProcessEnd>((resolve) =>
-          addon.watchExit(pid, (code, signal) => resolve({ code, signal })),
+          addon.watchExit(pid, (code, signal) => resolve({ code, signal }), watch === 'ref'),
         );
-  return {
-    pid,
-    ...(exited ? { exited } : {}),
-    ...optional('stdin', mine.get(0)),
-    ...optional('stdout', reader(1)),
-    ...optional('stderr', reader(2)),
-  };
+  return { pid, pipes, ...(exited ? { exited } : {}), ...optional('stdin', mine.get(0)) };
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

@@ -19,6 +19,7 @@ import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
+import { type NativeChild, spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
 import { removePodCgroup } from './pod-cgroup.js';
 import { obituariesDir, podFiles } from './pod-dirs.js';
@@ -327,28 +328,35 @@ export class PodRuntime {
     // The holder makes no TLS connection: it starts without NODE_EXTRA_CA_CERTS, which costs
     // Node 20 ~30 ms at start when set (bin/berth does the same for the pod commands).
     const { NODE_EXTRA_CA_CERTS: _, ...env } = process.env;
-    const holder = spawn(process.execPath, args, {
-      stdio: ['ignore', logFd, logFd, lockFd, 'pipe'],
-      detached: true,
-      env,
-    });
-    // A long-running caller (the executor) learns of the exit the moment the holder ends.
-    if (options.onExit) holder.once('exit', options.onExit);
-    closeSync(logFd);
-    closeSync(lockFd);
+    let holder: NativeChild;
+    try {
+      // posix_spawn through berth's addon: a cell's executor, a node process with a large heap,
+      // starts every instance this way, and node's spawn would fork all of it first.
+      holder = spawnNative(process.execPath, args, {
+        stdio: ['null', logFd, logFd, lockFd, 'pipe'],
+        newSession: true,
+        env,
+        // A long-running caller (the executor) learns of the exit the moment the holder ends;
+        // the watch does not keep it running for that.
+        watch: options.onExit ? 'unref' : 'none',
+      });
+    } finally {
+      closeSync(logFd);
+      closeSync(lockFd);
+    }
+    if (options.onExit) void holder.exited?.then(options.onExit);
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
-    if (holder.pid !== undefined) writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
-    const ready = holder.stdio[4];
+    writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
+    const ready = holder.pipes.get(4);
+    // The holder answers on fd 4 and closes it; its end (or death) closes the pipe too.
     const answer = await new Promise<string>((resolve) => {
       let text = '';
       ready?.on('data', (chunk: Buffer) => {
         text += chunk.toString();
       });
       ready?.on('close', () => resolve(text.trim()));
-      holder.once('exit', () => resolve(text.trim()));
+      if (!ready) resolve('');
     });
-    holder.unref();
-    ready?.destroy();
     if (answer !== 'started') {
       const info = this.store.inspect(location);
       throw new BerthError(

@@ -106,7 +106,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       {
         stdio: ['pipe', 'null', 'null', lockFd],
         newSession: true,
-        watch: false,
+        watch: 'none',
       },
     );
   } catch (err) {
@@ -145,7 +145,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       { stdio: ['null', output, output, lockFd], newSession: true },
     );
     exited = runc.exited ?? Promise.resolve({ code: null, signal: null });
-    if (runc.stdout && runc.stderr) options.onOutput?.(runc.stdout, runc.stderr);
+    const [stdout, stderr] = [runc.pipes.get(1), runc.pipes.get(2)];
+    if (stdout && stderr) options.onOutput?.(stdout, stderr);
   } catch (err) {
     exited = Promise.resolve({
       code: null,
