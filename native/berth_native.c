@@ -20,10 +20,10 @@
 // glibc runs as clone(CLONE_VM|CLONE_VFORK): a few hundred microseconds whatever node's size,
 // where node's child_process forks the whole process first (1.5–3 ms for a fresh node on the
 // development machine, more as its heap grows). fds[i] becomes the child's fd i (-1: /dev/null)
-// and every other fd is closed. watchExit(pid, callback, keepAlive) reports that child's end from
-// node's event loop (a pidfd polled by libuv, then waitpid), so nothing blocks a thread meanwhile. pipe()
-// makes a close-on-exec pipe for a child's stdio; randomBytes(n) is getrandom(2). Together they
-// let `berth run` start runc without loading node:child_process or node:crypto at all.
+// and every other fd is closed. watchExit(pid, callback, keepAlive) reports that child's end
+// from node's event loop (a pidfd polled by libuv, then waitpid), so no thread blocks meanwhile.
+// pipe() makes a close-on-exec pipe for a child's stdio; randomBytes(n) is getrandom(2).
+// Together they let `berth run` start runc without loading node:child_process or node:crypto.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -547,11 +547,14 @@ static napi_value watch_exit(napi_env env, napi_callback_info info) {
   fcntl(pidfd, F_SETFD, FD_CLOEXEC);
   uv_loop_t *loop = NULL;
   struct exit_watch *watch = calloc(1, sizeof *watch);
-  if (watch == NULL || napi_get_uv_event_loop(env, &loop) != napi_ok ||
-      uv_poll_init(loop, &watch->poll, pidfd) != 0) {
+  // libuv's errors are negative errnos on Linux.
+  int rc = -ENOMEM;
+  if (watch != NULL) rc = napi_get_uv_event_loop(env, &loop) == napi_ok ? 0 : -EINVAL;
+  if (rc == 0) rc = uv_poll_init(loop, &watch->poll, pidfd);
+  if (rc != 0) {
     free(watch);
     close(pidfd);
-    return throw_errno(env, ENOMEM, "watch", what);
+    return throw_errno(env, -rc, "watch", what);
   }
   watch->poll.data = watch;
   watch->env = env;

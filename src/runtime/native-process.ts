@@ -4,9 +4,10 @@ import { nativeAddon } from './native-addon.js';
 
 /**
  * Child processes through berth's addon (posix_spawn, and a pidfd on node's event loop) instead
- * of node:child_process, for stage 1's two children: runc and the watcher. node's spawn forks the
- * whole node process (1.5–3 ms each on the development machine, growing with the heap) and
- * loading node:child_process costs ~1.8 ms more, on the path of every `berth run`.
+ * of node:child_process, for the pod paths: stage 1's runc and watcher, the CNI plugins, the
+ * detached holder. node's spawn forks the whole node process (1.5–3 ms each on the development
+ * machine, growing with the heap) and loading node:child_process costs ~1.8 ms more, on the path
+ * of every `berth run`.
  */
 
 /** How a process ended: its exit code, or the number of the signal that killed it. */
