@@ -336,9 +336,9 @@ export class PodRuntime {
         stdio: ['null', logFd, logFd, lockFd, 'pipe'],
         newSession: true,
         env,
-        // A long-running caller (the executor) learns of the exit the moment the holder ends;
-        // the watch does not keep it running for that.
-        watch: options.onExit ? 'unref' : 'none',
+        // Reaped (no zombie in a long-running caller) and, for the executor, reported the moment
+        // it ends; the watch does not keep the caller running for that.
+        watch: 'unref',
       });
     } finally {
       closeSync(logFd);

@@ -106,7 +106,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       {
         stdio: ['pipe', 'null', 'null', lockFd],
         newSession: true,
-        watch: 'none',
+        // Reaped when it goes, so a long-lived process running pods keeps no zombies.
+        watch: 'unref',
       },
     );
   } catch (err) {
