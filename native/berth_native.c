@@ -515,7 +515,13 @@ static void exit_watch_ready(uv_poll_t *poll, int status, int events) {
   else napi_get_null(env, &args[1]);
   napi_get_reference_value(env, watch->callback, &callback);
   napi_get_global(env, &global);
-  napi_make_callback(env, watch->context, global, callback, 2, args, NULL);
+  if (napi_make_callback(env, watch->context, global, callback, 2, args, NULL) == napi_pending_exception) {
+    // Nothing of ours is on the stack to catch it: it is an uncaught exception, as node's own
+    // callbacks' would be.
+    napi_value error;
+    napi_get_and_clear_last_exception(env, &error);
+    napi_fatal_exception(env, error);
+  }
   napi_close_handle_scope(env, scope);
   napi_delete_reference(env, watch->callback);
   napi_async_destroy(env, watch->context);

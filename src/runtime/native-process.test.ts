@@ -109,6 +109,18 @@ describe('spawnNative', () => {
     assert.match(ref.stdout, /^\d+\nended 0\n$/, 'node stayed until the child ended and reported it');
   });
 
+  it('an exception thrown by an exit callback is uncaught, as from any node callback, not lost', () => {
+    const script = `
+      const { spawnNative } = await import(${JSON.stringify(new URL('./native-process.js', import.meta.url).href)});
+      const { nativeAddon } = await import(${JSON.stringify(new URL('./native-addon.js', import.meta.url).href)});
+      const child = spawnNative('true', [], { stdio: ['null', 'null', 'null'], watch: 'none' });
+      nativeAddon().watchExit(child.pid, () => { throw new Error('thrown from the exit callback'); });
+    `;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.notEqual(result.status, 0);
+    assert.match(result.stderr, /thrown from the exit callback/);
+  });
+
   it('a program that does not exist is ENOENT, with nothing left open', () => {
     const before = ownFds().length;
     assert.throws(() => spawnNative('berth-no-such-program', [], { stdio: ['pipe', 'pipe', 'pipe'] }), {
