@@ -9,6 +9,10 @@ const sources = ['binding.gyp', 'native/berth_native.c'];
 const built = existsSync(addon) ? statSync(addon).mtimeMs : 0;
 if (sources.every((source) => statSync(source).mtimeMs <= built)) process.exit(0);
 const result = spawnSync('node-gyp', ['rebuild', '--loglevel=warn'], { stdio: 'inherit' });
+if (result.error?.code === 'ENOENT') {
+  console.error("build-native: node-gyp is not on PATH; run `npm run build`, which puts npm's own there");
+  process.exit(1);
+}
 if (result.status !== 0) {
   console.error(
     `build-native: node-gyp rebuild failed (${result.error?.message ?? `exit ${result.status}`}); ` +
