@@ -18,8 +18,8 @@ for (const name of readdirSync('dist/cli').filter((n) => n.includes('.v8cache'))
 const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/native-addon.js'];
 
 // Node builtins that cost ~0.5–2 ms each to load and that most pod commands never call
-// (child_process, crypto, fs/promises, zlib, streams): the bundle requires each on its first use
-// instead of when the modules importing it are evaluated. Each becomes a small module whose
+// (child_process, crypto, fs/promises, net, streams, zlib): the bundle requires each on its first
+// use instead of when the modules importing it are evaluated. Each becomes a small module whose
 // properties are getters over the real one; the bundle reads an import's property at each call
 // site, so nothing loads until something is called. Their property lists are read here, from the
 // node that builds the bundle, the one that runs it.
