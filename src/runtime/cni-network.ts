@@ -242,7 +242,7 @@ async function runPlugin(call: PluginCall): Promise<PluginOutcome> {
   // A plugin's config is a few hundred bytes: it fits the pipe, so this write never waits.
   if (child.stdin !== undefined) endStdin(child.stdin, call.stdin);
   const [end] = await Promise.all([child.exited, read]);
-  return { code: end?.code ?? null, stdout };
+  return { code: end.code, stdout };
 }
 
 function pluginEnv(uuid: string): Record<string, string> {

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import {
   closeSync,
-  constants,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -15,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openConfinedDirFd } from './confined-dir.js';
-import { tryLock } from './flock.js';
+import { openDirFd, tryLock } from './flock.js';
 
 /** The native addon against the real kernel: open_tree(2) and mount_setattr(2). */
 const root = mkdtempSync(join(tmpdir(), 'berth-confined-'));
@@ -60,7 +58,7 @@ describe('openConfinedDirFd', () => {
   it("its flock is the directory's lock: it conflicts with a lock taken on the plain path, both ways", () => {
     const dir = podDir('lock');
     const confined = openConfinedDirFd(dir);
-    const plain = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    const plain = openDirFd(dir);
     try {
       assert.ok(tryLock(confined, 'exclusive'));
       assert.equal(tryLock(plain, 'shared'), false);

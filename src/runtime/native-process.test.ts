@@ -111,10 +111,9 @@ describe('spawnNative', () => {
 
   it('an exception thrown by an exit callback is uncaught, as from any node callback, not lost', () => {
     const script = `
-      const { spawnNative } = await import(${JSON.stringify(new URL('./native-process.js', import.meta.url).href)});
       const { nativeAddon } = await import(${JSON.stringify(new URL('./native-addon.js', import.meta.url).href)});
-      const child = spawnNative('true', [], { stdio: ['null', 'null', 'null'], watch: 'none' });
-      nativeAddon().watchExit(child.pid, () => { throw new Error('thrown from the exit callback'); });
+      const pid = nativeAddon().spawnProcess('true', ['true'], [], [-1, -1, -1], false);
+      nativeAddon().watchExit(pid, () => { throw new Error('thrown from the exit callback'); });
     `;
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     assert.notEqual(result.status, 0);

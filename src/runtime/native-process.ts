@@ -24,8 +24,8 @@ export type ChildFd = number | 'null' | 'pipe';
 
 export interface NativeChild {
   readonly pid: number;
-  /** Settles once the child has exited (and is reaped); absent when not watched. */
-  readonly exited?: Promise<ProcessEnd>;
+  /** Settles once the child has exited (and is reaped). */
+  readonly exited: Promise<ProcessEnd>;
   /** Write end of a piped fd 0 (ours to write and close). */
   readonly stdin?: number;
   /** Readers of the child's other piped fds, by fd number (stdout is 1, stderr 2). */
@@ -37,10 +37,10 @@ export interface NativeSpawnOptions {
   /** setsid(2) in the child: its own session and process group (node's `detached`). */
   readonly newSession?: boolean;
   /**
-   * Reap it and report its end: 'ref' (the default) keeps node's event loop alive meanwhile,
-   * 'unref' does not; 'none' leaves the child to be reaped by whoever inherits it.
+   * Every child is reaped and its end reported; 'ref' (the default) keeps node's event loop alive
+   * until then, 'unref' does not (node's `child.unref()`).
    */
-  readonly watch?: 'ref' | 'unref' | 'none';
+  readonly watch?: 'ref' | 'unref';
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -77,14 +77,11 @@ export function spawnNative(file: string, args: readonly string[], options: Nati
   const pipes = new Map<number, Socket>();
   for (const [index, fd] of mine)
     if (index > 0) pipes.set(index, new Socket({ fd, readable: true, writable: false }));
-  const watch = options.watch ?? 'ref';
-  const exited =
-    watch === 'none'
-      ? undefined
-      : new Promise<ProcessEnd>((resolve) =>
-          addon.watchExit(pid, (code, signal) => resolve({ code, signal }), watch === 'ref'),
-        );
-  return { pid, pipes, ...(exited ? { exited } : {}), ...optional('stdin', mine.get(0)) };
+  const keepAlive = (options.watch ?? 'ref') === 'ref';
+  const exited = new Promise<ProcessEnd>((resolve) =>
+    addon.watchExit(pid, (code, signal) => resolve({ code, signal }), keepAlive),
+  );
+  return { pid, pipes, exited, ...optional('stdin', mine.get(0)) };
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

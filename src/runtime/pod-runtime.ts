@@ -344,7 +344,7 @@ export class PodRuntime {
       closeSync(logFd);
       closeSync(lockFd);
     }
-    if (options.onExit) void holder.exited?.then(options.onExit);
+    if (options.onExit) void holder.exited.then(options.onExit);
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
     writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
     const ready = holder.pipes.get(4);

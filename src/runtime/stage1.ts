@@ -145,7 +145,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       // Own session and process group: terminal signals reach berth, which forwards them once.
       { stdio: ['null', output, output, lockFd], newSession: true },
     );
-    exited = runc.exited ?? Promise.resolve({ code: null, signal: null });
+    exited = runc.exited;
     const [stdout, stderr] = [runc.pipes.get(1), runc.pipes.get(2)];
     if (stdout && stderr) options.onOutput?.(stdout, stderr);
   } catch (err) {
