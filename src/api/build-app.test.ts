@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BbsClient, type BbsEvent, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import {
+  BbsClient,
+  type BbsEvent,
+  defaultWorkMemoryMb,
+  openBbsStore,
+  type SqlBbsStore,
+} from '../bbs/index.js';
 import { describeBbsStoreContract, desiredDefinition } from '../testing/bbs-store-contract.js';
 import { ApiMetrics } from './api-metrics.js';
 import { buildApp } from './build-app.js';
@@ -158,6 +164,22 @@ describe('BBS HTTP API', () => {
     assert.deepEqual((await app.inject({ method: 'GET', url: '/v1/cells' })).json(), []);
     const cancelled = await post('/v1/tasks/t1/cancel', {});
     assert.equal(cancelled.json().failure_reason, 'task was cancelled');
+  });
+
+  it('LRPs and tasks that name no memory get the default limit (128 MB); memory_mb 0 asks for none', async () => {
+    const lrp = await post('/v1/desired_lrps', {
+      process_guid: 'mem',
+      domain: 'd',
+      instances: 0,
+      image: 'i',
+    });
+    assert.equal(lrp.json().memory_mb, defaultWorkMemoryMb);
+    assert.equal(defaultWorkMemoryMb, 128);
+    const task = await post('/v1/tasks', { task_guid: 'mem-t', domain: 'd', image: 'i' });
+    assert.equal(task.json().memory_mb, defaultWorkMemoryMb);
+    const unlimited = await post('/v1/tasks', { task_guid: 'mem-0', domain: 'd', image: 'i', memory_mb: 0 });
+    assert.equal(unlimited.json().memory_mb, 0);
+    await app.inject({ method: 'DELETE', url: '/v1/desired_lrps/mem' });
   });
 
   it('publishes an OpenAPI document generated from the schemas', async () => {

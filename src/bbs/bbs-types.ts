@@ -89,6 +89,13 @@ export interface ActualLRP extends ActualLRPKey {
   readonly modification_tag: ModificationTag;
 }
 
+/**
+ * The memory of an LRP instance or a task that names none (`memory_mb` absent), in MB: reserved on
+ * its cell and the limit of its pod, so no work runs without a memory limit unless it asks for
+ * `memory_mb: 0` (no limit, nothing reserved). The same 128 MB a system's service or job gets.
+ */
+export const defaultWorkMemoryMb = 128;
+
 export type TaskState = 'PENDING' | 'RUNNING' | 'COMPLETED' | 'RESOLVING';
 
 export interface TaskDefinition {

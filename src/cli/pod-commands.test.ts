@@ -124,6 +124,23 @@ describe('berth run', () => {
     await berth('stop', '--timeout', '0', uuid);
   });
 
+  it('--pids-limit: 2048 by default as podman, a count of its own, 0 or -1 for none', async () => {
+    const pidsMax = [
+      'sh',
+      '-c',
+      'cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max',
+    ];
+    const read = async (...flags: string[]) => {
+      const result = await berth('run', '--rm', '--net', 'none', ...flags, 'bb:1', '--', ...pidsMax);
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout.trim();
+    };
+    assert.equal(await read(), '2048');
+    assert.equal(await read('--pids-limit', '100'), '100');
+    assert.equal(await read('--pids-limit', '0'), 'max');
+    assert.equal(await read('--pids-limit=-1'), 'max');
+  });
+
   it('prepare prints the UUID alone; run-prepared runs it; list --format json has the fields', async () => {
     const prepared = await berth('prepare', 'bb:1', '--', 'sh', '-c', 'exit 5');
     assert.match(prepared.stdout, /^[0-9a-f-]{36}\n$/);
@@ -235,6 +252,7 @@ describe('bad input', () => {
       [['run', '--net', 'wifi', 'bb:1'], /--net "wifi"/],
       [['run', '--memory', 'lots', 'bb:1'], /--memory "lots"/],
       [['run', '--pids-limit', 'x', 'bb:1'], /--pids-limit/],
+      [['run', '--pids-limit=-2', 'bb:1'], /--pids-limit must be at least 1, or 0 or -1/],
       [['run', '-p', '99999:80', 'bb:1'], /--publish "99999:80"/],
       [['run', '--name', 'bad name', 'bb:1'], /--name "bad name"/],
       [['run', '--user', 'ghost', 'bb:1', '--', 'true'], /Cannot find user "ghost"/],

@@ -61,8 +61,11 @@ function prepareOptions(ctx: CommandContext): PrepareOptions {
   }
   const memory = stringOption(v, 'memory');
   const pids = intOption(v, 'pids-limit');
-  if (pids !== undefined && pids < 1)
-    throw new InvalidArgumentError(`--pids-limit must be at least 1, got ${pids}`);
+  // As podman's flag: a positive count, or 0 or -1 for no limit at all (the default is 2048).
+  if (pids !== undefined && pids < -1)
+    throw new InvalidArgumentError(`--pids-limit must be at least 1, or 0 or -1 for no limit, got ${pids}`, {
+      flag: 'pids-limit',
+    });
   const options: {
     -readonly [K in keyof PrepareOptions]: PrepareOptions[K];
   } = { args: ctx.rest, env: stringListOption(v, 'env'), net: net as NetMode };
@@ -75,7 +78,7 @@ function prepareOptions(ctx: CommandContext): PrepareOptions {
   const user = stringOption(v, 'user');
   if (user !== undefined) options.user = user;
   if (memory !== undefined) options.memoryBytes = parseMemory(memory);
-  if (pids !== undefined) options.pidsLimit = pids;
+  if (pids !== undefined) options.pidsLimit = pids > 0 ? pids : null;
   const ports = stringListOption(v, 'publish').map(parsePublish);
   if (ports.length > 0) options.ports = ports;
   return options;

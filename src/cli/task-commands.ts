@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Task, TaskDefinition, TaskDelivery, TaskState } from '../bbs/index.js';
+import {
+  defaultWorkMemoryMb,
+  type Task,
+  type TaskDefinition,
+  type TaskDelivery,
+  type TaskState,
+} from '../bbs/index.js';
 import { BerthError, InvalidArgumentError, isBerthError, parseDuration } from '../core/index.js';
 import {
   booleanOption,
@@ -137,7 +143,7 @@ const run: CommandSpec = {
       // The whole argv, replacing the image's Entrypoint and Cmd; absent, the image's own run.
       ...(ctx.rest.length > 0 ? { command: ctx.rest } : {}),
       env: envOption(v),
-      memory_mb: nonNegative(v, 'memory') ?? 0,
+      memory_mb: nonNegative(v, 'memory') ?? defaultWorkMemoryMb,
       disk_mb: nonNegative(v, 'disk') ?? 0,
       result_file: stringOption(v, 'result-file') ?? '',
       completion_callback_url: callback,

@@ -156,6 +156,10 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
       maskedPaths,
       readonlyPaths,
       seccomp: defaultSeccompProfile(),
+      // The seccomp profile refuses raw sockets, so ping needs the ICMP datagram socket, which a
+      // new network namespace allows no group (kernel default "1 0"); podman sets it the same way.
+      // A host-network pod shares the host's setting and may not change it.
+      ...(manifest.net === 'host' ? {} : { sysctl: { 'net.ipv4.ping_group_range': '0 2147483647' } }),
     },
   };
 }

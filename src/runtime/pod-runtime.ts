@@ -31,6 +31,7 @@ import { resolveUser } from './user-spec.js';
 export interface PrepareOptions extends AppOverrides {
   readonly name?: string;
   readonly memoryBytes?: number | null;
+  /** Most processes (threads included) the pod may hold: absent = `defaultPidsLimit`, null = no limit. */
   readonly pidsLimit?: number | null;
   readonly net?: NetMode;
   readonly ports?: readonly PortPublish[];
@@ -65,6 +66,12 @@ export class ImageUnavailableError extends BerthError {
     this.name = 'ImageUnavailableError';
   }
 }
+
+/**
+ * Every pod's pids limit unless told otherwise, as podman's (`pids_limit` in containers.conf): a
+ * fork bomb in one pod then ends at its own limit instead of the host's.
+ */
+export const defaultPidsLimit = 2048;
 
 const sharedNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -206,7 +213,7 @@ export class PodRuntime {
         net: options.net ?? 'private',
         ports,
         memoryBytes: options.memoryBytes ?? null,
-        pidsLimit: options.pidsLimit ?? null,
+        pidsLimit: options.pidsLimit === undefined ? defaultPidsLimit : options.pidsLimit,
         labels: options.labels ?? {},
         ...(options.sharedDir !== undefined ? { sharedDir: options.sharedDir } : {}),
         created: new Date().toISOString(),

@@ -45,6 +45,18 @@ const cloneNewUser = 0x10000000;
 const EPERM = 1;
 const ENOSYS = 38;
 
+/** socket(2) address families and the one type refused below. */
+const AF_INET = 2;
+const AF_INET6 = 10;
+const AF_PACKET = 17;
+const AF_VSOCK = 40;
+const SOCK_RAW = 3;
+/**
+ * The kernel's SOCK_TYPE_MASK: the type argument may carry SOCK_NONBLOCK and SOCK_CLOEXEC in its
+ * high bits, so `socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, …)` must be caught by the low bits alone.
+ */
+const sockTypeMask = 0xf;
+
 /** The architectures a process of this machine can make system calls in (compat ABIs included). */
 function architectures(): string[] | undefined {
   if (process.arch === 'x64') return ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'];
@@ -63,6 +75,22 @@ export interface OciSeccomp {
   }[];
 }
 
+type SyscallRule = OciSeccomp['syscalls'][number];
+
+/**
+ * socket(2) refused for one address family, and (when `type` is given) only for that socket type.
+ * The conditions of one rule all have to hold (libseccomp ANDs them). On 32-bit x86 the same rule
+ * also refuses socketcall(SYS_SOCKET) whatever its arguments, which seccomp cannot read: closed
+ * rather than open, since any process (a 64-bit one through `int 0x80` too) can make that call.
+ * 32-bit x86 programs whose C library creates sockets through socketcall(2) get none.
+ */
+function socketRule(errnoRet: number, family: number, type?: number): SyscallRule {
+  const args = [{ index: 0, value: family, valueTwo: 0, op: 'SCMP_CMP_EQ' }];
+  if (type !== undefined)
+    args.push({ index: 1, value: sockTypeMask, valueTwo: type, op: 'SCMP_CMP_MASKED_EQ' });
+  return { names: ['socket'], action: 'SCMP_ACT_ERRNO', errnoRet, args };
+}
+
 /** The OCI `linux.seccomp` of every pod. */
 export function defaultSeccompProfile(): OciSeccomp {
   const arches = architectures();
@@ -79,6 +107,18 @@ export function defaultSeccompProfile(): OciSeccomp {
       // clone3 passes its flags in memory, where seccomp cannot look: ENOSYS makes the C library
       // fall back to clone(2), which the rule above can check.
       { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
+      // Sockets that see or forge other traffic than the pod's own, refused as podman's profile
+      // refuses them to a container without CAP_NET_RAW (berth's capability set keeps it, as
+      // containerd's does, but no pod gets these sockets with it): AF_PACKET (any frame on the pod's link: ARP spoofing, sniffing), raw IPv4 and IPv6 (any
+      // header, any protocol). EPERM is what the kernel itself answers without the capability, so
+      // tools fall back as they would there (busybox and iputils ping use an ICMP datagram socket,
+      // which the pod's ping_group_range allows, see oci-config.ts).
+      ...[AF_PACKET].map((family) => socketRule(EPERM, family)),
+      ...[AF_INET, AF_INET6].map((family) => socketRule(EPERM, family, SOCK_RAW)),
+      // AF_VSOCK talks to the hypervisor or the host's vsock services, past every network namespace.
+      // EPERM too: on 32-bit x86, libseccomp turns every socket rule into one on socketcall(2)
+      // (whose arguments sit in memory) and refuses two such rules with different actions.
+      socketRule(EPERM, AF_VSOCK),
     ],
   };
 }

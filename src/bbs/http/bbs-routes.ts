@@ -3,7 +3,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { BerthError, InvalidArgumentError } from '../../core/index.js';
-import type { ModificationTag, Monitor, Task, TaskState } from '../bbs-types.js';
+import {
+  defaultWorkMemoryMb,
+  type ModificationTag,
+  type Monitor,
+  type Task,
+  type TaskState,
+} from '../bbs-types.js';
 import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
 import { taskDeliveryLogFor, toTaskDelivery } from '../task-callback-log.js';
 import { type BbsOperationName, bbsOperationPaths } from './bbs-operations.js';
@@ -47,7 +53,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
         image: b.image,
         ...(b.command !== undefined ? { command: b.command } : {}),
         env: b.env ?? {},
-        memory_mb: b.memory_mb ?? 0,
+        memory_mb: b.memory_mb ?? defaultWorkMemoryMb,
         disk_mb: b.disk_mb ?? 0,
         ports: b.ports ?? [],
         routes: b.routes ?? {},
@@ -171,7 +177,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
         image: b.image,
         ...(b.command !== undefined ? { command: b.command } : {}),
         env: b.env ?? {},
-        memory_mb: b.memory_mb ?? 0,
+        memory_mb: b.memory_mb ?? defaultWorkMemoryMb,
         disk_mb: b.disk_mb ?? 0,
         result_file: b.result_file ?? '',
         completion_callback_url: b.completion_callback_url ?? '',
