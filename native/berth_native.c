@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -609,6 +610,32 @@ static napi_value random_bytes(napi_env env, napi_callback_info info) {
   return buffer;
 }
 
+// getxattr(2) of `path` (following a last symlink, so a /proc/self/fd/N path reaches the fd's own
+// file): the value as a string, or null when the file has no such attribute (ENODATA) or its file
+// system keeps none (ENOTSUP). Overlay directories marked opaque carry "trusted.overlay.opaque".
+static napi_value get_xattr(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  const char *usage = "getxattr(path, name): both must be non-empty strings";
+  char path[4097];
+  char name[256];
+  if (!string_arg(env, argv, argc, 0, path, sizeof path, usage)) return NULL;
+  if (!string_arg(env, argv, argc, 1, name, sizeof name, usage)) return NULL;
+  char value[256];
+  ssize_t length = getxattr(path, name, value, sizeof value);
+  napi_value result;
+  if (length < 0) {
+    if (errno == ENODATA || errno == ENOTSUP) {
+      napi_get_null(env, &result);
+      return result;
+    }
+    return throw_errno(env, errno, "getxattr", path);
+  }
+  napi_create_string_utf8(env, value, (size_t)length, &result);
+  return result;
+}
+
 static void export_function(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn);
@@ -625,6 +652,7 @@ static napi_value init(napi_env env, napi_value exports) {
   export_function(env, exports, "watchExit", watch_exit);
   export_function(env, exports, "pipe", make_pipe);
   export_function(env, exports, "randomBytes", random_bytes);
+  export_function(env, exports, "getxattr", get_xattr);
   return exports;
 }
 

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, NotFoundError } from '../core/index.js';
-import { ImageUnavailableError, type PodInfo, type PodRuntime } from '../runtime/index.js';
+import { ImageUnavailableError, type PodInfo, type PodRuntime, readInLayeredRoot } from '../runtime/index.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -438,29 +438,19 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   }
 
   /**
-   * The first 10 KiB of a file the container wrote: it is in the pod's overlay upper dir (the
-   * container's own writes) or else the image. Symlinks are not followed out of the pod.
+   * The first 10 KiB of a file in the container's root: its own writes (the pod's overlay upper
+   * dir) over the image. Resolved as the container would resolve it, but never out of its root:
+   * the container owns every symlink of its upper dir (`ln -s /etc /b` must not make
+   * `/b/shadow` the host's), so the path is walked with LayeredRoot, not joined onto host dirs.
    */
   private readResultFile(pod: PodInfo, file: string): string {
-    const parts = file.split('/').filter((p) => p && p !== '.' && p !== '..');
-    const candidates = [join(this.options.runtime.store.path(pod), 'upper', ...parts)];
-    if (pod.manifest) candidates.push(join(pod.manifest.image.rootfs, ...parts));
-    for (const path of candidates) {
-      try {
-        if (!lstatSync(path).isFile()) continue;
-        const fd = openSync(path, 'r');
-        try {
-          const buffer = Buffer.alloc(resultFileLimit);
-          const n = readSync(fd, buffer, 0, resultFileLimit, 0);
-          return buffer.subarray(0, n).toString('utf8');
-        } finally {
-          closeSync(fd);
-        }
-      } catch {
-        // Not in this layer.
-      }
+    try {
+      const content = readInLayeredRoot(this.options.runtime.store.rootLayers(pod), file, resultFileLimit);
+      return content?.toString('utf8') ?? '';
+    } catch {
+      // Unreadable (gone with the pod, or a file system error): no result, as for a missing file.
+      return '';
     }
-    return '';
   }
 
   /** What the container's app wrote to stdout and stderr (its pod's log), for finalization. */

@@ -41,6 +41,8 @@ export interface BerthNative {
   pipe(): [number, number];
   /** getrandom(2): 1 to 256 bytes. */
   randomBytes(length: number): Buffer;
+  /** getxattr(2) (a last symlink followed): the value (at most 255 bytes), or null if it has none. */
+  getxattr(path: string, name: string): string | null;
 }
 
 // build/ is beside dist/; this module sits in dist/runtime/ (the bundles give it that same URL),

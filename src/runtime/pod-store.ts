@@ -76,6 +76,17 @@ export class PodStore {
   }
 
   /**
+   * The host directories that make up the pod's root as the container sees it, top first: its
+   * overlay upper dir (its own writes), then the image's rootfs. Read them with LayeredRoot
+   * (layered-root.ts), never by joining a container path onto them: the container owns the
+   * upper dir's symlinks.
+   */
+  rootLayers(info: PodLocation & { readonly manifest: PodManifest | undefined }): string[] {
+    const upper = join(this.path(info), podFiles.upper);
+    return info.manifest ? [upper, info.manifest.image.rootfs] : [upper];
+  }
+
+  /**
    * Embryo → Prepare: creates the pod directory, locks it exclusively and moves it to prepare/
    * with the lock held, so it never appears unlocked (= prepare-failed) in prepare/.
    * Returns the held lock fd; closing it (or dying) leaves a failed prepare for gc.

@@ -1,0 +1,174 @@
+import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync } from 'node:fs';
+import { errnoCode } from '../core/index.js';
+import { nativeAddon } from './native-addon.js';
+
+/** Linux's own limit on symlinks followed in one lookup (MAXSYMLINKS). */
+const maxSymlinks = 40;
+/** open(2)'s O_PATH (the same value on x86-64 and arm64); node's fs.constants lacks it. */
+const O_PATH = 0o10000000;
+// libuv adds O_CLOEXEC to every open.
+const lookupFlags = O_PATH | constants.O_NOFOLLOW;
+
+/**
+ * How overlayfs marks a directory of an upper layer that hides every lower one (its own xattr
+ * namespace is `trusted.`, as berth mounts the root overlay without `userxattr`).
+ */
+const opaqueXattr = 'trusted.overlay.opaque';
+
+/** The path of an open fd, for the *at-style calls node has no binding for. */
+function fdPath(fd: number, name?: string): string {
+  return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
+}
+
+type Entry =
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'symlink'; readonly target: string }
+  /** The directory in every layer that makes up the merged one, top first. */
+  | { readonly kind: 'dir'; readonly fds: readonly number[] }
+  | { readonly kind: 'other'; readonly fd: number; readonly isFile: boolean };
+
+/**
+ * Looks files up in a container's root as overlayfs shows it to the container, from the host,
+ * without ever leaving it: the layers (host directories, top first: the pod's upper dir, then the
+ * image's rootfs) are walked one component at a time through fds opened with O_PATH|O_NOFOLLOW,
+ * each lookup relative to the directory fd before it (via /proc/self/fd, openat's path form), so
+ * no host symlink is ever followed and nothing swapped in meanwhile redirects the walk. Symlinks
+ * in the container's tree are followed the way the container would follow them, but inside the
+ * root: an absolute target restarts at the root, `..` stops at the root (what in-root-path.ts
+ * does for the image extractor, and openat2's RESOLVE_IN_ROOT). Overlay semantics: a whiteout
+ * (a character device 0/0) in a layer hides the name below it, an opaque directory hides the
+ * lower layers' directories of that name, and any non-directory hides everything below it.
+ * overlayfs's `redirect_dir` and metacopy features are not followed: berth mounts without them.
+ */
+export class LayeredRoot {
+  private readonly opened: number[] = [];
+
+  private constructor(private readonly roots: readonly number[]) {}
+
+  /** Opens the layers' top directories; missing ones are skipped (an image may have no layer). */
+  static open(layers: readonly string[]): LayeredRoot {
+    const roots: number[] = [];
+    for (const layer of layers) {
+      try {
+        roots.push(openSync(layer, lookupFlags | constants.O_DIRECTORY));
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT') {
+          for (const fd of roots) closeSync(fd);
+          throw err;
+        }
+      }
+    }
+    const root = new LayeredRoot(roots);
+    root.opened.push(...roots);
+    return root;
+  }
+
+  close(): void {
+    for (const fd of this.opened.splice(0)) closeSync(fd);
+  }
+
+  /** `name` in the merged directory made of `dirFds` (top first). */
+  private lookup(dirFds: readonly number[], name: string): Entry {
+    const dirs: number[] = [];
+    for (const dirFd of dirFds) {
+      let fd: number;
+      try {
+        fd = openSync(fdPath(dirFd, name), lookupFlags);
+      } catch (err) {
+        const code = errnoCode(err);
+        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
+        throw err;
+      }
+      this.opened.push(fd);
+      const stat = fstatSync(fd);
+      if (stat.isCharacterDevice() && stat.rdev === 0) break; // a whiteout: nothing below shows
+      if (stat.isDirectory()) {
+        dirs.push(fd);
+        if (nativeAddon().getxattr(fdPath(fd), opaqueXattr) === 'y') break;
+        continue;
+      }
+      if (dirs.length > 0) break; // a directory above hides whatever this is
+      if (stat.isSymbolicLink()) {
+        // readlink(2) on the name itself, relative to its directory: a magic /proc link is
+        // followed only up to the directory, the last component is read, not followed.
+        return { kind: 'symlink', target: readlinkSync(fdPath(dirFd, name)) };
+      }
+      return { kind: 'other', fd, isFile: stat.isFile() };
+    }
+    return dirs.length > 0 ? { kind: 'dir', fds: dirs } : { kind: 'missing' };
+  }
+
+  /**
+   * An fd (O_RDONLY) of the regular file at `path` in the merged root, every symlink on the way
+   * resolved inside the root; undefined when there is none there or it is not a regular file.
+   * The caller closes it.
+   */
+  openFile(path: string): number | undefined {
+    // Each element is one merged directory on the way down, so `..` goes back to its parent.
+    const stack: (readonly number[])[] = [this.roots];
+    const pending = path.split('/');
+    let links = 0;
+    while (pending.length > 0) {
+      const part = pending.shift() as string;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        if (stack.length > 1) stack.pop();
+        continue;
+      }
+      const entry = this.lookup(stack[stack.length - 1] as readonly number[], part);
+      if (entry.kind === 'missing') return undefined;
+      if (entry.kind === 'symlink') {
+        links += 1;
+        if (links > maxSymlinks) return undefined;
+        if (entry.target.startsWith('/')) stack.length = 1;
+        pending.unshift(...entry.target.split('/'));
+        continue;
+      }
+      if (entry.kind === 'dir') {
+        stack.push(entry.fds);
+        continue;
+      }
+      // A file: the end of the path, or a component that cannot be walked through (ENOTDIR).
+      if (pending.some((p) => p !== '' && p !== '.') || !entry.isFile) return undefined;
+      // Reopening the O_PATH fd (opened O_NOFOLLOW on the name) through its /proc link opens that
+      // very inode, with no path walk; O_NOFOLLOW here would refuse the magic link itself.
+      const fd = openSync(fdPath(entry.fd), constants.O_RDONLY);
+      if (!fstatSync(fd).isFile()) {
+        closeSync(fd);
+        return undefined;
+      }
+      return fd;
+    }
+    return undefined; // the root itself, or a directory
+  }
+}
+
+/**
+ * The first `limit` bytes of the regular file at `path` in the root made of `layers` (top first),
+ * read as LayeredRoot resolves it; undefined when there is no such file.
+ */
+export function readInLayeredRoot(
+  layers: readonly string[],
+  path: string,
+  limit: number,
+): Buffer | undefined {
+  const root = LayeredRoot.open(layers);
+  try {
+    const fd = root.openFile(path);
+    if (fd === undefined) return undefined;
+    try {
+      const buffer = Buffer.alloc(limit);
+      let total = 0;
+      while (total < limit) {
+        const n = readSync(fd, buffer, total, limit - total, total);
+        if (n === 0) break;
+        total += n;
+      }
+      return buffer.subarray(0, total);
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    root.close();
+  }
+}
