@@ -1,8 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import type { BbsStore } from '../bbs/index.js';
-import { InvalidArgumentError, parseDuration } from '../core/index.js';
+import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
 import { type CommandSpec, dataDir, stringOption, untilStopSignal } from './command.js';
 import {
@@ -35,7 +34,8 @@ const server: CommandSpec = {
   },
   async run(ctx) {
     // A first start on a fresh machine creates the data dir (SQLite cannot create its directory).
-    mkdirSync(dataDir(ctx.values), { recursive: true });
+    // Private (0700): the database and tokens below it are for root alone.
+    ensurePrivateDir(dataDir(ctx.values));
     const db = stringOption(ctx.values, 'db') ?? join(dataDir(ctx.values), 'bbs.sqlite3');
     const leaseTtl = stringOption(ctx.values, 'lease-ttl');
     const retention = stringOption(ctx.values, 'event-retention');

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
-import { parseDuration } from '../core/index.js';
+import { ensurePrivateDir, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import { CellAgent, httpCellAgentTransport } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
@@ -30,6 +30,8 @@ const up: CommandSpec = {
   },
   async run(ctx) {
     const dir = dataDir(ctx.values);
+    // Private (0700): the database, tokens and pods below it are for root alone.
+    ensurePrivateDir(dir);
     const db = join(dir, 'bbs.sqlite3');
     const images = openImageStore(dir);
     // The example needs an image; the busybox of Debian's busybox-static makes one offline.

@@ -69,7 +69,7 @@ export class CellEventJournal {
   constructor(options: CellEventJournalOptions) {
     this.dir = options.dir;
     this.#maxBatch = options.maxBatch ?? 500;
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const last = this.#segments().at(-1);
     this.#segment = (last ?? 0) + 1;
   }

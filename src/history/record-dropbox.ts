@@ -18,7 +18,7 @@ export class RecordDropbox {
 
   drop(records: readonly IngestRecord[]): void {
     if (records.length === 0) return;
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const random = Math.floor(Math.random() * 0x100000000)
       .toString(16)
       .padStart(8, '0');

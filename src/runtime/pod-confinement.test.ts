@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -105,5 +105,51 @@ describe('pids limit', () => {
   it('takes the pod’s own limit, and null for none at all', async () => {
     assert.equal((await runScript(readPidsMax, { pidsLimit: 64 })).output.trim(), '64');
     assert.equal((await runScript(readPidsMax, { pidsLimit: null })).output.trim(), 'max');
+  });
+});
+
+describe('the data dir', () => {
+  it('is made 0700 (an older berth’s 0755 too), nobody cannot read a pod’s env, a pod running as nobody still works', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-conf-'));
+    dirs.push(dir);
+    // As an older berth left it: world-readable, with its pods dir.
+    mkdirSync(join(dir, 'pods'), { mode: 0o755 });
+    chmodSync(dir, 0o755);
+    const runtime = new PodRuntime(dir, images);
+    const prepared = await runtime.prepare('bb', {
+      net: 'none',
+      user: 'nobody',
+      env: ['API_KEY=top-secret'],
+      args: ['sh', '-c', 'id -u; head -1 /etc/passwd; echo $API_KEY'],
+    });
+    for (const d of [dir, join(dir, 'pods'), join(dir, 'runc')])
+      assert.equal(statSync(d).mode & 0o777, 0o700, d);
+    const manifest = join(runtime.store.path(prepared.location), 'pod.json');
+    const asNobody = spawnSync(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', '--', 'cat', manifest],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.notEqual(asNobody.status, 0);
+    assert.match(asNobody.stderr, /Permission denied/);
+    assert.ok(runtime.store.move(prepared.location, 'run'));
+    const chunks: Buffer[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc: string, cb: () => void) {
+        chunks.push(Buffer.from(chunk));
+        cb();
+      },
+    });
+    const exit = await runForeground(
+      runtime,
+      { uuid: prepared.location.uuid, phase: 'run' },
+      prepared.manifest,
+      prepared.lockFd,
+      { stdout: sink, stderr: sink, remove: true },
+    );
+    assert.equal(exit.exit_code, 0);
+    assert.equal(Buffer.concat(chunks).toString(), '65534\nroot:x:0:0:root:/root:/bin/sh\ntop-secret\n');
   });
 });

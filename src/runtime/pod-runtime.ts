@@ -512,7 +512,7 @@ export class PodRuntime {
         log,
       };
       const dir = join(this.dataDir, obituariesDir);
-      mkdirSync(dir, { recursive: true });
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileAtomic(join(dir, `${location.uuid}.json`), JSON.stringify(obituary));
     } catch {
       // Losing an obituary loses one end in the history, never the pod's deletion.

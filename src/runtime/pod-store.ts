@@ -9,7 +9,14 @@ import {
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError, errnoCode, InvalidArgumentError, NotFoundError, removeTree } from '../core/index.js';
+import {
+  BerthError,
+  ensurePrivateDir,
+  errnoCode,
+  InvalidArgumentError,
+  NotFoundError,
+  removeTree,
+} from '../core/index.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { isLocked, tryLock } from './flock.js';
 import { randomUuid } from './native-process.js';
@@ -66,9 +73,16 @@ export class PodStore {
     this.dirs = runtimeDirs(dataDir);
   }
 
+  /**
+   * The data dir and the pods' and runc's dirs, private to root (0700): pod manifests hold the
+   * apps' env. Containers never walk these paths (runc mounts their root and files as root), so a
+   * container running as any user still starts.
+   */
   ensureDirs(): void {
+    ensurePrivateDir(this.dirs.root);
+    ensurePrivateDir(this.dirs.pods, { owned: true });
     for (const phase of podPhases) mkdirSync(phaseDir(this.dirs, phase), { recursive: true });
-    mkdirSync(this.dirs.runc, { recursive: true });
+    ensurePrivateDir(this.dirs.runc, { owned: true });
   }
 
   path(location: PodLocation): string {

@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import { BerthError, errnoCode } from '../../core/index.js';
@@ -17,6 +18,7 @@ export interface SqliteBackendOptions {
  * before it reads what it will change (a deferred one could fail upgrading its lock half-way).
  */
 export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
+  if (options.path !== ':memory:' && options.path !== '') makeOwnerOnly(options.path);
   const database = new Database(options.path);
   database.pragma('journal_mode = WAL');
   database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
@@ -117,4 +119,20 @@ function busyError(err: unknown): unknown {
     });
   }
   return err;
+}
+
+/**
+ * The database holds every env value and token digest of the cluster: owner only (0600), the file
+ * made so before SQLite opens it, since SQLite gives its -wal and -shm files the main file's mode.
+ * Files left 0644 by an older berth are made 0600 here, each of them.
+ */
+function makeOwnerOnly(path: string): void {
+  closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    try {
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+    }
+  }
 }
