@@ -20,6 +20,7 @@ describeBbsStoreContract('HTTP client over SQLite', async (clock) => {
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     store: new BbsClient(`http://127.0.0.1:${port}`),
+    hidesRepTokens: true,
     close: async () => {
       await app.close();
       await store.close();

@@ -7,6 +7,7 @@ import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js
 import { agentRoutes } from './agent-routes.js';
 import { ApiMetrics } from './api-metrics.js';
 import { type AppAuth, installAuth } from './auth-hook.js';
+import { cellRoutes } from './cell-routes.js';
 import { systemRoutes } from './system-routes.js';
 
 export interface AppDeps {
@@ -91,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });
+  await cellRoutes(deps.store)(app);
   if (deps.registry) await registryRoutes(app, deps.registry);
   if (deps.systems) {
     await systemRoutes(deps.systems)(app);

@@ -12,7 +12,7 @@ export interface ClusterTimings {
   readonly taskKickIntervalMs?: number;
   readonly taskPendingLimitMs?: number;
   readonly taskCompletedTtlMs?: number;
-  /** Auth for the rep API is not required; the BBS token is for BbsClient users. */
+  /** Per rep call; the reps' tokens come with their presences (`repClientForCell`). */
   readonly repTimeoutMs?: number;
 }
 

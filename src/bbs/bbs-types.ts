@@ -141,6 +141,13 @@ export interface CellPresence {
   readonly capacity: CellCapacity;
   /** Base URL of the cell's rep API (state, perform work, stop). */
   readonly rep_url: string;
+  /**
+   * The bearer token the cell's rep demands on every call but `/healthz` (issue 17): the cell
+   * sends it with its heartbeat, the store keeps it, and the server's auctioneer and converger send
+   * it back. It never leaves the server: every HTTP answer carrying presences drops it
+   * (`publicCellPresence`). Absent from a cell of a berth before it, whose rep demands nothing.
+   */
+  readonly rep_token?: string;
   readonly placement_tags: readonly string[];
   /**
    * The cell runs the model's unit and machine agents (seed 003 "Agents") for the units on it, so
@@ -149,6 +156,13 @@ export interface CellPresence {
   readonly model_agent?: boolean;
   /** ISO-8601; the cell is considered gone after it. */
   readonly expires_at: string;
+}
+
+/** A presence as the API shows it: without the rep's token, which only the server may hold. */
+export function publicCellPresence(cell: CellPresence): CellPresence {
+  if (cell.rep_token === undefined) return cell;
+  const { rep_token: _secret, ...visible } = cell;
+  return visible;
 }
 
 /** Work the BBS asks the auctioneer to place (Diego's "start requests"). */

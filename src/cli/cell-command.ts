@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { BbsClient } from '../bbs/index.js';
-import { InvalidArgumentError, NotFoundError, parseDuration } from '../core/index.js';
+import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import { CellAgent, httpCellAgentTransport } from '../model/index.js';
 import { pullingImageResolver } from '../registry/index.js';
@@ -8,6 +8,7 @@ import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js'
 import { openImageStore } from '../runtime/image/index.js';
 import { readCliToken, serverUrl } from './cli-token.js';
 import { type CommandContext, type CommandSpec, dataDir, intOption, stringOption } from './command.js';
+import { ServerClient } from './server-client.js';
 
 function positiveInt(ctx: CommandContext, name: string, fallback: number): number {
   const value = intOption(ctx.values, name) ?? fallback;
@@ -124,16 +125,10 @@ const drain: CommandSpec = {
   positionals: { min: 1, max: 1, names: 'CELL' },
   async run(ctx) {
     const token = stringOption(ctx.values, 'token') ?? readCliToken(dataDir(ctx.values));
-    const bbs = new BbsClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
+    const server = new ServerClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
     const cellId = ctx.positionals[0] ?? '';
-    const presence = (await bbs.listCells()).find((c) => c.cell_id === cellId);
-    if (!presence) throw new NotFoundError('cell', cellId);
-    const response = await fetch(`${presence.rep_url}/v1/evacuate`, {
-      method: 'POST',
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (response.status !== 202)
-      throw new InvalidArgumentError(`Cell ${cellId} refused to evacuate: HTTP ${response.status}`);
+    // Through the server: it alone holds the rep's token (issue 17).
+    await server.request('POST', `/v1/cells/${encodeURIComponent(cellId)}/evacuate`);
     ctx.stdout.write(`${cellId} evacuating\n`);
     return 0;
   },

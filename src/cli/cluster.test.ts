@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -370,7 +371,11 @@ describe('the rep keeps the BBS true to what runs', { timeout: 300_000 }, () => 
       reps.map((cell) =>
         fetch(`${cell.rep_url}/v1/work`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: {
+            // The rep answers only its token's holder; the test reads it where the cell keeps it.
+            authorization: `Bearer ${readFileSync(join(root, cell.cell_id, 'rep.token'), 'utf8').trim()}`,
+            'content-type': 'application/json',
+          },
           body: JSON.stringify(work),
         }).then((r) => r.json() as Promise<{ failed_tasks: unknown[] }>),
       ),

@@ -438,10 +438,12 @@ const gc: CommandSpec = {
     for (const uuid of report.marked) ctx.stdout.write(`marked ${uuid}\n`);
     for (const uuid of report.discarded) ctx.stdout.write(`discarded ${uuid}\n`);
     for (const uuid of report.deleted) ctx.stdout.write(`deleted ${uuid}\n`);
-    const { recheckSubnetMasquerade } = await import('../runtime/cni-network.js');
+    const { recheckPodNetworkRules } = await import('../runtime/pod-firewall.js');
     try {
-      if (recheckSubnetMasquerade() === 'added')
-        ctx.stdout.write('restored the pod subnet masquerade rule (it had been flushed)\n');
+      if (recheckPodNetworkRules() === 'added')
+        ctx.stdout.write(
+          "restored the pod network's firewall rules, subnet masquerade and host guard (they had been flushed)\n",
+        );
     } catch (err) {
       // The pods are collected either way; outbound NAT is the network's, reported, not fatal.
       ctx.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);

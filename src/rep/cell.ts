@@ -1,4 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { BbsStore } from '../bbs/index.js';
+import { errnoCode, writeFileAtomic } from '../core/index.js';
 import { Executor, type ExecutorCapacity } from '../executor/index.js';
 import type { IngestRecord } from '../history/index.js';
 import { type ImageResolver, PodRuntime } from '../runtime/index.js';
@@ -48,6 +52,8 @@ export interface RunningCell {
   readonly rep: Rep;
   readonly executor: Executor;
   readonly url: string;
+  /** The token the rep's API demands (`<dataDir>/rep.token`). */
+  readonly token: string;
   /** Evacuates (seed: refuse work, hand instances over, then leave), then stops. */
   drain(): Promise<void>;
   /** Stops without evacuating: instances keep running; the next cell process adopts them. */
@@ -83,7 +89,9 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
         ...(options.log ? { log: options.log } : {}),
       })
     : undefined;
+  const token = repToken(options.dataDir);
   const rep = new Rep({
+    repToken: token,
     ...(relations ? { relations } : {}),
     ...(options.modelAgent ? { modelAgent: true } : {}),
     bbs: options.bbs,
@@ -103,7 +111,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     ...(options.crashPolicy ? { crashPolicy: options.crashPolicy } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
-  const app = buildRepApp(rep);
+  const app = buildRepApp(rep, { token });
   await app.listen({ host, port: Number(portText) });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : Number(portText);
@@ -123,10 +131,35 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     rep,
     executor,
     url,
+    token,
     async drain() {
       await rep.evacuate();
       await close();
     },
     close,
   };
+}
+
+/** Where a cell keeps its rep's token: beside its pods, readable by root only. */
+export function repTokenPath(dataDir: string): string {
+  return join(dataDir, 'rep.token');
+}
+
+/**
+ * The rep's token, made on the cell's first start (32 random bytes, base64url) and kept across
+ * restarts: a restarted cell answers the server that still holds the token of its last heartbeat,
+ * and an operator on the cell's machine can call its rep (`curl -H "Authorization: Bearer $(cat
+ * rep.token)"`). Delete the file and restart the cell to change it.
+ */
+function repToken(dataDir: string): string {
+  const path = repTokenPath(dataDir);
+  try {
+    const kept = readFileSync(path, 'utf8').trim();
+    if (/^[A-Za-z0-9_-]{32,256}$/.test(kept)) return kept;
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  const token = randomBytes(32).toString('base64url');
+  writeFileAtomic(path, `${token}\n`, { durable: true, mode: 0o600 });
+  return token;
 }

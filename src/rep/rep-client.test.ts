@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RepClient } from './index.js';
+import { RepClient, repClientForCell } from './index.js';
 
 /** The client's error mapping against a real HTTP server that misbehaves on purpose. */
 describe('RepClient', () => {
@@ -14,6 +14,10 @@ describe('RepClient', () => {
         res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
         res.end(body === undefined ? undefined : JSON.stringify(body));
       };
+      if (req.url?.startsWith('/guarded/'))
+        return req.headers.authorization === 'Bearer s3cret'
+          ? reply(200, { cell_id: 'g', zone: 'z', lrps: {} })
+          : reply(401, { code: 'unauthenticated', message: 'Invalid rep token' });
       if (req.url === '/slow/v1/state') return; // never answers
       if (req.url === '/sick/v1/state') return reply(500, { code: 'internal', message: 'boom' });
       if (req.url === '/v1/work') return reply(409, { code: 'conflict', message: 'evacuating' });
@@ -44,6 +48,26 @@ describe('RepClient', () => {
       assert.equal(err.retryable, true);
       return true;
     });
+  });
+
+  it("sends the presence's rep token; a refused one is retryable (a restarted cell heartbeats its new one)", async () => {
+    const presence = {
+      cell_id: 'g',
+      zone: 'z',
+      capacity: { memory_mb: 1, disk_mb: 1, containers: 1 },
+      rep_url: `${url}/guarded`,
+      placement_tags: [],
+      expires_at: new Date().toISOString(),
+    };
+    assert.equal((await repClientForCell({ ...presence, rep_token: 's3cret' }).state()).cell_id, 'g');
+    for (const client of [repClientForCell(presence), repClientForCell({ ...presence, rep_token: 'old' })]) {
+      await assert.rejects(client.state(), (err: Error & { code?: string; retryable?: boolean }) => {
+        assert.equal(err.code, 'unavailable');
+        assert.equal(err.retryable, true);
+        assert.match(err.message, /refused the cell's token/);
+        return true;
+      });
+    }
   });
 
   it('keeps the code of a 4xx berth error', async () => {

@@ -20,6 +20,8 @@ export interface RepClientOptions {
    */
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
+  /** The rep's token (`CellPresence.rep_token`), sent as `Authorization: Bearer`. */
+  readonly token?: string;
 }
 
 /**
@@ -32,11 +34,13 @@ export class RepClient implements RepApi {
   readonly baseUrl: string;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #authorization: Record<string, string>;
 
   constructor(baseUrl: string, options: RepClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#fetch = options.fetch ?? fetch;
+    this.#authorization = options.token ? { authorization: `Bearer ${options.token}` } : {};
   }
 
   state(): Promise<RepState> {
@@ -63,8 +67,11 @@ export class RepClient implements RepApi {
       response = await this.#fetch(url, {
         method,
         ...(body !== undefined
-          ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }
-          : {}),
+          ? {
+              headers: { ...this.#authorization, 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            }
+          : { headers: this.#authorization }),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
       // Read the body under the same timeout: a rep that sends headers and then stalls is as
@@ -88,9 +95,12 @@ export class RepClient implements RepApi {
   }
 }
 
-/** The client for a cell's rep, at the address the cell registered in its presence record. */
+/** The client for a cell's rep, at the address and with the token of its presence record. */
 export function repClientForCell(cell: CellPresence, options: RepClientOptions = {}): RepClient {
-  return new RepClient(cell.rep_url, options);
+  return new RepClient(cell.rep_url, {
+    ...options,
+    ...(cell.rep_token !== undefined ? { token: cell.rep_token } : {}),
+  });
 }
 
 function errorFrom(url: string, status: number, text: string): BerthError {
@@ -111,6 +121,10 @@ function errorFrom(url: string, status: number, text: string): BerthError {
   };
   // 5xx is the rep failing, not the request being wrong: retryable on the next round.
   if (status >= 500) return new BerthError('unavailable', `The rep at ${url} failed: ${message}`, details);
+  // A refused token is a cell that restarted with a new one and has not heartbeat it yet (or an
+  // impostor at a stale address): the next round reads the presence again, so retry then.
+  if (status === 401)
+    return new BerthError('unavailable', `The rep at ${url} refused the cell's token: ${message}`, details);
   const code =
     typeof body.code === 'string' && body.code in httpStatusByCode
       ? (body.code as ErrorCode)

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { httpStatusByCode, isBerthError } from '../core/index.js';
 import type { Rep } from './rep.js';
@@ -6,9 +7,29 @@ import type { RepStopRequest, RepWork } from './rep-api.js';
 /**
  * The rep's HTTP API (`rep-api.ts`): what the auctioneer asks of a cell. Built without listening
  * so tests can `inject`; `startCell` listens.
+ *
+ * Every route but `/healthz` demands `Authorization: Bearer <token>`, the token the cell registered
+ * with its presence (issue 17): anyone who can reach the port, a container on the bridge included,
+ * could otherwise evacuate the cell or start work on it.
  */
-export function buildRepApp(rep: Rep): FastifyInstance {
+export function buildRepApp(rep: Rep, auth: { readonly token: string }): FastifyInstance {
+  if (auth.token.length < 32) throw new Error('The rep needs a token of at least 32 characters');
   const app = Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 });
+  const expected = digest(auth.token);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/healthz') return;
+    const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    // Compared as digests of equal length, in constant time: the time taken says nothing of the token.
+    if (presented !== undefined && timingSafeEqual(digest(presented), expected)) return;
+    return reply.status(401).send({
+      code: 'unauthenticated',
+      message:
+        presented === undefined
+          ? "Missing bearer token: the rep answers only the server that holds this cell's token"
+          : 'Invalid rep token',
+      details: {},
+    });
+  });
   app.setErrorHandler((err, _req, reply) => {
     if (isBerthError(err)) return reply.status(httpStatusByCode[err.code]).send(err.toJSON());
     const statusCode = (err as { statusCode?: unknown }).statusCode;
@@ -58,4 +79,8 @@ export function buildRepApp(rep: Rep): FastifyInstance {
     return reply.status(202).send({ evacuating: true });
   });
   return app;
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
 }

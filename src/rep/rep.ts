@@ -28,6 +28,8 @@ export interface RepOptions {
   readonly zone: string;
   /** The URL the auctioneer reaches this rep's API on; registered in the presence record. */
   readonly repUrl: string;
+  /** The token this rep's API demands (`rep-server.ts`); registered in the presence record. */
+  readonly repToken?: string;
   readonly placementTags?: readonly string[];
   /** Keeps relation files current in LRP containers (systems); absent = containers get none. */
   readonly relations?: RelationSync;
@@ -108,6 +110,7 @@ export class Rep {
         zone: this.options.zone,
         capacity: this.options.executor.capacity,
         rep_url: this.options.repUrl,
+        ...(this.options.repToken !== undefined ? { rep_token: this.options.repToken } : {}),
         placement_tags: this.options.placementTags ?? [],
         ...(this.options.modelAgent ? { model_agent: true } : {}),
       },

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
 import { endStdin, type NativeChild, spawnNative } from './native-process.js';
+import { bridgeName, ensurePodNetworkRules, podSubnet } from './pod-firewall.js';
 import type { Masquerade } from './pod-manifest.js';
 
 /**
@@ -14,7 +15,8 @@ import type { Masquerade } from './pod-manifest.js';
  *
  * Outbound NAT is one MASQUERADE rule for the whole pod subnet, as podman's netavark does, not the
  * bridge plugin's `ipMasq` (a NAT chain per pod: ~10 iptables execs on every start and stop, two
- * thirds of a `--net private` pod's setup cost). portmap runs only for a pod that publishes ports.
+ * thirds of a `--net private` pod's setup cost), and pods reach no service of the host: both are
+ * `pod-firewall.ts`, set up once per boot. portmap runs only for a pod that publishes ports.
  */
 export const cniPluginDir = process.env.BERTH_CNI_PATH ?? '/usr/lib/cni';
 
@@ -42,15 +44,6 @@ export const netnsDir = '/var/run/netns';
 
 export function netnsPath(uuid: string): string {
   return `${netnsDir}/${netnsName(uuid)}`;
-}
-
-export function podSubnet(): string {
-  return process.env.BERTH_SUBNET ?? '10.213.0.0/16';
-}
-
-/** The host bridge every pod is attached to. */
-function bridgeName(): string {
-  return process.env.BERTH_BRIDGE ?? 'berth0';
 }
 
 function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
@@ -88,72 +81,6 @@ function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
       ...(ports.length > 0 ? [portmap] : []),
     ],
   };
-}
-
-/**
- * Where the masquerade rule is known to be in place: /run is cleared at boot, as iptables rules
- * are, so the check (an iptables exec) runs once per boot, not once per pod. `berth gc` checks
- * again whatever the marker says, for a host whose rules were flushed while it ran.
- */
-const masqueradeMarkerDir = process.env.BERTH_NET_RUN_DIR ?? '/run/berth';
-
-export function masqueradeRule(subnet: string): string[] {
-  return [
-    'POSTROUTING',
-    '-s',
-    subnet,
-    '!',
-    '-d',
-    subnet,
-    '-m',
-    'comment',
-    '--comment',
-    'berth pods',
-    '-j',
-    'MASQUERADE',
-  ];
-}
-
-function masqueradeMarker(subnet: string): string {
-  return join(masqueradeMarkerDir, `masquerade-${subnet.replace(/[^0-9a-zA-Z.]/g, '_')}`);
-}
-
-/**
- * Makes sure the pod subnet's one MASQUERADE rule exists (adding it if not), unless the marker says
- * it was already checked this boot. Returns what it found: `known` (marker), `present` or `added`.
- */
-export function ensureSubnetMasquerade(force = false): 'known' | 'present' | 'added' {
-  const subnet = podSubnet();
-  const marker = masqueradeMarker(subnet);
-  if (!force && existsSync(marker)) return 'known';
-  const iptables = (op: '-C' | '-A') =>
-    spawnSync('iptables', ['--wait', '-t', 'nat', op, ...masqueradeRule(subnet)], { encoding: 'utf8' });
-  const check = iptables('-C');
-  if (check.error)
-    throw new BerthError('unavailable', `Cannot set up --net private: iptables: ${check.error.message}`);
-  let found: 'present' | 'added' = 'present';
-  if (check.status !== 0) {
-    const add = iptables('-A');
-    if (add.status !== 0)
-      throw new BerthError(
-        'internal',
-        `Cannot add the masquerade rule for the pod subnet ${subnet}: ${add.stderr.trim() || `iptables exited ${add.status}`}`,
-      );
-    found = 'added';
-  }
-  mkdirSync(masqueradeMarkerDir, { recursive: true });
-  writeFileSync(marker, `${subnet}\n`);
-  return found;
-}
-
-/**
- * For `berth gc`: when pods have used `--net private` since boot, checks the masquerade rule is
- * still there (a firewall reload may have flushed it) and restores it. `unused`: nothing to check.
- */
-export function recheckSubnetMasquerade(): 'unused' | 'present' | 'added' {
-  if (!existsSync(masqueradeMarker(podSubnet()))) return 'unused';
-  const found = ensureSubnetMasquerade(true);
-  return found === 'known' ? 'present' : found;
 }
 
 interface CniResult {
@@ -266,7 +193,8 @@ function* attachSteps(
       `Cannot set up --net private: no CNI plugins in ${cniPluginDir} (install containernetworking-plugins)`,
     );
   }
-  if (masquerade === 'subnet') ensureSubnetMasquerade();
+  // Every pod, whatever its NAT: the host guard is the bridge's (one existsSync once set up).
+  ensurePodNetworkRules();
   try {
     nativeAddon().createNetns(netnsDir, netnsName(uuid));
   } catch (err) {

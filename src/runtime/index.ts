@@ -2,6 +2,7 @@
 // hot path of `berth run` free of what it does not use.
 export * from './cni-network.js';
 export * from './layered-root.js';
+export * from './pod-firewall.js';
 export * from './pod-gc.js';
 export * from './pod-manifest.js';
 export * from './pod-runtime.js';

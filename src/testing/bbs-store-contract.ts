@@ -30,6 +30,11 @@ export function fakeClock(start = Date.now()): FakeClock {
 export interface ContractTarget {
   readonly store: BbsStore;
   close(): Promise<void>;
+  /**
+   * The store is the server's API (BbsClient), which never shows a cell's rep token: reads see
+   * none where the server's own store sees it.
+   */
+  readonly hidesRepTokens?: boolean;
 }
 
 /**
@@ -726,6 +731,32 @@ export function describeBbsStoreContract(
         assert.equal(agent?.model_agent, true);
         clock.advance(1000);
         assert.ok(!(await store.listCells()).some((c) => c.cell_id === cellId));
+      });
+
+      it("a cell's rep token is kept for the server's readers, and a cell without one has none", async () => {
+        const cellId = guid('cell');
+        const presence = {
+          cell_id: cellId,
+          zone: 'z1',
+          capacity: { memory_mb: 1024, disk_mb: 2048, containers: 10 },
+          rep_url: 'http://127.0.0.1:1801',
+          placement_tags: [],
+        };
+        await store.heartbeatCell({ presence, ttl_ms: 10_000 });
+        assert.equal((await store.listCells()).find((c) => c.cell_id === cellId)?.rep_token, undefined);
+        const token = 'r'.repeat(43);
+        const seen = target.hidesRepTokens ? undefined : token;
+        const registered = await store.heartbeatCell({
+          presence: { ...presence, rep_token: token },
+          ttl_ms: 10_000,
+        });
+        assert.equal(registered.rep_token, seen);
+        assert.equal((await store.listCells()).find((c) => c.cell_id === cellId)?.rep_token, seen);
+        const full = await store.readSnapshot();
+        assert.equal(full.cells.find((c) => c.cell_id === cellId)?.rep_token, seen);
+        const convergence = await store.readConvergenceSnapshot();
+        assert.equal(convergence.cells.find((c) => c.cell_id === cellId)?.rep_token, seen);
+        await store.removeCell({ cell_id: cellId });
       });
 
       it('a lease has one holder until it expires; a handover increments the fencing token', async () => {

@@ -3,10 +3,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { BerthError, InvalidArgumentError } from '../../core/index.js';
+import type { BbsStore } from '../bbs-store.js';
 import {
   defaultWorkMemoryMb,
   type ModificationTag,
   type Monitor,
+  publicCellPresence,
   type Task,
   type TaskState,
 } from '../bbs-types.js';
@@ -281,7 +283,9 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
 
-  app.get('/v1/cells', { schema: { tags: ['cells'], summary: 'Live cells' } }, async () => store.listCells());
+  app.get('/v1/cells', { schema: { tags: ['cells'], summary: 'Live cells' } }, async () =>
+    (await store.listCells()).map(publicCellPresence),
+  );
   app.get('/v1/domains', { schema: { tags: ['domains'], summary: 'Fresh domains' } }, async () =>
     store.listDomains(),
   );
@@ -310,13 +314,32 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
         const operation = store[name] as (req: unknown) => Promise<unknown>;
         const result = await operation.call(store, request.body ?? {});
         if (result === undefined) return reply.code(204).send();
-        return reply.send(result);
+        const hide = withoutRepTokens[name];
+        return reply.send(hide ? hide(result) : result);
       },
     );
   }
 
   registerEventRoutes(app, options);
 }
+
+/**
+ * The operations whose answers carry cell presences, and how to drop the reps' tokens from them:
+ * those tokens are for the server's own auctioneer and converger, never for a caller of the API
+ * (a viewer with a rep's token could evacuate its cell). `bbs-routes.test.ts` checks every route.
+ */
+const withoutRepTokens: Partial<Record<BbsOperationName, (result: unknown) => unknown>> = {
+  heartbeatCell: (r) => publicCellPresence(r as Awaited<ReturnType<BbsStore['heartbeatCell']>>),
+  listCells: (r) => (r as Awaited<ReturnType<BbsStore['listCells']>>).map(publicCellPresence),
+  readSnapshot: (r) => {
+    const snapshot = r as Awaited<ReturnType<BbsStore['readSnapshot']>>;
+    return { ...snapshot, cells: snapshot.cells.map(publicCellPresence) };
+  },
+  readConvergenceSnapshot: (r) => {
+    const snapshot = r as Awaited<ReturnType<BbsStore['readConvergenceSnapshot']>>;
+    return { ...snapshot, cells: snapshot.cells.map(publicCellPresence) };
+  },
+};
 
 export function etag(tag: ModificationTag): string {
   return `"${formatTag(tag)}"`;

@@ -234,6 +234,10 @@ export const operationBodies = {
           rep_url: Type.String(),
           placement_tags: Type.Array(Type.String()),
           model_agent: Type.Optional(Type.Boolean()),
+          // What `startCell` sends: 32 random bytes, base64url (43 characters).
+          rep_token: Type.Optional(
+            Type.String({ minLength: 32, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' }),
+          ),
         },
         strict,
       ),

@@ -76,6 +76,8 @@ export interface CellRow {
   expires_at: string;
   /** 1 when the cell runs the model's unit and machine agents for its units (migration 4). */
   model_agent: number;
+  /** The bearer token the cell's rep demands; '' for a cell that sent none (migration 6). */
+  rep_token: string;
 }
 
 export interface StartRequestRow {

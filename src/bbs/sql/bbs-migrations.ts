@@ -170,6 +170,14 @@ export const bbsMigrations: readonly BbsMigration[] = [
       postgres: [],
     },
   },
+  {
+    version: 6,
+    name: 'cells carry the token their rep demands',
+    statements: {
+      sqlite: ["ALTER TABLE cells ADD COLUMN rep_token TEXT NOT NULL DEFAULT ''"],
+      postgres: ["ALTER TABLE cells ADD COLUMN rep_token TEXT NOT NULL DEFAULT ''"],
+    },
+  },
 ];
 
 /**

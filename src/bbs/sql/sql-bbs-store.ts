@@ -909,6 +909,7 @@ export class SqlBbsStore implements BbsStore {
         placement_tags: JSON.stringify(presence.placement_tags),
         expires_at: presence.expires_at,
         model_agent: presence.model_agent === true ? 1 : 0,
+        rep_token: presence.rep_token ?? '',
       };
       await tx.db
         .insertInto('cells')
@@ -1001,7 +1002,7 @@ export class SqlBbsStore implements BbsStore {
         }),
       ),
       cells: await query(
-        'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at FROM cells WHERE expires_at > ? ORDER BY cell_id',
+        'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at, rep_token FROM cells WHERE expires_at > ? ORDER BY cell_id',
         [now],
         arrayToCell,
       ),
@@ -1362,6 +1363,7 @@ async function listLiveCells(db: Db, now: string): Promise<CellPresence[]> {
     placement_tags: JSON.parse(r.placement_tags) as string[],
     model_agent: r.model_agent === 1,
     expires_at: r.expires_at,
+    ...(r.rep_token ? { rep_token: r.rep_token } : {}),
   }));
 }
 
@@ -1451,6 +1453,7 @@ function arrayToCell(r: unknown[]): CellPresence {
     rep_url: r[3] as string,
     placement_tags: JSON.parse(r[4] as string) as string[],
     expires_at: r[5] as string,
+    ...(r[6] ? { rep_token: r[6] as string } : {}),
   };
 }
 
