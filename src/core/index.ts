@@ -1,4 +1,5 @@
 export * from './atomic-write.js';
 export * from './berth-error.js';
 export * from './duration.js';
+export * from './list-page.js';
 export * from './remove-tree.js';
