@@ -32,6 +32,8 @@ interface Outcome {
   readonly rssBeforeMb: number;
   readonly rssAfterMb: number;
   readonly listBytes: number;
+  /** Server CPU per request: unlike wall times, barely moved by other load on the machine. */
+  readonly cpuMsPerRequest: number;
 }
 
 interface Server {
@@ -75,6 +77,12 @@ async function startServer(backend: BenchBackend, dir: string): Promise<Server> 
   };
 }
 
+/** The process's user + system CPU time in ms (/proc/PID/stat, clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
@@ -108,6 +116,15 @@ function lrpBody(guid: string): string {
 
 /** The mix: POSTs and GETs interleaved, so lists are read while the table grows. */
 function workload(runId: string): Call[] {
+  // BENCH_ONLY=GET or POST narrows the mix to one kind while tuning (like BENCH_BACKENDS).
+  const only = process.env.BENCH_ONLY;
+  if (only === 'GET' || only === 'POST') {
+    return Array.from({ length: total }, (_, i) =>
+      only === 'GET'
+        ? { method: 'GET' as const, path: '/v1/desired_lrps' }
+        : { method: 'POST' as const, path: '/v1/desired_lrps', body: lrpBody(`${runId}-load-${i}`) },
+    );
+  }
   const calls: Call[] = [];
   const others = ['/v1/actual_lrps', '/v1/tasks', '/v1/cells', '/v1/domains'];
   const posts = Math.floor(total / 2);
@@ -178,9 +195,11 @@ async function runOne(backend: BenchBackend): Promise<Outcome> {
     await runAll(agent, server, seeds, 10);
     const listBytes = (await send(agent, server, { method: 'GET', path: '/v1/desired_lrps' })).bytes;
     const rssBeforeMb = rssMb(server.child.pid!);
+    const cpuBefore = cpuMs(server.child.pid!);
     const started = process.hrtime.bigint();
     const results = await runAll(agent, server, workload(runId), concurrency);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const cpuMsPerRequest = (cpuMs(server.child.pid!) - cpuBefore) / results.length;
     const rssAfterMb = rssMb(server.child.pid!);
     const latencies = results.map((r) => r.ms).sort((a, b) => a - b);
     const pct = (p: number) =>
@@ -197,6 +216,7 @@ async function runOne(backend: BenchBackend): Promise<Outcome> {
       rssBeforeMb,
       rssAfterMb,
       listBytes,
+      cpuMsPerRequest,
     };
   } finally {
     agent.destroy();
@@ -232,6 +252,7 @@ const rows: [string, (o: Outcome) => string][] = [
   ['p50', (o) => fmt(o.p50)],
   ['p99', (o) => fmt(o.p99)],
   ['max', (o) => fmt(o.max)],
+  ['server CPU per request', (o) => `${o.cpuMsPerRequest.toFixed(2)} ms`],
   ['statuses', (o) => o.statuses],
   ['GET /v1/desired_lrps body', (o) => `${(o.listBytes / 1024).toFixed(0)} KiB`],
   ['server RSS before', (o) => `${o.rssBeforeMb.toFixed(0)} MB`],
