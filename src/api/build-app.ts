@@ -25,6 +25,8 @@ export interface AppDeps {
    * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
    */
   readonly auth?: AppAuth;
+  /** Task completion_callback_url may name loopback/link-local addresses (src/core/callback-target.ts). */
+  readonly allowPrivateCallbacks?: boolean;
   /** Later layers (auctioneer, converger, history, model) add their routes here. */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
   /** Systems, deploys and teardowns (src/model); absent: no /v1/systems or /v1/deploys routes. */
@@ -88,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await registerBbsRoutes(app, {
     store: deps.store,
+    allowPrivateCallbacks: deps.allowPrivateCallbacks === true,
     ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });

@@ -333,11 +333,19 @@ export interface HistoryServerParts {
 
 export async function createHistoryServerParts(
   store: SqlBbsStore,
-  options: { auth: 'tokens' | 'none'; dataDir?: string; history?: HistoryStoreOptions } = { auth: 'tokens' },
+  options: {
+    auth: 'tokens' | 'none';
+    dataDir?: string;
+    history?: HistoryStoreOptions;
+    /** Webhooks may target loopback and link-local addresses (src/core/callback-target.ts). */
+    allowPrivateCallbacks?: boolean;
+  } = { auth: 'tokens' },
 ): Promise<HistoryServerParts> {
   let webhooks: WebhookSubscriptions | undefined;
   const history = new HistoryStore(store, { ...options.history, onRecorded: () => webhooks?.wake() });
-  webhooks = new WebhookSubscriptions(history);
+  webhooks = new WebhookSubscriptions(history, {
+    allowPrivateTargets: options.allowPrivateCallbacks === true,
+  });
   const tokens = new TokenStore(history);
   const adminToken =
     options.auth === 'tokens' && options.dataDir !== undefined

@@ -1,5 +1,6 @@
 export * from './atomic-write.js';
 export * from './berth-error.js';
+export * from './callback-target.js';
 export * from './duration.js';
 export * from './list-page.js';
 export * from './remove-tree.js';

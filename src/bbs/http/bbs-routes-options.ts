@@ -9,4 +9,9 @@ export interface BbsRoutesOptions {
   readonly onEvents?: (listener: () => void) => () => void;
   /** Completion-callback delivery log shown on `GET /v1/tasks/{guid}`; default: the SQL store's own. */
   readonly taskDeliveries?: TaskDeliveryLog;
+  /**
+   * A task's completion_callback_url may name a loopback, link-local or unspecified address;
+   * otherwise it is a 400 at creation (src/core/callback-target.ts).
+   */
+  readonly allowPrivateCallbacks?: boolean;
 }

@@ -4,6 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import {
   BerthError,
+  checkCallbackUrl,
   decodeCursor,
   defaultPageSize,
   InvalidArgumentError,
@@ -37,6 +38,12 @@ export type { BbsRoutesOptions } from './bbs-routes-options.js';
 export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoutesOptions): Promise<void> {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { store } = options;
+  const callbackTargets = { allowPrivate: options.allowPrivateCallbacks === true };
+  /** Both ways in (public and internal) refuse a callback URL the server must not call. */
+  const checkTaskCallback = (body: { completion_callback_url?: string | undefined } | undefined) => {
+    const url = body?.completion_callback_url;
+    if (url) checkCallbackUrl(url, 'completion_callback_url', callbackTargets);
+  };
 
   // ---- DesiredLRPs
 
@@ -231,6 +238,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     { schema: { tags: ['tasks'], body: TaskDefinitionSchema } },
     async (request, reply) => {
       const b = request.body;
+      checkTaskCallback(b);
       const task = await store.desireTask({
         task_guid: b.task_guid,
         domain: b.domain,
@@ -394,6 +402,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
       bbsOperationPaths[name],
       { schema: { tags: ['internal'], summary: `BbsStore.${name}`, body: operationBodies[name] } },
       async (request, reply: FastifyReply) => {
+        if (name === 'desireTask') checkTaskCallback(request.body as { completion_callback_url?: string });
         const operation = store[name] as (req: unknown) => Promise<unknown>;
         const result = await operation.call(store, request.body ?? {});
         if (result === undefined) return reply.code(204).send();
