@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { BbsStore } from '../bbs-store.js';
 import type { TaskDeliveryLog } from '../task-callback-log.js';
 
@@ -14,4 +15,10 @@ export interface BbsRoutesOptions {
    * otherwise it is a 400 at creation (src/core/callback-target.ts).
    */
   readonly allowPrivateCallbacks?: boolean;
+  /**
+   * Whether this caller sees env values redacted (viewers, docs/auth.md). Routes answering with
+   * `reply.send` are redacted by the app's preSerialization hook; the SSE stream, which writes
+   * its own bytes, asks here.
+   */
+  readonly redactsEnv?: (request: FastifyRequest) => boolean;
 }
