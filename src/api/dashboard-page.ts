@@ -97,7 +97,7 @@ function serviceTree(services, renderService) {
 }
 
 async function renderSystems() {
-  const { systems } = await api('/v1/systems');
+  const { systems } = await api('/v1/systems?limit=1000');
   const root = el('ul', { id: 'system-list' });
   for (const summary of systems) {
     const system = await api('/v1/systems/' + encodeURIComponent(summary.name));

@@ -101,6 +101,38 @@ describe('history API with token auth', () => {
     assert.equal((await call('POST', '/v1/tokens', admin, { role: 'root' })).statusCode, 400);
   });
 
+  it('pages tokens and subscriptions with limit + cursor, oldest first; a bad limit is a 400', async () => {
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (await call('POST', '/v1/subscriptions', operator, { url: `https://hooks.example.com/${i}` }))
+          .statusCode,
+        201,
+      );
+    for (const [path, key] of [
+      ['/v1/tokens', 'tokens'],
+      ['/v1/subscriptions', 'subscriptions'],
+    ] as const) {
+      const whole = (await call('GET', `${path}?limit=1000`, admin)).json()[key] as { id: string }[];
+      assert.ok(whole.length >= 3, path);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (await call('GET', `${path}?limit=2${cursor ? `&cursor=${cursor}` : ''}`, admin)).json();
+        assert.ok(page[key].length <= 2);
+        seen.push(...page[key].map((r: { id: string }) => r.id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      assert.deepEqual(
+        seen,
+        whole.map((r) => r.id),
+        path,
+      );
+      const bad = await call('GET', `${path}?limit=0`, admin);
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.json().details.field, 'limit');
+    }
+  });
+
   it('ingests a batch idempotently and serves the container with its history', async () => {
     const client = new HistoryClient('http://unused', {
       token: operator,
