@@ -44,7 +44,9 @@ interface Server {
 }
 
 async function startServer(backend: BenchBackend, dir: string): Promise<Server> {
-  const args = ['server', '--listen', '127.0.0.1:0', '--dir', dir, '--db', backend.db];
+  // BENCH_SERVER_ARGS adds flags while tuning (e.g. "--auction-interval 1h" to leave the auctioneer out).
+  const extra = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
+  const args = ['server', '--listen', '127.0.0.1:0', '--dir', dir, '--db', backend.db, ...extra];
   // --cpu-prof when BENCH_CPU_PROF=DIR: the server writes a .cpuprofile there on exit.
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
