@@ -55,8 +55,12 @@ export function decodeCursor<K>(
   return value;
 }
 
+/**
+ * A string key as a cursor may carry: no NUL (PostgreSQL cannot compare one: a 500, not a 400)
+ * and no longer than any key this API stores.
+ */
 export function isString(value: unknown): value is string {
-  return typeof value === 'string';
+  return typeof value === 'string' && value.length <= 4096 && !value.includes('\u0000');
 }
 
 /**

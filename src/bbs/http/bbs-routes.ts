@@ -427,7 +427,7 @@ function isActualLRPPageKey(value: unknown): value is ActualLRPPageKey {
   return (
     typeof key === 'object' &&
     key !== null &&
-    typeof key.process_guid === 'string' &&
+    isString(key.process_guid) &&
     Number.isSafeInteger(key.index) &&
     (key.index ?? -1) >= 0 &&
     typeof key.evacuating === 'boolean'
