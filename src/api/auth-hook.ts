@@ -31,6 +31,14 @@ const readOnlyPosts: ReadonlySet<string> = new Set(
     .map(([, path]) => path),
 );
 
+/**
+ * Viewers read what runs but not the secrets it runs with: env values in every answer are
+ * redacted for them (src/core/env-redaction.ts). Without auth there is no role and nothing is.
+ */
+export function redactsEnv(request: FastifyRequest): boolean {
+  return request.principal?.role === 'viewer';
+}
+
 export function requiredRole(method: string, path: string, configured: Role | undefined): Role {
   if (configured) return configured;
   if (method === 'GET' || method === 'HEAD') return 'viewer';

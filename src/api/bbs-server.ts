@@ -45,6 +45,11 @@ export interface BbsServerOptions {
   readonly systems?: boolean | Omit<SystemDeployerOptions, 'store' | 'backend' | 'owner'>;
   /** How often the system agent reconciles units with their instances (default 2 s). */
   readonly systemAgentIntervalMs?: number;
+  /**
+   * Task completion callbacks and webhooks may target loopback, link-local and unspecified
+   * addresses (`berth server --allow-private-callbacks`); off by default (SSRF, docs/auth.md).
+   */
+  readonly allowPrivateCallbacks?: boolean;
   /** Serve the OCI registry of this image store under `/v2/`. */
   readonly registry?: RegistryRoutesOptions;
 }
@@ -80,6 +85,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   try {
     parts = await createHistoryServerParts(store, {
       auth: options.auth ?? 'tokens',
+      allowPrivateCallbacks: options.allowPrivateCallbacks === true,
       ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
     });
   } catch (err) {
@@ -108,6 +114,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     onEvents: (listener) => store.onEvents(listener),
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
     auth: parts.auth,
+    allowPrivateCallbacks: options.allowPrivateCallbacks === true,
     plugins: [parts.plugin, ...(options.plugins ?? [])],
     ...(systems ? { systems } : {}),
     ...(options.registry ? { registry: options.registry } : {}),
@@ -128,7 +135,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     janitor(store, options.eventRetentionMs ?? 86_400_000),
     parts.singleton,
     taskCallbackSingleton(store, {
-      ...(options.taskCallbacks ? { config: options.taskCallbacks } : {}),
+      config: { ...options.taskCallbacks, allowPrivateTargets: options.allowPrivateCallbacks === true },
       onError: (err) => {
         if (logger) logger.warn({ err }, 'task callback worker pass failed');
       },

@@ -139,7 +139,7 @@ describe('BBS HTTP API', () => {
     assert.equal(stale.json().details.current.instances, 3);
 
     const actuals = await app.inject({ method: 'GET', url: '/v1/actual_lrps?process_guid=web' });
-    assert.equal(actuals.json().length, 3);
+    assert.equal(actuals.json().actual_lrps.length, 3);
     const duplicate = await post('/v1/desired_lrps', desiredDefinition('web', 1));
     assert.equal(duplicate.statusCode, 409);
     assert.equal(duplicate.json().code, 'already_exists');
@@ -157,12 +157,12 @@ describe('BBS HTTP API', () => {
     assert.equal(task.json().state, 'PENDING');
     const tasks = await app.inject({ method: 'GET', url: '/v1/tasks?state=PENDING' });
     assert.deepEqual(
-      tasks.json().map((t: { task_guid: string }) => t.task_guid),
+      tasks.json().tasks.map((t: { task_guid: string }) => t.task_guid),
       ['t1'],
     );
     const badState = await app.inject({ method: 'GET', url: '/v1/tasks?state=DONE' });
     assert.equal(badState.statusCode, 400);
-    assert.deepEqual((await app.inject({ method: 'GET', url: '/v1/cells' })).json(), []);
+    assert.deepEqual((await app.inject({ method: 'GET', url: '/v1/cells' })).json(), { cells: [] });
     const cancelled = await post('/v1/tasks/t1/cancel', {});
     assert.equal(cancelled.json().failure_reason, 'task was cancelled');
   });

@@ -1,12 +1,12 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
-import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
+import { type BerthError, httpStatusByCode, isBerthError, redactEnv } from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
 import { ApiMetrics } from './api-metrics.js';
-import { type AppAuth, installAuth } from './auth-hook.js';
+import { type AppAuth, installAuth, redactsEnv } from './auth-hook.js';
 import { cellRoutes } from './cell-routes.js';
 import { systemRoutes } from './system-routes.js';
 
@@ -26,6 +26,8 @@ export interface AppDeps {
    * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
    */
   readonly auth?: AppAuth;
+  /** Task completion_callback_url may name loopback/link-local addresses (src/core/callback-target.ts). */
+  readonly allowPrivateCallbacks?: boolean;
   /** Later layers (auctioneer, converger, history, model) add their routes here. */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
   /** Systems, deploys and teardowns (src/model); absent: no /v1/systems or /v1/deploys routes. */
@@ -54,6 +56,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Before any route: the hook then guards every route, including later layers' plugins.
   if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
+  // One place for every route's JSON answer: a viewer sees env names, not values (docs/auth.md).
+  app.addHook('preSerialization', async (request, _reply, payload) =>
+    redactsEnv(request) ? redactEnv(payload) : payload,
+  );
   const metrics = deps.metrics ?? new ApiMetrics();
   metrics.observeStore(deps.store);
 
@@ -89,6 +95,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await registerBbsRoutes(app, {
     store: deps.store,
+    allowPrivateCallbacks: deps.allowPrivateCallbacks === true,
+    redactsEnv,
     ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
     ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
   });

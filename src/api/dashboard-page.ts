@@ -97,7 +97,7 @@ function serviceTree(services, renderService) {
 }
 
 async function renderSystems() {
-  const { systems } = await api('/v1/systems');
+  const { systems } = await api('/v1/systems?limit=1000');
   const root = el('ul', { id: 'system-list' });
   for (const summary of systems) {
     const system = await api('/v1/systems/' + encodeURIComponent(summary.name));
@@ -132,7 +132,7 @@ async function renderTimeline() {
   // A sidecar unit runs as its own one-instance LRP <guid>.u<index>.
   const guid = service.sidecar_of ? service.process_guid + '.u' + unit.index : service.process_guid;
   const index = service.sidecar_of ? 0 : unit.index;
-  const actuals = await api('/v1/actual_lrps?process_guid=' + encodeURIComponent(guid));
+  const actuals = await api('/v1/actual_lrps?limit=1000&process_guid=' + encodeURIComponent(guid));
   const list = Array.isArray(actuals) ? actuals : actuals.actual_lrps || [];
   const actual = list.find((a) => a.index === index && !a.evacuating);
   if (!actual || !actual.instance_guid) { target.textContent = 'Not placed yet.'; return; }

@@ -23,7 +23,12 @@ describe('history API with token auth', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-hist-api-'));
     store = await openBbsStore(':memory:');
-    parts = await createHistoryServerParts(store, { auth: 'tokens', dataDir: dir });
+    // The webhook receivers of these cases are on 127.0.0.1.
+    parts = await createHistoryServerParts(store, {
+      auth: 'tokens',
+      dataDir: dir,
+      allowPrivateCallbacks: true,
+    });
     app = await buildApp({ store, auth: parts.auth, plugins: [parts.plugin] });
     admin = readFileSync(adminTokenPath(dir), 'utf8').trim();
     operator = (await parts.tokens.create({ role: 'operator', name: 'cell-1' })).token;
@@ -94,6 +99,38 @@ describe('history API with token auth', () => {
     assert.equal(created.statusCode, 201);
     assert.equal((await call('GET', '/v1/whoami', created.json().token)).json().user, 'new');
     assert.equal((await call('POST', '/v1/tokens', admin, { role: 'root' })).statusCode, 400);
+  });
+
+  it('pages tokens and subscriptions with limit + cursor, oldest first; a bad limit is a 400', async () => {
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (await call('POST', '/v1/subscriptions', operator, { url: `https://hooks.example.com/${i}` }))
+          .statusCode,
+        201,
+      );
+    for (const [path, key] of [
+      ['/v1/tokens', 'tokens'],
+      ['/v1/subscriptions', 'subscriptions'],
+    ] as const) {
+      const whole = (await call('GET', `${path}?limit=1000`, admin)).json()[key] as { id: string }[];
+      assert.ok(whole.length >= 3, path);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (await call('GET', `${path}?limit=2${cursor ? `&cursor=${cursor}` : ''}`, admin)).json();
+        assert.ok(page[key].length <= 2);
+        seen.push(...page[key].map((r: { id: string }) => r.id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      assert.deepEqual(
+        seen,
+        whole.map((r) => r.id),
+        path,
+      );
+      const bad = await call('GET', `${path}?limit=0`, admin);
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.json().details.field, 'limit');
+    }
   });
 
   it('ingests a batch idempotently and serves the container with its history', async () => {

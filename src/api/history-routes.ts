@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SqlBbsStore } from '../bbs/index.js';
+import { pageOfWhole } from '../core/index.js';
 import {
   HistoryStore,
   type HistoryStoreOptions,
@@ -12,6 +13,7 @@ import {
 } from '../history/index.js';
 import type { AppAuth } from './auth-hook.js';
 import { roles, TokenStore } from './auth-token-store.js';
+import { PageQuery } from './page-query.js';
 import type { Singleton } from './singleton-lease.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
@@ -142,6 +144,11 @@ export interface HistoryRoutesOptions {
   readonly now?: () => Date;
 }
 
+/** The key small lists of records made over time are paged by: oldest first, ties by id. */
+function createdThenId(record: { created_at: string; id: string }): string {
+  return `${record.created_at} ${record.id}`;
+}
+
 /** The user a request acts as: its token's user, or "anonymous" when auth is off. */
 function userOf(request: FastifyRequest): string {
   return request.principal?.user ?? 'anonymous';
@@ -253,10 +260,14 @@ export async function registerHistoryRoutes(
   );
   app.get(
     '/v1/subscriptions',
-    { schema: { tags: ['subscriptions'], summary: 'Active subscriptions' } },
-    async () => ({
-      subscriptions: await webhooks.list(),
-    }),
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Active subscriptions, oldest first, a page at a time: { subscriptions, next_cursor? }',
+        querystring: PageQuery,
+      },
+    },
+    async (request) => pageOfWhole('subscriptions', await webhooks.list(), request.query, createdThenId),
   );
   app.get(
     '/v1/subscriptions/:id',
@@ -300,10 +311,15 @@ export async function registerHistoryRoutes(
   );
   app.get(
     '/v1/tokens',
-    { config: admin, schema: { tags: ['tokens'], summary: 'API tokens (never their secrets)' } },
-    async () => ({
-      tokens: await tokens.list(),
-    }),
+    {
+      config: admin,
+      schema: {
+        tags: ['tokens'],
+        summary: 'API tokens (never their secrets), oldest first, a page at a time: { tokens, next_cursor? }',
+        querystring: PageQuery,
+      },
+    },
+    async (request) => pageOfWhole('tokens', await tokens.list(), request.query, createdThenId),
   );
   app.delete(
     '/v1/tokens/:id',
@@ -333,11 +349,19 @@ export interface HistoryServerParts {
 
 export async function createHistoryServerParts(
   store: SqlBbsStore,
-  options: { auth: 'tokens' | 'none'; dataDir?: string; history?: HistoryStoreOptions } = { auth: 'tokens' },
+  options: {
+    auth: 'tokens' | 'none';
+    dataDir?: string;
+    history?: HistoryStoreOptions;
+    /** Webhooks may target loopback and link-local addresses (src/core/callback-target.ts). */
+    allowPrivateCallbacks?: boolean;
+  } = { auth: 'tokens' },
 ): Promise<HistoryServerParts> {
   let webhooks: WebhookSubscriptions | undefined;
   const history = new HistoryStore(store, { ...options.history, onRecorded: () => webhooks?.wake() });
-  webhooks = new WebhookSubscriptions(history);
+  webhooks = new WebhookSubscriptions(history, {
+    allowPrivateTargets: options.allowPrivateCallbacks === true,
+  });
   const tokens = new TokenStore(history);
   const adminToken =
     options.auth === 'tokens' && options.dataDir !== undefined

@@ -2,7 +2,9 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { pageOfWhole } from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
+import { PageQuery } from './page-query.js';
 
 const ActionSchema = Type.Object({
   id: Type.String(),
@@ -106,10 +108,11 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
         {
           schema: {
             tags: ['systems'],
-            summary: 'Every system with its state',
+            summary: 'Every system with its state, by name, a page at a time: { systems, next_cursor? }',
+            querystring: PageQuery,
           },
         },
-        async () => ({ systems: await deployer.listSystems() }),
+        async (request) => pageOfWhole('systems', await deployer.listSystems(), request.query, (s) => s.name),
       );
 
       app.get(

@@ -113,7 +113,15 @@ export type DesiredLRPDefinition = Omit<DesiredLRP, 'created_at' | 'modification
 export interface ProcessGuidRequest {
   readonly process_guid: string;
 }
-export interface DesiredLRPFilter {
+/**
+ * Keyset paging of a list (the public routes' `limit` + `cursor`): at most `limit` records, in key
+ * order, strictly after the key `after`. Absent: the whole list (internal callers need the full set).
+ */
+export interface ListPage<K> {
+  readonly limit?: number;
+  readonly after?: K;
+}
+export interface DesiredLRPFilter extends ListPage<string> {
   readonly domain?: string;
 }
 export interface UpdateDesiredLRPRequest {
@@ -131,7 +139,13 @@ export interface ActualLRPRef {
   readonly process_guid: string;
   readonly index: number;
 }
-export interface ActualLRPFilter {
+/** An ActualLRP's key, the order `listActualLRPs` returns them in. */
+export interface ActualLRPPageKey {
+  readonly process_guid: string;
+  readonly index: number;
+  readonly evacuating: boolean;
+}
+export interface ActualLRPFilter extends ListPage<ActualLRPPageKey> {
   readonly process_guid?: string;
   readonly domain?: string;
   readonly cell_id?: string;
@@ -231,7 +245,7 @@ export interface StopRequestDelivery {
 export interface TaskGuidRequest {
   readonly task_guid: string;
 }
-export interface TaskFilter {
+export interface TaskFilter extends ListPage<string> {
   readonly domain?: string;
   readonly cell_id?: string;
   readonly state?: TaskState;

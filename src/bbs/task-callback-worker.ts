@@ -1,4 +1,4 @@
-import { isBerthError } from '../core/index.js';
+import { isBerthError, refusedCallbackTarget } from '../core/index.js';
 import type { BbsStore } from './bbs-store.js';
 import type { Task } from './bbs-types.js';
 import type { SqlBbsStore } from './sql/sql-bbs-store.js';
@@ -29,6 +29,11 @@ export interface TaskCallbackConfig {
   readonly concurrency: number;
   /** Log rows of deleted tasks are kept this long. */
   readonly retentionMs: number;
+  /**
+   * POST to loopback, link-local and unspecified addresses too (src/core/callback-target.ts). Off,
+   * such a callback is refused at delivery, after DNS, and the task's delivery is `rejected`.
+   */
+  readonly allowPrivateTargets: boolean;
 }
 
 export const defaultTaskCallbackConfig: TaskCallbackConfig = {
@@ -39,6 +44,7 @@ export const defaultTaskCallbackConfig: TaskCallbackConfig = {
   pollMs: 1_000,
   concurrency: 8,
   retentionMs: 86_400_000,
+  allowPrivateTargets: false,
 };
 
 /** Delay between failed attempt `attempt` and the next one. */
@@ -272,6 +278,8 @@ export class TaskCallbackWorker {
     if (target.protocol !== 'http:' && target.protocol !== 'https:') {
       return { error: `unsupported callback URL scheme "${target.protocol}"`, verdict: 'rejected' };
     }
+    const refused = await refusedCallbackTarget(url, { allowPrivate: this.config.allowPrivateTargets });
+    if (refused !== undefined) return { error: refused, verdict: 'rejected' };
     try {
       const response = await this.#fetch(target, {
         method: 'POST',

@@ -93,8 +93,8 @@ const list: CommandSpec = {
     const qs = domain !== undefined ? `?domain=${encodeURIComponent(domain)}` : '';
     const client = serverClient(ctx);
     const [desired, actuals] = await Promise.all([
-      client.request<DesiredLRP[]>('GET', `/v1/desired_lrps${qs}`),
-      client.request<ActualLRP[]>('GET', `/v1/actual_lrps${qs}`),
+      client.listAll<DesiredLRP>(`/v1/desired_lrps${qs}`, 'desired_lrps'),
+      client.listAll<ActualLRP>(`/v1/actual_lrps${qs}`, 'actual_lrps'),
     ]);
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(desired, null, 2)}\n`);
@@ -135,7 +135,10 @@ const get: CommandSpec = {
     const client = serverClient(ctx);
     const desired = await client.request<DesiredLRP>('GET', lrpPath(guid));
     const actuals = (
-      await client.request<ActualLRP[]>('GET', `/v1/actual_lrps?process_guid=${encodeURIComponent(guid)}`)
+      await client.listAll<ActualLRP>(
+        `/v1/actual_lrps?process_guid=${encodeURIComponent(guid)}`,
+        'actual_lrps',
+      )
     ).sort((a, b) => a.index - b.index || Number(a.evacuating) - Number(b.evacuating));
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify({ desired_lrp: desired, actual_lrps: actuals }, null, 2)}\n`);
@@ -213,7 +216,7 @@ const cells: CommandSpec = {
   options: { ...serverFlags, format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
   async run(ctx) {
     const format = formatOption(ctx, ['table', 'json']);
-    const presences = await serverClient(ctx).request<CellPresence[]>('GET', '/v1/cells');
+    const presences = await serverClient(ctx).listAll<CellPresence>('/v1/cells', 'cells');
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(presences, null, 2)}\n`);
       return 0;

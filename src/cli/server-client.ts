@@ -54,6 +54,24 @@ export class ServerClient {
     if (!response.ok) throw errorFrom(response.status, text);
     return JSON.parse(text) as T;
   }
+
+  /**
+   * Every record of a paged list route (`{ [key]: [...], next_cursor? }`, docs/bbs.md), walking
+   * its pages at the largest size: the CLI's lists show the whole set, as users expect.
+   */
+  async listAll<T>(path: string, key: string, pageSize = 1000): Promise<T[]> {
+    const records: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const url = new URL(path, 'http://x');
+      url.searchParams.set('limit', String(pageSize));
+      if (cursor !== undefined) url.searchParams.set('cursor', cursor);
+      const page = await this.request<Record<string, unknown>>('GET', `${url.pathname}${url.search}`);
+      records.push(...((page[key] as T[] | undefined) ?? []));
+      cursor = typeof page.next_cursor === 'string' ? page.next_cursor : undefined;
+    } while (cursor !== undefined);
+    return records;
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ const server: CommandSpec = {
   name: 'server',
   summary:
     'Run the BBS: the cluster state store and its HTTP API (SQLite in the data dir, or PostgreSQL). Several servers on one PostgreSQL share the work; singletons run in one of them.',
-  usage: `berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h] [--convergence-interval 30s] [--auction-interval 500ms] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--unclaimed-timeout 30s] [--task-kick-interval 30s] [--task-pending-limit 30m] [--task-completed-ttl 2m] ${taskCallbackServerUsage}`,
+  usage: `berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h] [--convergence-interval 30s] [--auction-interval 500ms] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--unclaimed-timeout 30s] [--task-kick-interval 30s] [--task-pending-limit 30m] [--task-completed-ttl 2m] [--allow-private-callbacks] ${taskCallbackServerUsage}`,
   options: {
     listen: { type: 'string' },
     db: { type: 'string' },
@@ -31,6 +31,8 @@ const server: CommandSpec = {
     'task-kick-interval': { type: 'string' },
     'task-pending-limit': { type: 'string' },
     'task-completed-ttl': { type: 'string' },
+    // Task callbacks and webhooks to loopback/link-local addresses (refused by default: SSRF).
+    'allow-private-callbacks': { type: 'boolean' },
   },
   async run(ctx) {
     // A first start on a fresh machine creates the data dir (SQLite cannot create its directory).
@@ -76,6 +78,7 @@ const server: CommandSpec = {
       ...(retention !== undefined ? { eventRetentionMs: parseDuration(retention, '--event-retention') } : {}),
       ...(poll !== undefined ? { eventPollMs: parseDuration(poll, '--event-poll') } : {}),
       taskCallbacks: taskCallbackConfigFromFlags(ctx.values),
+      allowPrivateCallbacks: ctx.values['allow-private-callbacks'] === true,
     });
     // The first line on stdout is the URL, so scripts (and tests) using port 0 can find it.
     ctx.stdout.write(`${running.url}\n`);

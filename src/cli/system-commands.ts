@@ -139,9 +139,13 @@ const systemList: CommandSpec = {
   usage: `berth system list [--format json] ${serverUsage}`,
   options: { format: { type: 'string' }, ...serverOptions },
   async run(ctx) {
-    const { systems } = await api(ctx).request<{
+    const { systems, next_cursor } = await api(ctx).request<{
       systems: { name: string; state: string; reason?: string }[];
-    }>('GET', '/v1/systems');
+      next_cursor?: string;
+    }>('GET', '/v1/systems?limit=1000');
+    // The largest page; past it, say where the rest is rather than walk an unbounded list.
+    if (next_cursor !== undefined)
+      ctx.stderr.write(`(the first 1000 systems; more: GET /v1/systems?cursor=${next_cursor})\n`);
     if (stringOption(ctx.values, 'format') === 'json') {
       ctx.stdout.write(`${JSON.stringify(systems, null, 2)}\n`);
       return 0;

@@ -24,6 +24,8 @@ before(async () => {
     logger: false,
     dataDir: dir,
     taskCallbacks: { backoffBaseMs: 1_000, backoffMaxMs: 2_000, pollMs: 100, timeoutMs: 2_000 },
+    // The callback receivers below listen on 127.0.0.1.
+    allowPrivateCallbacks: true,
   });
 });
 

@@ -199,7 +199,7 @@ const list: CommandSpec = {
     const domain = stringOption(ctx.values, 'domain');
     if (domain !== undefined) query.set('domain', domain);
     const qs = query.toString();
-    const tasks = await serverClient(ctx).request<Task[]>('GET', `/v1/tasks${qs ? `?${qs}` : ''}`);
+    const tasks = await serverClient(ctx).listAll<Task>(`/v1/tasks${qs ? `?${qs}` : ''}`, 'tasks');
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(tasks, null, 2)}\n`);
       return 0;

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidArgumentError, NotFoundError } from '../core/index.js';
+import {
+  type CallbackTargetPolicy,
+  checkCallbackUrl,
+  InvalidArgumentError,
+  NotFoundError,
+  refusedCallbackTarget,
+} from '../core/index.js';
 import { type BackoffPolicy, backoffMs } from './delivery-backoff.js';
 import type { HistoryStore } from './history-store.js';
 
@@ -41,6 +47,8 @@ export interface WebhookOptions {
   /** After this many failed attempts a delivery is `failed` and no longer retried. */
   readonly maxAttempts?: number;
   readonly batch?: number;
+  /** Accept and POST to loopback, link-local and unspecified addresses (src/core/callback-target.ts). */
+  readonly allowPrivateTargets?: boolean;
 }
 
 const webhookBackoff: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000 };
@@ -58,6 +66,7 @@ export class WebhookSubscriptions {
   readonly #backoff: BackoffPolicy;
   readonly #maxAttempts: number;
   readonly #batch: number;
+  readonly #targets: CallbackTargetPolicy;
 
   constructor(history: HistoryStore, options: WebhookOptions = {}) {
     this.#history = history;
@@ -67,6 +76,7 @@ export class WebhookSubscriptions {
     this.#backoff = options.backoff ?? webhookBackoff;
     this.#maxAttempts = options.maxAttempts ?? 10;
     this.#batch = options.batch ?? 50;
+    this.#targets = { allowPrivate: options.allowPrivateTargets === true };
   }
 
   async create(req: {
@@ -83,6 +93,7 @@ export class WebhookSubscriptions {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new InvalidArgumentError(`Invalid url "${req.url}": expected an http(s) URL`, { field: 'url' });
     }
+    checkCallbackUrl(req.url, 'url', this.#targets);
     const sub: Subscription = {
       id: randomUUID(),
       url: url.href,
@@ -215,15 +226,24 @@ export class WebhookSubscriptions {
       const attempts = Number(delivery.attempts) + 1;
       let status: number | null = null;
       let error: string | null = null;
+      // A host that resolves to loopback or link-local now is refused for good, not retried.
+      const refused = await refusedCallbackTarget(delivery.url, this.#targets);
       try {
-        status = await this.#send(delivery.url, delivery.payload);
-        if (status < 200 || status >= 300) error = `HTTP ${status}`;
+        if (refused !== undefined) error = refused;
+        else {
+          status = await this.#send(delivery.url, delivery.payload);
+          if (status < 200 || status >= 300) error = `HTTP ${status}`;
+        }
       } catch (err) {
         error = err instanceof Error ? err.message : String(err);
       }
       const at = this.#now();
       const state: DeliveryState =
-        error === null ? 'delivered' : attempts >= this.#maxAttempts ? 'failed' : 'pending';
+        error === null
+          ? 'delivered'
+          : refused !== undefined || attempts >= this.#maxAttempts
+            ? 'failed'
+            : 'pending';
       const next = new Date(at.getTime() + backoffMs(attempts, this.#random(), this.#backoff)).toISOString();
       await this.#history.write((db) =>
         db

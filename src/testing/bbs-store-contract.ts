@@ -15,6 +15,7 @@ import {
   taskTransitions,
 } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { describeBbsPagingContract } from './bbs-paging-contract.js';
 
 /** A clock the suite moves forward by hand (TTLs, leases, visibility) — never backwards. */
 export interface FakeClock {
@@ -862,6 +863,8 @@ export function describeBbsStoreContract(
         assert.ok(counts.desired_lrps >= 1);
       });
     });
+
+    describe('paging', () => describeBbsPagingContract(() => store));
   });
 }
 

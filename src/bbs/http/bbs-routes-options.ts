@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { BbsStore } from '../bbs-store.js';
 import type { TaskDeliveryLog } from '../task-callback-log.js';
 
@@ -9,4 +10,15 @@ export interface BbsRoutesOptions {
   readonly onEvents?: (listener: () => void) => () => void;
   /** Completion-callback delivery log shown on `GET /v1/tasks/{guid}`; default: the SQL store's own. */
   readonly taskDeliveries?: TaskDeliveryLog;
+  /**
+   * A task's completion_callback_url may name a loopback, link-local or unspecified address;
+   * otherwise it is a 400 at creation (src/core/callback-target.ts).
+   */
+  readonly allowPrivateCallbacks?: boolean;
+  /**
+   * Whether this caller sees env values redacted (viewers, docs/auth.md). Routes answering with
+   * `reply.send` are redacted by the app's preSerialization hook; the SSE stream, which writes
+   * its own bytes, asks here.
+   */
+  readonly redactsEnv?: (request: FastifyRequest) => boolean;
 }

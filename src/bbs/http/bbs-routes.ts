@@ -2,8 +2,19 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { BerthError, InvalidArgumentError } from '../../core/index.js';
-import type { BbsStore } from '../bbs-store.js';
+import {
+  BerthError,
+  checkCallbackUrl,
+  decodeCursor,
+  defaultPageSize,
+  InvalidArgumentError,
+  isString,
+  maxPageSize,
+  pageOfWhole,
+  parsePageLimit,
+  toPage,
+} from '../../core/index.js';
+import type { ActualLRPPageKey, BbsStore } from '../bbs-store.js';
 import {
   defaultWorkMemoryMb,
   type ModificationTag,
@@ -34,6 +45,12 @@ export type { BbsRoutesOptions } from './bbs-routes-options.js';
 export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoutesOptions): Promise<void> {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { store } = options;
+  const callbackTargets = { allowPrivate: options.allowPrivateCallbacks === true };
+  /** Both ways in (public and internal) refuse a callback URL the server must not call. */
+  const checkTaskCallback = (body: { completion_callback_url?: string | undefined } | undefined) => {
+    const url = body?.completion_callback_url;
+    if (url) checkCallbackUrl(url, 'completion_callback_url', callbackTargets);
+  };
 
   // ---- DesiredLRPs
 
@@ -73,11 +90,24 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     {
       schema: {
         tags: ['desired_lrps'],
-        querystring: Type.Object({ domain: Type.Optional(Type.String()) }, { additionalProperties: false }),
+        summary: 'DesiredLRPs by process_guid, a page at a time: { desired_lrps, next_cursor? }',
+        querystring: Type.Object(
+          { domain: Type.Optional(Type.String()), ...PageQuery },
+          { additionalProperties: false },
+        ),
       },
     },
-    async (request) =>
-      store.listDesiredLRPs(request.query.domain !== undefined ? { domain: request.query.domain } : {}),
+    async (request) => {
+      const { domain, limit: rawLimit, cursor } = request.query;
+      const limit = parsePageLimit(rawLimit);
+      const after = decodeCursor(cursor, isString);
+      const rows = await store.listDesiredLRPs({
+        ...(domain !== undefined ? { domain } : {}),
+        limit: limit + 1,
+        ...(after !== undefined ? { after } : {}),
+      });
+      return toPage('desired_lrps', rows, limit, (d) => d.process_guid);
+    },
   );
 
   const ProcessGuidParams = Type.Object({ process_guid: Type.String({ minLength: 1 }) });
@@ -146,11 +176,34 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     {
       schema: {
         tags: ['actual_lrps'],
-        summary: 'ActualLRPs, evacuating copies included (evacuating: true)',
-        querystring: operationBodies.listActualLRPs,
+        summary:
+          'ActualLRPs, evacuating copies included (evacuating: true), a page at a time: { actual_lrps, next_cursor? }',
+        querystring: Type.Object(
+          {
+            process_guid: Type.Optional(Type.String()),
+            domain: Type.Optional(Type.String()),
+            cell_id: Type.Optional(Type.String()),
+            ...PageQuery,
+          },
+          { additionalProperties: false },
+        ),
       },
     },
-    async (request) => store.listActualLRPs(stripUndefined(request.query)),
+    async (request) => {
+      const { limit: rawLimit, cursor, ...filter } = stripUndefined(request.query);
+      const limit = parsePageLimit(rawLimit);
+      const after = decodeCursor(cursor, isActualLRPPageKey);
+      const rows = await store.listActualLRPs({
+        ...filter,
+        limit: limit + 1,
+        ...(after !== undefined ? { after } : {}),
+      });
+      return toPage('actual_lrps', rows, limit, (a) => ({
+        process_guid: a.process_guid,
+        index: a.index,
+        evacuating: a.evacuating === true,
+      }));
+    },
   );
 
   const TaskQuery = Type.Object(
@@ -160,19 +213,39 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
+      ...PageQuery,
     },
     { additionalProperties: false },
   );
-  app.get('/v1/tasks', { schema: { tags: ['tasks'], querystring: TaskQuery } }, async (request) => {
-    const { state, ...rest } = stripUndefined(request.query);
-    return store.listTasks({ ...rest, ...(state !== undefined ? { state: state as TaskState } : {}) });
-  });
+  app.get(
+    '/v1/tasks',
+    {
+      schema: {
+        tags: ['tasks'],
+        summary: 'Tasks by task_guid, a page at a time: { tasks, next_cursor? }',
+        querystring: TaskQuery,
+      },
+    },
+    async (request) => {
+      const { state, limit: rawLimit, cursor, ...rest } = stripUndefined(request.query);
+      const limit = parsePageLimit(rawLimit);
+      const after = decodeCursor(cursor, isString);
+      const rows = await store.listTasks({
+        ...rest,
+        ...(state !== undefined ? { state: state as TaskState } : {}),
+        limit: limit + 1,
+        ...(after !== undefined ? { after } : {}),
+      });
+      return toPage('tasks', rows, limit, (t) => t.task_guid);
+    },
+  );
 
   app.post(
     '/v1/tasks',
     { schema: { tags: ['tasks'], body: TaskDefinitionSchema } },
     async (request, reply) => {
       const b = request.body;
+      checkTaskCallback(b);
       const task = await store.desireTask({
         task_guid: b.task_guid,
         domain: b.domain,
@@ -283,11 +356,34 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
 
-  app.get('/v1/cells', { schema: { tags: ['cells'], summary: 'Live cells' } }, async () =>
-    (await store.listCells()).map(publicCellPresence),
+  const SmallListQuery = Type.Object(PageQuery, { additionalProperties: false });
+  app.get(
+    '/v1/cells',
+    {
+      schema: {
+        tags: ['cells'],
+        summary: 'Live cells: { cells, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) =>
+      pageOfWhole(
+        'cells',
+        (await store.listCells()).map(publicCellPresence),
+        request.query,
+        (c) => c.cell_id,
+      ),
   );
-  app.get('/v1/domains', { schema: { tags: ['domains'], summary: 'Fresh domains' } }, async () =>
-    store.listDomains(),
+  app.get(
+    '/v1/domains',
+    {
+      schema: {
+        tags: ['domains'],
+        summary: 'Fresh domains: { domains, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) => pageOfWhole('domains', await store.listDomains(), request.query, (d) => d.domain),
   );
   app.put(
     '/v1/domains/:domain',
@@ -300,8 +396,16 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
     async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
   );
-  app.get('/v1/leases', { schema: { tags: ['leases'], summary: 'Singleton leases and holders' } }, async () =>
-    store.listLeases(),
+  app.get(
+    '/v1/leases',
+    {
+      schema: {
+        tags: ['leases'],
+        summary: 'Singleton leases and holders: { leases, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) => pageOfWhole('leases', await store.listLeases(), request.query, (l) => l.name),
   );
 
   // ---- internal: one route per store operation, for reps, auctioneer and converger
@@ -311,6 +415,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
       bbsOperationPaths[name],
       { schema: { tags: ['internal'], summary: `BbsStore.${name}`, body: operationBodies[name] } },
       async (request, reply: FastifyReply) => {
+        if (name === 'desireTask') checkTaskCallback(request.body as { completion_callback_url?: string });
         const operation = store[name] as (req: unknown) => Promise<unknown>;
         const result = await operation.call(store, request.body ?? {});
         if (result === undefined) return reply.code(204).send();
@@ -340,6 +445,26 @@ const withoutRepTokens: Partial<Record<BbsOperationName, (result: unknown) => un
     return { ...snapshot, cells: snapshot.cells.map(publicCellPresence) };
   },
 };
+
+/** `limit` + `cursor` of every list route, as the container list has them (docs/bbs.md, Paging). */
+const PageQuery = {
+  limit: Type.Optional(
+    Type.String({ description: `page size, 1 to ${maxPageSize} (default ${defaultPageSize})` }),
+  ),
+  cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+};
+
+function isActualLRPPageKey(value: unknown): value is ActualLRPPageKey {
+  const key = value as Partial<ActualLRPPageKey> | null;
+  return (
+    typeof key === 'object' &&
+    key !== null &&
+    isString(key.process_guid) &&
+    Number.isSafeInteger(key.index) &&
+    (key.index ?? -1) >= 0 &&
+    typeof key.evacuating === 'boolean'
+  );
+}
 
 export function etag(tag: ModificationTag): string {
   return `"${formatTag(tag)}"`;

@@ -112,11 +112,15 @@ const Take = {
 };
 const Ids = Type.Object({ ids: Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 10_000 }) }, strict);
 const Empty = Type.Object({}, strict);
+/** The store's keyset paging (ListPage): the public routes' `limit` + `cursor`, decoded. */
+function pageOf<K extends TSchema>(key: K) {
+  return { limit: Type.Optional(Type.Integer({ minimum: 1 })), after: Type.Optional(key) };
+}
 
 export const operationBodies = {
   desireLRP: DesiredLRPDefinitionSchema,
   getDesiredLRP: Type.Object({ process_guid: guid('process_guid') }, strict),
-  listDesiredLRPs: Type.Object({ domain: Type.Optional(Type.String()) }, strict),
+  listDesiredLRPs: Type.Object({ domain: Type.Optional(Type.String()), ...pageOf(Type.String()) }, strict),
   updateDesiredLRP: Type.Object(
     {
       process_guid: guid('process_guid'),
@@ -134,6 +138,12 @@ export const operationBodies = {
       process_guid: Type.Optional(Type.String()),
       domain: Type.Optional(Type.String()),
       cell_id: Type.Optional(Type.String()),
+      ...pageOf(
+        Type.Object(
+          { process_guid: Type.String(), index: Type.Integer({ minimum: 0 }), evacuating: Type.Boolean() },
+          strict,
+        ),
+      ),
     },
     strict,
   ),
@@ -190,6 +200,7 @@ export const operationBodies = {
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
+      ...pageOf(Type.String()),
     },
     strict,
   ),

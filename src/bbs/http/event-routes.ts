@@ -2,6 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { redactEnv } from '../../core/index.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 
 const batch = 1000;
@@ -63,10 +64,12 @@ export function registerEventRoutes(
       });
       const unsubscribe = options.onEvents?.(() => wake?.());
       let lastWrite = Date.now();
+      const redact = options.redactsEnv?.(request) === true;
       try {
         while (!closed) {
           for (const event of pending) {
-            res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+            const data = JSON.stringify(redact ? redactEnv(event) : event);
+            res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${data}\n\n`);
             cursor = event.id;
             lastWrite = Date.now();
           }

@@ -29,6 +29,7 @@ import type {
   HeartbeatCellRequest,
   Lease,
   LeaseResult,
+  ListPage,
   LRPStopRequest,
   ProcessGuidRequest,
   PruneEventsRequest,
@@ -219,7 +220,9 @@ export class SqlBbsStore implements BbsStore {
   }
 
   async listDesiredLRPs(req: DesiredLRPFilter = {}): Promise<DesiredLRP[]> {
-    if (req.domain === undefined) return this.backend.readRows(readAllDesired);
+    validatePage(req);
+    if (req.domain === undefined && req.limit === undefined && req.after === undefined)
+      return this.backend.readRows(readAllDesired);
     return listDesired(this.backend.db, req);
   }
 
@@ -311,8 +314,13 @@ export class SqlBbsStore implements BbsStore {
   // ---------------------------------------------------------------- ActualLRPs: reads
 
   async listActualLRPs(req: ActualLRPFilter = {}): Promise<ActualLRP[]> {
+    validatePage(req);
     const unfiltered =
-      req.process_guid === undefined && req.domain === undefined && req.cell_id === undefined;
+      req.process_guid === undefined &&
+      req.domain === undefined &&
+      req.cell_id === undefined &&
+      req.limit === undefined &&
+      req.after === undefined;
     if (unfiltered) return this.backend.readRows(readAllActual);
     return listActual(this.backend.db, req);
   }
@@ -744,10 +752,13 @@ export class SqlBbsStore implements BbsStore {
   }
 
   async listTasks(req: TaskFilter = {}): Promise<Task[]> {
+    validatePage(req);
     let query = this.backend.db.selectFrom('tasks').selectAll().orderBy('task_guid');
     if (req.domain !== undefined) query = query.where('domain', '=', req.domain);
     if (req.cell_id !== undefined) query = query.where('cell_id', '=', req.cell_id);
     if (req.state !== undefined) query = query.where('state', '=', req.state);
+    if (req.after !== undefined) query = query.where('task_guid', '>', req.after);
+    if (req.limit !== undefined) query = query.limit(req.limit);
     return (await query.execute()).map(rowToTask);
   }
 
@@ -1332,7 +1343,18 @@ export class SqlBbsStore implements BbsStore {
 async function listDesired(db: Db, filter: DesiredLRPFilter): Promise<DesiredLRP[]> {
   let query = db.selectFrom('desired_lrps').selectAll().orderBy('process_guid');
   if (filter.domain !== undefined) query = query.where('domain', '=', filter.domain);
+  if (filter.after !== undefined) query = query.where('process_guid', '>', filter.after);
+  if (filter.limit !== undefined) query = query.limit(filter.limit);
   return (await query.execute()).map(rowToDesired);
+}
+
+/** A page size is a positive integer: anything else would read everything or nothing. */
+function validatePage(page: ListPage<unknown>): void {
+  if (page.limit !== undefined && !(Number.isSafeInteger(page.limit) && page.limit >= 1)) {
+    throw new InvalidArgumentError(`Invalid limit ${String(page.limit)}: expected a positive integer`, {
+      field: 'limit',
+    });
+  }
 }
 
 async function listActual(db: Db, filter: ActualLRPFilter): Promise<ActualLRP[]> {
@@ -1340,6 +1362,20 @@ async function listActual(db: Db, filter: ActualLRPFilter): Promise<ActualLRP[]>
   if (filter.process_guid !== undefined) query = query.where('process_guid', '=', filter.process_guid);
   if (filter.domain !== undefined) query = query.where('domain', '=', filter.domain);
   if (filter.cell_id !== undefined) query = query.where('cell_id', '=', filter.cell_id);
+  const after = filter.after;
+  if (after !== undefined) {
+    // Keyset: strictly after (process_guid, idx, evacuating), the primary key's order. A row-value
+    // comparison, which both databases answer with a seek on the key (an OR of the three cases
+    // makes SQLite scan the table from its start on every page).
+    query = query.where((eb) =>
+      eb(
+        eb.refTuple('process_guid', 'idx', 'evacuating'),
+        '>',
+        eb.tuple(after.process_guid, after.index, after.evacuating ? 1 : 0),
+      ),
+    );
+  }
+  if (filter.limit !== undefined) query = query.limit(filter.limit);
   const rows = await query.orderBy('process_guid').orderBy('idx').orderBy('evacuating').execute();
   return rows.map(rowToActual);
 }
