@@ -2,6 +2,8 @@
 // hot path of `berth run` free of what it does not use.
 export * from './cni-network.js';
 export * from './pod-gc.js';
+export * from './pod-log.js';
+export * from './pod-log-reader.js';
 export * from './pod-manifest.js';
 export * from './pod-runtime.js';
 export * from './pod-state.js';
