@@ -33,7 +33,14 @@ export function parseLogSizeMax(text: string, flag = 'log-size-max'): number {
     throw new InvalidArgumentError(`Invalid --${flag} "${text}": expected a size such as 512k or 10m`, {
       flag,
     });
-  return checkLogSizeMax(Math.floor(Number(match[1]) * (factor[(match[2] ?? '').toLowerCase()] ?? 1)), flag);
+  const bytes = Math.floor(Number(match[1]) * (factor[(match[2] ?? '').toLowerCase()] ?? 1));
+  if (!(bytes >= minLogSizeMax && bytes <= maxLogSizeMax))
+    throw new InvalidArgumentError(`Invalid --${flag} "${text}": the log size cap must be from 8k to 16g`, {
+      flag,
+      min: minLogSizeMax,
+      max: maxLogSizeMax,
+    });
+  return bytes;
 }
 
 /** A cap given as a number of bytes (a prepare option): within the bounds, or a clear error. */
