@@ -1,5 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../core/index.js';
+import { podFiles } from './pod-dirs.js';
 
 /**
  * A pod's log: what its app writes to stdout and stderr, in the pod dir as `log`, rotated with a
@@ -17,8 +18,8 @@ export const minLogSizeMax = 8 * 1024;
 /** Every size has a bound (issue 17): a cap past the disks berth runs on is a typo. */
 export const maxLogSizeMax = 16 * 1024 ** 3;
 
-/** The files of a pod's log, oldest first, by name inside the pod dir. */
-export const logFileNames = { rotated: 'log.1', current: 'log' } as const;
+/** The files of a pod's log, by name inside the pod dir. */
+export const logFileNames = { rotated: `${podFiles.log}.1`, current: podFiles.log } as const;
 /**
  * Present once a rotation dropped output (an older `log.1` was replaced): what is on disk is then
  * not everything the app wrote, which finalization reports as truncated.

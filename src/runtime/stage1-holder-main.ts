@@ -35,6 +35,8 @@ async function holderMain(): Promise<number> {
     return 1;
   }
   const path = store.path(location);
+  // (This process's own stderr is the log file as it was when it started, for a failure before
+  // this point; after a rotation its rare last words land in log.1, or nowhere once dropped.)
   // The app's stdout and stderr share one pipe (so their order is kept, as in a file) that this
   // process reads into the rotating log: runc's output straight into the log file would grow it
   // without bound. A full pipe blocks the app's writes until the log has taken them.
