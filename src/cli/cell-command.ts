@@ -6,6 +6,7 @@ import { CellAgent, httpCellAgentTransport } from '../model/index.js';
 import { pullingImageResolver } from '../registry/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
+import { parseLogSizeMax } from '../runtime/index.js';
 import { readCliToken, serverUrl } from './cli-token.js';
 import { type CommandContext, type CommandSpec, dataDir, intOption, stringOption } from './command.js';
 import { ServerClient } from './server-client.js';
@@ -24,7 +25,7 @@ const cell: CommandSpec = {
   name: 'cell',
   summary: "Run a cell: the rep and executor of this machine, registered with a berth server's BBS.",
   usage:
-    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b] [--optional-tags c,d]',
+    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b] [--optional-tags c,d] [--log-size-max 10m]',
   options: {
     bbs: { type: 'string' },
     id: { type: 'string' },
@@ -42,6 +43,7 @@ const cell: CommandSpec = {
     ports: { type: 'string' },
     tags: { type: 'string' },
     'optional-tags': { type: 'string' },
+    'log-size-max': { type: 'string' },
     token: { type: 'string' },
   },
   async run(ctx) {
@@ -54,6 +56,8 @@ const cell: CommandSpec = {
     if (!portMatch || Number(portMatch[1]) > Number(portMatch[2])) {
       throw new InvalidArgumentError(`Invalid --ports "${portsText}": expected FROM-TO`, { flag: 'ports' });
     }
+    const logSizeText = stringOption(ctx.values, 'log-size-max');
+    const logSizeMax = logSizeText === undefined ? undefined : parseLogSizeMax(logSizeText);
     const store = openImageStore(dir);
     const history = new HistoryClient(bbsUrl, token ? { token } : {});
     const cellId = stringOption(ctx.values, 'id') ?? hostname();
@@ -88,6 +92,7 @@ const cell: CommandSpec = {
         maxMs: durationOption(ctx, 'crash-backoff-max', '16m'),
       },
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
+      ...(logSizeMax !== undefined ? { logSizeMax } : {}),
       log,
       postHistory: async (batch) => {
         await history.ingest(batch);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -215,6 +215,97 @@ describe('output through a pipe', () => {
   });
 });
 
+describe('logs have a size cap (issue 17)', () => {
+  const mib = 1024 * 1024;
+  // 30 MB of "y\n", then a last line: 15 times the 1 MiB cap given with --log-size-max.
+  const flood = ['sh', '-c', 'yes | head -c 30000000; echo THE-END'];
+  const logBytesOnDisk = (uuid: string): number => {
+    const podDir = join(dir, 'pods', 'run', uuid);
+    return readdirSync(podDir)
+      .filter((name) => name === 'log' || name.startsWith('log.'))
+      .reduce((sum, name) => sum + statSync(join(podDir, name)).size, 0);
+  };
+
+  it('a detached pod that floods keeps at most 2 × the cap on disk; logs shows the end', async () => {
+    const started = await berth('run', '-d', '--net', 'none', '--log-size-max', '1m', 'bb:1', '--', ...flood);
+    assert.equal(started.code, 0, started.stderr);
+    const uuid = started.stdout.trim();
+    assert.equal((await berth('status', '--wait', uuid)).code, 0);
+    const onDisk = logBytesOnDisk(uuid);
+    assert.ok(onDisk <= 2 * mib, `${onDisk} bytes of log on disk`);
+    const logs = await berth('logs', uuid);
+    assert.equal(logs.code, 0, logs.stderr);
+    assert.equal(logs.stdout.length, onDisk);
+    assert.ok(logs.stdout.endsWith('y\ny\nTHE-END\n'), logs.stdout.slice(-40));
+    assert.equal((await berth('rm', uuid)).code, 0);
+  });
+
+  it('a foreground pod streams all of its output and keeps only the capped log', async () => {
+    const child = spawnBerth([
+      'run',
+      '--dir',
+      dir,
+      '--net',
+      'none',
+      '--log-size-max',
+      '1m',
+      'bb:1',
+      '--',
+      ...flood,
+    ]);
+    let bytes = 0;
+    let last = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      last = (last + chunk.toString()).slice(-20);
+    });
+    assert.equal(await new Promise((resolve) => child.once('close', resolve)), 0);
+    assert.equal(bytes, 30_000_000 + 'THE-END\n'.length);
+    assert.ok(last.endsWith('THE-END\n'));
+    const list = JSON.parse((await berth('list', '--format', 'json')).stdout) as {
+      uuid: string;
+      command: string[];
+    }[];
+    const pod = list.find(
+      (p) => p.command.join(' ') === flood.join(' ') && existsSync(join(dir, 'pods', 'run', p.uuid)),
+    );
+    assert.ok(pod);
+    const onDisk = logBytesOnDisk(pod.uuid);
+    assert.ok(onDisk <= 2 * mib, `${onDisk} bytes of log on disk`);
+    assert.equal((await berth('rm', pod.uuid)).code, 0);
+  });
+
+  it('logs -f follows a pod across rotations: every line once, in order', async () => {
+    // 400 lines of 100 bytes, paced, with an 8 KiB cap: the log rotates about five times.
+    const script =
+      'i=0; while [ $i -lt 400 ]; do printf "line %05d %090d\\n" $i 0; i=$((i+1)); usleep 10000; done';
+    const started = await berth(
+      'run',
+      '-d',
+      '--net',
+      'none',
+      '--log-size-max',
+      '8k',
+      'bb:1',
+      '--',
+      'sh',
+      '-c',
+      script,
+    );
+    assert.equal(started.code, 0, started.stderr);
+    const uuid = started.stdout.trim();
+    const followed = await berth('logs', '-f', uuid);
+    assert.equal(followed.code, 0, followed.stderr);
+    const lines = followed.stdout.trimEnd().split('\n');
+    assert.deepEqual(
+      lines.map((line) => Number(line.split(' ')[1])),
+      Array.from({ length: 400 }, (_, i) => i),
+    );
+    assert.ok(logBytesOnDisk(uuid) <= 16 * 1024);
+    assert.equal((await berth('rm', uuid)).code, 0);
+  });
+});
+
 describe('bad input', () => {
   it('an unknown image is a clear error and leaves no pod behind', async () => {
     const before = readdirSync(join(dir, 'pods', 'prepare')).length;
@@ -253,6 +344,11 @@ describe('bad input', () => {
       [['run', '--memory', 'lots', 'bb:1'], /--memory "lots"/],
       [['run', '--pids-limit', 'x', 'bb:1'], /--pids-limit/],
       [['run', '--pids-limit=-2', 'bb:1'], /--pids-limit must be at least 1, or 0 or -1/],
+      [
+        ['run', '--log-size-max', '1k', 'bb:1'],
+        /--log-size-max "1k": the log size cap must be from 8k to 16g/,
+      ],
+      [['run', '--log-size-max', 'big', 'bb:1'], /--log-size-max "big"/],
       [['run', '-p', '99999:80', 'bb:1'], /--publish "99999:80"/],
       [['run', '--name', 'bad name', 'bb:1'], /--name "bad name"/],
       [['run', '--user', 'ghost', 'bb:1', '--', 'true'], /Cannot find user "ghost"/],

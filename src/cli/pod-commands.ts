@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, watch } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
 import {
@@ -12,6 +12,8 @@ import {
 } from '../history/direct-pod-history.js';
 import type { NetworkAttachment } from '../runtime/cni-network.js';
 import { podFiles } from '../runtime/pod-dirs.js';
+import { parseLogSizeMax } from '../runtime/pod-log.js';
+import { copyLog, followLog } from '../runtime/pod-log-reader.js';
 import type { NetMode, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
 import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
 import type { PodInfo, PodLocation } from '../runtime/pod-store.js';
@@ -46,12 +48,13 @@ const podOptions = {
   user: { type: 'string', short: 'u' },
   memory: { type: 'string', short: 'm' },
   'pids-limit': { type: 'string' },
+  'log-size-max': { type: 'string' },
   net: { type: 'string' },
   publish: { type: 'string', short: 'p', multiple: true },
 } as const;
 
 const podFlagsUsage =
-  '[--name NAME] [--entrypoint CMD] [--env K=V]... [--workdir DIR] [--user USER[:GROUP]] [--memory SIZE] [--pids-limit N] [--net private|host|none] [-p HOSTPORT:PORT]...';
+  '[--name NAME] [--entrypoint CMD] [--env K=V]... [--workdir DIR] [--user USER[:GROUP]] [--memory SIZE] [--pids-limit N] [--log-size-max SIZE] [--net private|host|none] [-p HOSTPORT:PORT]...';
 
 function prepareOptions(ctx: CommandContext): PrepareOptions {
   const v = ctx.values;
@@ -79,6 +82,8 @@ function prepareOptions(ctx: CommandContext): PrepareOptions {
   if (user !== undefined) options.user = user;
   if (memory !== undefined) options.memoryBytes = parseMemory(memory);
   if (pids !== undefined) options.pidsLimit = pids > 0 ? pids : null;
+  const logSizeMax = stringOption(v, 'log-size-max');
+  if (logSizeMax !== undefined) options.logSizeMax = parseLogSizeMax(logSizeMax);
   const ports = stringListOption(v, 'publish').map(parsePublish);
   if (ports.length > 0) options.ports = ports;
   return options;
@@ -146,7 +151,6 @@ async function runLocation(
         {
           uuid: run.uuid,
           dir,
-          logPath: join(dir, podFiles.log),
           manifest: claimed.manifest,
           started: readStarted(dir),
           exit: podExit,
@@ -316,37 +320,12 @@ const logs: CommandSpec = {
   positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
-    const { info, path } = runtime.logPath(ctx.positionals[0] ?? '');
-    if (!existsSync(path)) return 0;
-    if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') {
-      await new Promise<void>((resolve, reject) => {
-        createReadStream(path).on('error', reject).on('end', resolve).pipe(ctx.stdout, { end: false });
-      });
-      return 0;
-    }
-    // Follow: copy what is there, then whatever is appended, until the pod's lock drops.
-    const fd = openSync(path, 'r');
-    let offset = 0;
-    const drain = () => {
-      const buffer = Buffer.alloc(64 * 1024);
-      for (
-        let n = readSync(fd, buffer, 0, buffer.length, offset);
-        n > 0;
-        n = readSync(fd, buffer, 0, buffer.length, offset)
-      ) {
-        ctx.stdout.write(buffer.subarray(0, n));
-        offset += n;
-      }
-    };
-    drain();
-    const watcher = watch(path, () => drain());
-    try {
-      await runtime.waitExit(info.uuid);
-    } finally {
-      watcher.close();
-      drain();
-      closeSync(fd);
-    }
+    const { info, dir } = runtime.logDir(ctx.positionals[0] ?? '');
+    // In chunks, never whole: a log is up to twice its cap (pod-log.ts), and a reader that is
+    // slower than the disk holds berth back instead of filling its memory.
+    if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') await copyLog(dir, ctx.stdout);
+    // Follow: what is there, then whatever is appended (across rotations) until the pod's lock drops.
+    else await followLog(dir, ctx.stdout, runtime.waitExit(info.uuid));
     return 0;
   },
 };

@@ -1,11 +1,19 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, NotFoundError } from '../core/index.js';
-import { ImageUnavailableError, type PodInfo, type PodRuntime, readInLayeredRoot } from '../runtime/index.js';
+import {
+  defaultLogTailBytes,
+  ImageUnavailableError,
+  type LogTail,
+  type PodInfo,
+  type PodRuntime,
+  readInLayeredRoot,
+  readLogTail,
+} from '../runtime/index.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -52,6 +60,8 @@ export interface ExecutorOptions {
   /** How often exits of pods not started by this process (after a restart) are looked for. */
   readonly pollIntervalMs?: number;
   readonly stopTimeoutMs?: number;
+  /** Bytes at which each container's log rotates (`berth cell --log-size-max`); the runtime's default otherwise. */
+  readonly logSizeMax?: number;
 }
 
 interface Record_ {
@@ -270,6 +280,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.resource.memory_mb > 0 ? Math.max(6, record.resource.memory_mb) * 1024 * 1024 : null,
         net: 'private',
         ports: mappings,
+        ...(this.options.logSizeMax !== undefined ? { logSizeMax: this.options.logSizeMax } : {}),
         labels: { [`${labelPrefix}container`]: saved },
         ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
       });
@@ -453,12 +464,15 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     }
   }
 
-  /** What the container's app wrote to stdout and stderr (its pod's log), for finalization. */
-  readLog(guid: string): string {
+  /**
+   * The end of what the container's app wrote to stdout and stderr (its pod's log), for
+   * finalization: at most `maxBytes`, never the whole log, which a flooding app makes too big for
+   * the cell's memory (or for a string at all).
+   */
+  readLog(guid: string, maxBytes = defaultLogTailBytes): LogTail {
     const record = this.containers.get(guid);
-    if (!record?.podUuid) return '';
-    const { path } = this.options.runtime.logPath(record.podUuid);
-    return existsSync(path) ? readFileSync(path, 'utf8') : '';
+    if (!record?.podUuid) return { text: '', size: 0, truncated: false };
+    return readLogTail(this.options.runtime.logDir(record.podUuid).dir, maxBytes);
   }
 
   /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */

@@ -2,6 +2,7 @@ import { existsSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'nod
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { obituariesDir, podFiles } from '../runtime/pod-dirs.js';
+import { readLogTail } from '../runtime/pod-log-reader.js';
 import type { PodExit, PodManifest, PodObituary, PodStarted } from '../runtime/pod-manifest.js';
 import type { PodRuntime } from '../runtime/pod-runtime.js';
 import type { PodInfo, PodStore } from '../runtime/pod-store.js';
@@ -28,9 +29,8 @@ const notedMarker = podFiles.historyNoted;
 /** What the history needs of a pod, from `PodInfo` or from a foreground run that holds its lock. */
 export interface PodFacts {
   readonly uuid: string;
-  /** The pod's directory (for the marker) and its log file; absent for an obituary. */
+  /** The pod's directory (for the marker, and its log files); absent for an obituary. */
   readonly dir?: string;
-  readonly logPath?: string;
   /** The log itself, when the pod is gone (an obituary). */
   readonly log?: string;
   readonly manifest: PodManifest | undefined;
@@ -43,7 +43,6 @@ export function factsOf(runtime: PodRuntime, info: PodInfo): PodFacts {
   return {
     uuid: info.uuid,
     dir,
-    logPath: join(dir, podFiles.log),
     manifest: info.manifest,
     started: info.started,
     exit: info.exit,
@@ -151,9 +150,8 @@ async function exitRecords(pod: PodFacts, seenBy: 'event' | 'service'): Promise<
     await collectFinalization({
       container_id: pod.uuid,
       exit_code: exit.exit_code,
-      readLogs: async () =>
-        pod.log ??
-        (pod.logPath !== undefined && existsSync(pod.logPath) ? readFileSync(pod.logPath, 'utf8') : ''),
+      // The end of the log, never all of it: a flooding pod's log would not fit in memory.
+      readLogs: async () => pod.log ?? (pod.dir !== undefined ? readLogTail(pod.dir) : ''),
     }),
   );
   return records;

@@ -8,11 +8,23 @@ export interface DeclaredOutput {
   readonly path: string;
 }
 
+/** A bounded read of the end of a log (runtime's `readLogTail`). */
+export interface LogTailRead {
+  readonly text: string;
+  /** Bytes of log there were, of which `text` is the end. */
+  readonly size: number;
+  /** `text` is not all the app wrote. */
+  readonly truncated: boolean;
+}
+
 export interface FinalizeInput {
   readonly container_id: string;
   readonly exit_code: number | null;
-  /** The pod's log (e.g. its log file); a throw becomes the finalization's failure message. */
-  readonly readLogs: () => Promise<string>;
+  /**
+   * The pod's log: all of it, or (from a log file, which may be huge) a bounded tail with the size
+   * on disk and whether output was cut. A throw becomes the finalization's failure message.
+   */
+  readonly readLogs: () => Promise<string | LogTailRead>;
   readonly outputs?: readonly DeclaredOutput[];
   /** Characters of log kept; the end is kept, since the end says how it finished. */
   readonly maxLogChars?: number;
@@ -33,10 +45,11 @@ export async function collectFinalization(input: FinalizeInput): Promise<Finaliz
   let logsSize = 0;
   let truncated = false;
   try {
-    const text = await input.readLogs();
-    logsSize = Buffer.byteLength(text);
-    truncated = text.length > maxLog;
-    logs = truncated ? text.slice(text.length - maxLog) : text;
+    const read = await input.readLogs();
+    const text = typeof read === 'string' ? read : read.text;
+    logsSize = typeof read === 'string' ? Buffer.byteLength(text) : read.size;
+    truncated = text.length > maxLog || (typeof read !== 'string' && read.truncated);
+    logs = text.length > maxLog ? text.slice(text.length - maxLog) : text;
   } catch (err) {
     problems.push(`cannot read logs: ${describe(err)}`);
   }

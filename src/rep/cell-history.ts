@@ -122,11 +122,20 @@ export class CellHistory {
       message: container.result?.reason ? `${container.result.reason}${foundNote}` : null,
       entity_type: found ? 'service' : 'event',
     });
-    const logs = this.executor.readLog(container.guid);
+    let logs: ReturnType<Executor['readLog']> | Error;
+    try {
+      // Now, while the pod is still there; bounded, so a flooding app cannot take the cell down.
+      logs = this.executor.readLog(container.guid);
+    } catch (err) {
+      logs = err instanceof Error ? err : new Error(String(err));
+    }
     void collectFinalization({
       container_id: container.guid,
       exit_code: exitCode,
-      readLogs: async () => logs,
+      readLogs: async () => {
+        if (logs instanceof Error) throw logs;
+        return logs;
+      },
     }).then(
       (record) => this.journal.recordFinalization(record),
       (err: unknown) => this.log(`history finalization: ${String(err)}`),

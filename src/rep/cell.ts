@@ -43,6 +43,8 @@ export interface CellOptions {
   readonly evacuationTimeoutMs?: number;
   readonly crashPolicy?: CrashPolicy;
   readonly portRange?: { readonly from: number; readonly to: number };
+  /** Bytes at which each container's log rotates; the runtime's default (10 MiB) otherwise. */
+  readonly logSizeMax?: number;
   readonly log?: (message: string) => void;
   /** Where journaled history goes (the server's ingest); without it the journal only fills. */
   readonly postHistory?: (batch: readonly IngestRecord[]) => Promise<void>;
@@ -69,6 +71,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     capacity: options.capacity,
     hostAddress: options.address,
     ...(options.portRange ? { portRange: options.portRange } : {}),
+    ...(options.logSizeMax !== undefined ? { logSizeMax: options.logSizeMax } : {}),
     ...(options.pollIntervalMs !== undefined
       ? { pollIntervalMs: Math.max(100, options.pollIntervalMs / 2) }
       : {}),

@@ -1,7 +1,6 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync } from 'node:fs';
 import type { NetworkAttachment } from './cni-network.js';
-import { podFiles } from './pod-dirs.js';
+import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
 import type { PodExit, PodManifest } from './pod-manifest.js';
 import type { PodRuntime } from './pod-runtime.js';
 import type { PodLocation } from './pod-store.js';
@@ -27,9 +26,8 @@ export async function runForeground(
   },
 ): Promise<PodExit> {
   const podPath = runtime.store.path(location);
-  // Written synchronously: a local file takes the chunk at once, and a write stream would start
-  // libuv's thread pool (four threads) on the path of every run for it.
-  const log = openSync(join(podPath, podFiles.log), 'a');
+  // Written synchronously (see RotatingLogWriter), rotated at the pod's cap.
+  const log = new RotatingLogWriter(podPath, manifest.logSizeMax ?? defaultLogSizeMax);
   const drained: Promise<void>[] = [];
   const exit = await runStage1({
     dirs: runtime.store.dirs,
@@ -43,16 +41,32 @@ export async function runForeground(
         [stdout, io.stdout],
         [stderr, io.stderr],
       ] as const) {
+        // A terminal or pipe that cannot keep up pauses the app (its pipe fills) instead of
+        // queueing its output here without bound; a reader that went away pauses nothing: the
+        // app runs on, its output still in the log.
+        let sinkGone = false;
+        const sinkEnded = () => {
+          sinkGone = true;
+          source.resume();
+        };
+        sink.once('error', sinkEnded);
+        sink.once('close', sinkEnded);
         source.on('data', (chunk: Buffer) => {
-          sink.write(chunk);
-          writeSync(log, chunk);
+          log.write(chunk);
+          if (sinkGone || sink.write(chunk)) return;
+          source.pause();
+          sink.once('drain', () => source.resume());
+        });
+        source.once('close', () => {
+          sink.off('error', sinkEnded);
+          sink.off('close', sinkEnded);
         });
         drained.push(new Promise((resolve) => source.once('close', () => resolve())));
       }
     },
   });
   await Promise.all(drained);
-  closeSync(log);
+  log.close();
   // Still ours (locked) and complete (log flushed): the caller records it before --rm deletes it.
   await io.onExit?.(exit);
   if (io.remove && runtime.store.move(location, 'exited-garbage')) {

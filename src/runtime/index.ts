@@ -4,6 +4,8 @@ export * from './cni-network.js';
 export * from './layered-root.js';
 export * from './pod-firewall.js';
 export * from './pod-gc.js';
+export * from './pod-log.js';
+export * from './pod-log-reader.js';
 export * from './pod-manifest.js';
 export * from './pod-runtime.js';
 export * from './pod-state.js';

@@ -330,7 +330,7 @@ describe('detached pods and their lock', () => {
     runtime.writeSharedFile(uuid, 'data', 'v2');
     const done = await runtime.waitExit(uuid, 20_000);
     assert.equal(done.exit?.exit_code, 0);
-    const log = readFileSync(runtime.logPath(uuid).path, 'utf8');
+    const log = readFileSync(join(runtime.logDir(uuid).dir, 'log'), 'utf8');
     assert.match(log, /v1/);
     assert.match(log, /saw-v2/);
     assert.match(log, /read-only/);

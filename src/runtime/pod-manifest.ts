@@ -26,6 +26,11 @@ export interface PodManifest {
   readonly ports: readonly { readonly host_port: number; readonly container_port: number }[];
   readonly memoryBytes: number | null;
   readonly pidsLimit: number | null;
+  /**
+   * The size at which the pod's log rotates (pod-log.ts); it keeps at most twice this on disk.
+   * Absent in pods prepared before logs rotated: they get the default.
+   */
+  readonly logSizeMax?: number;
   /** Labels set by upper layers (executor: lrp/task identity); berth run leaves it empty. */
   readonly labels: Readonly<Record<string, string>>;
   /**

@@ -24,6 +24,8 @@ import { buildOciConfig } from './oci-config.js';
 import { removePodCgroup } from './pod-cgroup.js';
 import { obituariesDir, podFiles } from './pod-dirs.js';
 import { liveLeftovers, type PodLeftovers } from './pod-leftovers.js';
+import { checkLogSizeMax, defaultLogSizeMax } from './pod-log.js';
+import { readLogTail } from './pod-log-reader.js';
 import type { NetMode, PodExit, PodManifest, PodObituary } from './pod-manifest.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 import { resolveUser } from './user-spec.js';
@@ -33,6 +35,8 @@ export interface PrepareOptions extends AppOverrides {
   readonly memoryBytes?: number | null;
   /** Most processes (threads included) the pod may hold: absent = `defaultPidsLimit`, null = no limit. */
   readonly pidsLimit?: number | null;
+  /** Bytes at which the pod's log rotates (`--log-size-max`); default `defaultLogSizeMax`. */
+  readonly logSizeMax?: number;
   readonly net?: NetMode;
   readonly ports?: readonly PortPublish[];
   readonly labels?: Readonly<Record<string, string>>;
@@ -185,6 +189,8 @@ export class PodRuntime {
       throw new InvalidArgumentError(`Invalid shared dir "${options.sharedDir}": expected an absolute path`, {
         field: 'sharedDir',
       });
+    const logSizeMax =
+      options.logSizeMax === undefined ? defaultLogSizeMax : checkLogSizeMax(options.logSizeMax);
     const image = await this.images.resolve(imageRef).catch((err: unknown) => {
       throw new ImageUnavailableError(imageRef, err);
     });
@@ -214,6 +220,7 @@ export class PodRuntime {
         ports,
         memoryBytes: options.memoryBytes ?? null,
         pidsLimit: options.pidsLimit === undefined ? defaultPidsLimit : options.pidsLimit,
+        logSizeMax,
         labels: options.labels ?? {},
         ...(options.sharedDir !== undefined ? { sharedDir: options.sharedDir } : {}),
         created: new Date().toISOString(),
@@ -502,8 +509,8 @@ export class PodRuntime {
       const manifest = info?.manifest;
       if (!info?.exit || !manifest) return;
       if (Object.keys(manifest.labels).some((k) => k.startsWith('berth.executor.'))) return;
-      const logPath = join(path, podFiles.log);
-      const log = existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(-1024 * 1024) : '';
+      // The end only: a flooding pod's log, read whole, would not even fit in a string.
+      const log = readLogTail(path).text;
       const obituary: PodObituary = {
         uuid: location.uuid,
         manifest,
@@ -543,9 +550,10 @@ export class PodRuntime {
     this.store.remove(location);
   }
 
-  logPath(ref: string): { info: PodInfo; path: string } {
+  /** Where a pod's log is: its dir holds `log` and, once rotated, `log.1` (pod-log.ts). */
+  logDir(ref: string): { info: PodInfo; dir: string } {
     const info = this.status(ref);
-    return { info, path: join(this.store.path(info), podFiles.log) };
+    return { info, dir: this.store.path(info) };
   }
 }
 

@@ -3,9 +3,10 @@
  * spawned by `berth run --detach` / `run-prepared` with the pod's exclusive lock on fd 3 and a
  * readiness pipe on fd 4. It is the only berth process left while a detached pod runs.
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { podFiles } from './pod-dirs.js';
+import { closeSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { nativeAddon } from './native-addon.js';
+import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
 import { PodStore } from './pod-store.js';
 import { runStage1 } from './stage1.js';
 
@@ -34,15 +35,31 @@ async function holderMain(): Promise<number> {
     return 1;
   }
   const path = store.path(location);
-  const logFd = openSync(join(path, podFiles.log), 'a');
-  await runStage1({
-    dirs: store.dirs,
-    podPath: path,
-    manifest,
-    lockFd,
-    output: logFd,
-    onStarted: signalReady,
-  });
+  // (This process's own stderr is the log file as it was when it started, for a failure before
+  // this point; after a rotation its rare last words land in log.1, or nowhere once dropped.)
+  // The app's stdout and stderr share one pipe (so their order is kept, as in a file) that this
+  // process reads into the rotating log: runc's output straight into the log file would grow it
+  // without bound. A full pipe blocks the app's writes until the log has taken them.
+  const log = new RotatingLogWriter(path, manifest.logSizeMax ?? defaultLogSizeMax);
+  const [readEnd, writeEnd] = nativeAddon().pipe();
+  const output = new Socket({ fd: readEnd, readable: true, writable: false });
+  output.on('data', (chunk: Buffer) => log.write(chunk));
+  const drained = new Promise<void>((resolve) => output.once('close', () => resolve()));
+  try {
+    await runStage1({
+      dirs: store.dirs,
+      podPath: path,
+      manifest,
+      lockFd,
+      output: writeEnd,
+      onStarted: signalReady,
+    });
+  } finally {
+    // runc and the app are gone: with our write end closed the pipe ends once it is read out.
+    closeSync(writeEnd);
+  }
+  await drained;
+  log.close();
   signalReady(false);
   if (removeFlag === 'rm' && store.move(location, 'exited-garbage')) {
     const { PodRuntime } = await import('./pod-runtime.js');

@@ -1,0 +1,109 @@
+import { closeSync, existsSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
+import { InvalidArgumentError } from '../core/index.js';
+import { podFiles } from './pod-dirs.js';
+
+/**
+ * A pod's log: what its app writes to stdout and stderr, in the pod dir as `log`, rotated with a
+ * size cap as podman's `log_size_max` and the kubelet's `containerLogMaxSize` do. When `log`
+ * reaches the cap it becomes `log.1` (replacing the older one, whose output is dropped) and a new
+ * `log` starts, so a pod never keeps more than 2 × the cap on disk, whatever its app writes.
+ *
+ * This module is on the path of every `berth run` and of the stage-1 holder: node:fs only.
+ */
+
+/** The kubelet's default `containerLogMaxSize`; podman has no cap by default, berth always has one. */
+export const defaultLogSizeMax = 10 * 1024 * 1024;
+/** Smaller caps would rotate on nearly every write. */
+export const minLogSizeMax = 8 * 1024;
+/** Every size has a bound (issue 17): a cap past the disks berth runs on is a typo. */
+export const maxLogSizeMax = 16 * 1024 ** 3;
+
+/** The files of a pod's log, by name inside the pod dir. */
+export const logFileNames = { rotated: `${podFiles.log}.1`, current: podFiles.log } as const;
+/**
+ * Present once a rotation dropped output (an older `log.1` was replaced): what is on disk is then
+ * not everything the app wrote, which finalization reports as truncated.
+ */
+export const logDroppedMarker = 'log.dropped';
+
+/** Parses `--log-size-max` as `--memory` is parsed: bytes, with an optional b/k/m/g suffix. */
+export function parseLogSizeMax(text: string, flag = 'log-size-max'): number {
+  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim());
+  const factor: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+  if (!match)
+    throw new InvalidArgumentError(`Invalid --${flag} "${text}": expected a size such as 512k or 10m`, {
+      flag,
+    });
+  const bytes = Math.floor(Number(match[1]) * (factor[(match[2] ?? '').toLowerCase()] ?? 1));
+  if (!(bytes >= minLogSizeMax && bytes <= maxLogSizeMax))
+    throw new InvalidArgumentError(`Invalid --${flag} "${text}": the log size cap must be from 8k to 16g`, {
+      flag,
+      min: minLogSizeMax,
+      max: maxLogSizeMax,
+    });
+  return bytes;
+}
+
+/** A cap given as a number of bytes (a prepare option): within the bounds, or a clear error. */
+export function checkLogSizeMax(bytes: number, field = 'logSizeMax'): number {
+  if (!Number.isSafeInteger(bytes) || bytes < minLogSizeMax || bytes > maxLogSizeMax)
+    throw new InvalidArgumentError(
+      `Invalid ${field} ${bytes}: the log size cap must be from 8k (${minLogSizeMax}) to 16g (${maxLogSizeMax}) bytes`,
+      { field, min: minLogSizeMax, max: maxLogSizeMax },
+    );
+  return bytes;
+}
+
+/**
+ * Appends to a pod's log and rotates it at the cap. Synchronous writes to a local file: the app's
+ * pipe is read by the event loop, and a write stream would start libuv's thread pool on the path
+ * of every run. A chunk that crosses the cap is split there, so no file ever passes it.
+ */
+export class RotatingLogWriter {
+  readonly #dir: string;
+  readonly #maxBytes: number;
+  #fd: number;
+  #size: number;
+  #dropped = false;
+
+  constructor(podDir: string, maxBytes: number = defaultLogSizeMax) {
+    this.#dir = podDir;
+    this.#maxBytes = maxBytes;
+    this.#fd = openSync(this.#path(logFileNames.current), 'a');
+    this.#size = fstatSync(this.#fd).size;
+  }
+
+  write(chunk: Uint8Array): void {
+    for (let offset = 0; offset < chunk.length; ) {
+      if (this.#size >= this.#maxBytes) this.#rotate();
+      const length = Math.min(chunk.length - offset, this.#maxBytes - this.#size);
+      const written = writeSync(this.#fd, chunk, offset, length);
+      offset += written;
+      this.#size += written;
+    }
+  }
+
+  close(): void {
+    closeSync(this.#fd);
+  }
+
+  /**
+   * `log` → `log.1`, then a new `log`. A reader following the log holds the old file open and
+   * finds its successor by name (pod-log-reader.ts), so it never reads a byte twice.
+   */
+  #rotate(): void {
+    // The rename below replaces an older log.1, if there is one: its output is gone from then on.
+    if (!this.#dropped && existsSync(this.#path(logFileNames.rotated))) {
+      closeSync(openSync(this.#path(logDroppedMarker), 'a'));
+      this.#dropped = true;
+    }
+    renameSync(this.#path(logFileNames.current), this.#path(logFileNames.rotated));
+    closeSync(this.#fd);
+    this.#fd = openSync(this.#path(logFileNames.current), 'a');
+    this.#size = 0;
+  }
+
+  #path(name: string): string {
+    return `${this.#dir}/${name}`;
+  }
+}
