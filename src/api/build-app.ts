@@ -1,7 +1,13 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
-import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
+import {
+  type BerthError,
+  httpStatusByCode,
+  installRequestGuards,
+  isBerthError,
+  limits,
+} from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
@@ -40,7 +46,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // SSE streams and keep-alive clients must not hold a graceful shutdown open.
     forceCloseConnections: true,
-    bodyLimit: 16 * 1024 * 1024,
+    bodyLimit: limits.maxBodyBytes,
     ajv: {
       customOptions: {
         // "3" is not a number and an unknown field is a typo: both are 400s, never coerced/dropped.
@@ -51,7 +57,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
   });
-  // Before any route: the hook then guards every route, including later layers' plugins.
+  // Before any route: the hooks then guard every route, including later layers' plugins.
+  installRequestGuards(app);
   if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
   const metrics = deps.metrics ?? new ApiMetrics();
   metrics.observeStore(deps.store);
@@ -124,7 +131,7 @@ function toErrorBody(err: FastifyError | Error): ErrorBody {
     const first =
       fastifyError.validation.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ??
       fastifyError.validation[0]!;
-    const params = first.params as { missingProperty?: string; additionalProperty?: string };
+    const params = first.params as { missingProperty?: string; additionalProperty?: string; limit?: unknown };
     const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const field =
       (params.missingProperty ?? params.additionalProperty)
@@ -135,7 +142,12 @@ function toErrorBody(err: FastifyError | Error): ErrorBody {
     return {
       code: 'invalid_argument',
       message: `Invalid ${where}: ${field} ${reason}`,
-      details: { field, location: where },
+      // The bound a value broke (maximum, maxLength, maxItems…): clients may show or clamp to it.
+      details: {
+        field,
+        location: where,
+        ...(typeof params.limit === 'number' ? { limit: params.limit } : {}),
+      },
     };
   }
   const status = fastifyError.statusCode;

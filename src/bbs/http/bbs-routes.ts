@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { BerthError, InvalidArgumentError } from '../../core/index.js';
+import { BerthError, DurationMs, InvalidArgumentError, Name, NameOrEmpty } from '../../core/index.js';
 import type { ModificationTag, Monitor, Task, TaskState } from '../bbs-types.js';
 import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
 import { taskDeliveryLogFor, toTaskDelivery } from '../task-callback-log.js';
@@ -65,14 +65,14 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     {
       schema: {
         tags: ['desired_lrps'],
-        querystring: Type.Object({ domain: Type.Optional(Type.String()) }, { additionalProperties: false }),
+        querystring: Type.Object({ domain: Type.Optional(NameOrEmpty()) }, { additionalProperties: false }),
       },
     },
     async (request) =>
       store.listDesiredLRPs(request.query.domain !== undefined ? { domain: request.query.domain } : {}),
   );
 
-  const ProcessGuidParams = Type.Object({ process_guid: Type.String({ minLength: 1 }) });
+  const ProcessGuidParams = Type.Object({ process_guid: Name() });
   const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String()) });
 
   app.get(
@@ -147,8 +147,8 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
 
   const TaskQuery = Type.Object(
     {
-      domain: Type.Optional(Type.String()),
-      cell_id: Type.Optional(Type.String()),
+      domain: Type.Optional(NameOrEmpty()),
+      cell_id: Type.Optional(NameOrEmpty()),
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
@@ -181,7 +181,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
 
-  const TaskParams = Type.Object({ task_guid: Type.String({ minLength: 1 }) });
+  const TaskParams = Type.Object({ task_guid: Name() });
   const deliveryLog = options.taskDeliveries ?? taskDeliveryLogFor(store);
   app.get(
     '/v1/tasks/:task_guid',
@@ -284,8 +284,8 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     {
       schema: {
         tags: ['domains'],
-        params: Type.Object({ domain: Type.String({ minLength: 1 }) }),
-        body: Type.Object({ ttl_ms: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+        params: Type.Object({ domain: Name() }),
+        body: Type.Object({ ttl_ms: DurationMs() }, { additionalProperties: false }),
       },
     },
     async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),

@@ -65,6 +65,12 @@ import type {
   TaskState,
 } from '../bbs-types.js';
 import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
+import {
+  desiredWithDefaults,
+  taskWithDefaults,
+  validateInstances,
+  validateRoutes,
+} from '../definition-defaults.js';
 import { assertTaskTransition, taskDeletableStates, taskStates } from '../task-transitions.js';
 import type { ActualLrpRow, BbsDatabase, DesiredLrpRow, TaskRow } from './bbs-database.js';
 import { applyMigrations } from './bbs-migrations.js';
@@ -175,7 +181,8 @@ export class SqlBbsStore implements BbsStore {
 
   // ---------------------------------------------------------------- DesiredLRPs
 
-  async desireLRP(req: DesiredLRPDefinition): Promise<DesiredLRP> {
+  async desireLRP(given: DesiredLRPDefinition): Promise<DesiredLRP> {
+    const req = desiredWithDefaults(given);
     validateDesired(req);
     return this.mutate('desireLRP', async (tx) => {
       const existing = await this.loadDesired(tx.db, req.process_guid, true);
@@ -226,6 +233,7 @@ export class SqlBbsStore implements BbsStore {
   async updateDesiredLRP(req: UpdateDesiredLRPRequest): Promise<DesiredLRP> {
     const { update } = req;
     if (update.instances !== undefined) validateInstances(update.instances);
+    if (update.routes !== undefined) validateRoutes(update.routes);
     return this.mutate('updateDesiredLRP', async (tx) => {
       const before = await this.requireDesired(tx, req.process_guid, req.expected);
       const after: DesiredLRP = {
@@ -691,7 +699,8 @@ export class SqlBbsStore implements BbsStore {
 
   // ---------------------------------------------------------------- tasks
 
-  async desireTask(req: Parameters<BbsStore['desireTask']>[0]): Promise<Task> {
+  async desireTask(given: Parameters<BbsStore['desireTask']>[0]): Promise<Task> {
+    const req = taskWithDefaults(given);
     if (!req.task_guid) throw new InvalidArgumentError('task_guid must not be empty', { field: 'task_guid' });
     return this.mutate('desireTask', async (tx) => {
       const existing = await this.loadTask(tx.db, req.task_guid, true);
@@ -1621,14 +1630,6 @@ function assertOwner(lrp: ActualLRP, key: ActualLRPInstanceKey, action: string):
   }
 }
 
-function validateInstances(instances: number): void {
-  if (!Number.isInteger(instances) || instances < 0) {
-    throw new InvalidArgumentError(`instances must be a non-negative integer, got ${instances}`, {
-      field: 'instances',
-    });
-  }
-}
-
 function validateDesired(req: DesiredLRPDefinition): void {
   if (!req.process_guid)
     throw new InvalidArgumentError('process_guid must not be empty', { field: 'process_guid' });
@@ -1653,7 +1654,8 @@ function stripUndefined<T extends object>(value: T): T {
 
 function parseEventCursor(after: string | undefined): [number, number] {
   if (after === undefined || after === '') return [-1, 0];
-  const match = /^(\d+)-(\d+)$/.exec(after);
+  // Ids are safe integers (and PostgreSQL BIGINTs): a longer run of digits is no event's id.
+  const match = /^(\d{1,15})-(\d{1,15})$/.exec(after);
   if (!match) {
     throw new InvalidArgumentError(`Invalid event id "${after}": expected the id of an event`, {
       field: 'after',
