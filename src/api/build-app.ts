@@ -47,6 +47,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // SSE streams and keep-alive clients must not hold a graceful shutdown open.
     forceCloseConnections: true,
     bodyLimit: limits.maxBodyBytes,
+    // find-my-way's default (100) made a guid the API accepted (up to 255) unreachable by path:
+    // room for the longest name percent-encoded; the schemas then bound the decoded value.
+    maxParamLength: 3 * limits.maxNameLength,
+    // A path that is not valid percent-encoded UTF-8: the same 400 shape as every other error.
+    frameworkErrors: (error, _request, reply) => {
+      const body: ErrorBody = {
+        code: 'invalid_argument',
+        message: error.message,
+        details: { fastify_code: error.code },
+      };
+      (reply as { code(status: number): { send(body: unknown): unknown } }).code(400).send(body);
+    },
     ajv: {
       customOptions: {
         // "3" is not a number and an unknown field is a typo: both are 400s, never coerced/dropped.

@@ -1657,7 +1657,7 @@ function parseEventCursor(after: string | undefined): [number, number] {
   // Ids are safe integers (and PostgreSQL BIGINTs): a longer run of digits is no event's id.
   const match = /^(\d{1,15})-(\d{1,15})$/.exec(after);
   if (!match) {
-    throw new InvalidArgumentError(`Invalid event id "${after}": expected the id of an event`, {
+    throw new InvalidArgumentError(`Invalid after "${after}": expected the id of an event`, {
       field: 'after',
     });
   }
