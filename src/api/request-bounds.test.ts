@@ -21,6 +21,8 @@ const backends: ReadonlyArray<{ name: string; skip?: string | undefined; db: () 
   },
 ];
 let postgres: PostgresServer | undefined;
+/** An error body (code, message, details) or a resource: the fields each case reads. */
+type Answer = { code: string; message: string; details: Record<string, unknown> } & Record<string, unknown>;
 
 for (const backend of backends) {
   describe(`request bounds on ${backend.name}`, { ...(backend.skip ? { skip: backend.skip } : {}) }, () => {
@@ -47,15 +49,11 @@ for (const backend of backends) {
         signal: AbortSignal.timeout(20_000),
       });
       const text = await res.text();
-      return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, any> };
+      return { status: res.status, body: (text ? JSON.parse(text) : {}) as Answer };
     };
     const lrp = (fields: string) =>
       `{"process_guid":"p-${Math.random().toString(36).slice(2)}","domain":"d","image":"i",${fields}}`;
-    const assertRefused = (
-      res: { status: number; body: Record<string, any> },
-      field: string,
-      bound?: number,
-    ) => {
+    const assertRefused = (res: { status: number; body: Answer }, field: string, bound?: number) => {
       assert.equal(res.status, 400, JSON.stringify(res.body));
       assert.equal(res.body.code, 'invalid_argument');
       assert.equal(res.body.details.field, field, JSON.stringify(res.body));
@@ -87,11 +85,9 @@ for (const backend of backends) {
     });
 
     it('a system deploy with a huge count is a 400 and writes nothing', async () => {
-      const definition = {
-        system: 'huge',
-        services: { '/web': { image: 'i', instances: 9007199254740993 } },
-      };
-      const res = await send('POST', '/v1/deploys', JSON.stringify({ definition }));
+      // The issue's number, as its client sent it (as a JS number it would already be 2^53).
+      const definition = '{"system":"huge","services":{"/web":{"image":"i","instances":9007199254740993}}}';
+      const res = await send('POST', '/v1/deploys', `{"definition":${definition}}`);
       assert.equal(res.status, 400, JSON.stringify(res.body));
       assert.deepEqual(res.body.details.problems, [
         {
