@@ -49,7 +49,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: limits.maxBodyBytes,
     // find-my-way's default (100) made a guid the API accepted (up to 255) unreachable by path:
     // room for the longest name percent-encoded; the schemas then bound the decoded value.
-    maxParamLength: 3 * limits.maxNameLength,
+    routerOptions: { maxParamLength: 3 * limits.maxNameLength },
     // A path that is not valid percent-encoded UTF-8: the same 400 shape as every other error.
     frameworkErrors: (error, _request, reply) => {
       const body: ErrorBody = {
