@@ -106,7 +106,10 @@ async function assertResumedActionFails(db: string, dataDir: string): Promise<vo
     assert.deepEqual((await getJson(`${server.url}/v1/desired_lrps`)).body, []);
   } finally {
     server.child.kill('SIGTERM');
+    // A hung server (the bug this guards against) never gets to handle SIGTERM.
+    const killer = setTimeout(() => server.child.kill('SIGKILL'), 10_000);
     await exited;
+    clearTimeout(killer);
   }
 }
 
