@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SqlBbsStore } from '../bbs/index.js';
-import { Argv, ExitCode, ImageRef, Int32, limits, Message, Name, NameOrEmpty, Url } from '../core/index.js';
+import { Argv, ExitCode, ImageRef, limits, Message, Name, NameOrEmpty, Url } from '../core/index.js';
 import {
   HistoryStore,
   type HistoryStoreOptions,
@@ -78,19 +78,19 @@ const FinalizationSchema = Type.Object(
     container_id: Name(),
     exit_code: Type.Union([ExitCode(), Type.Null()]),
     logs: Type.String({ maxLength: limits.maxLogsLength }),
-    logs_size: Int32(),
+    logs_size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     logs_truncated: Type.Boolean(),
     outputs: Type.Array(
       Type.Object(
         {
           name: NameOrEmpty(),
           path: Url(),
-          size: Int32(),
-          content: Nullable(Message()),
+          size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+          content: Nullable(Type.String({ maxLength: limits.maxLogsLength })),
         },
         strict,
       ),
-      { maxItems: limits.maxPorts },
+      { maxItems: limits.maxArgs },
     ),
     error: Nullable(Message()),
   },

@@ -248,9 +248,10 @@ export const operationBodies = {
           zone: NameOrEmpty(),
           capacity: Type.Object(
             {
-              memory_mb: MemoryMb(),
-              disk_mb: DiskMb(),
-              containers: Type.Integer({ minimum: 0, maximum: limits.maxBatchItems }),
+              // A whole machine's: bounded only by what the stored JSON and the auction hold.
+              memory_mb: Int32(),
+              disk_mb: Int32(),
+              containers: Int32(),
             },
             strict,
           ),
