@@ -63,6 +63,7 @@ export interface FuzzRequest {
   readonly url: string;
   readonly body?: string;
   readonly contentType?: string;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** Operations worth fuzzing: every one with a body or a parameter. */
@@ -171,6 +172,7 @@ export class SchemaArbitraries {
     const resolved = this.resolve(schema);
     const valid = this.#valid(resolved, depth);
     const percent = Math.round(this.#hostility * 100);
+    if (percent === 0) return valid;
     return fc.oneof(
       { weight: 100 - percent, arbitrary: valid },
       { weight: percent, arbitrary: hostile(resolved) },
@@ -258,7 +260,10 @@ export class SchemaArbitraries {
           )
         : fc.constant({});
     // An unknown field now and then: a strict body must refuse it with a 400.
-    const typo = fc.option(fc.constant({ zzz_unknown: 1 }), { freq: 20, nil: undefined });
+    const typo =
+      this.#hostility > 0
+        ? fc.option(fc.constant({ zzz_unknown: 1 }), { freq: 20, nil: undefined })
+        : fc.constant(undefined);
     return fc.tuple(fixed, extra, typo).map(([f, e, t]) => ({ ...e, ...f, ...(t ?? {}) }));
   }
 }
@@ -291,14 +296,38 @@ export function encodeComponent(value: unknown): string {
   }
 }
 
+/**
+ * A header value: what HTTP can carry (visible ASCII), or one of the tags and event ids that look
+ * right but name what the store cannot hold (indexes past 2^31, ids past 2^53).
+ */
+function headerValue(arbs: SchemaArbitraries, schema: JsonSchema): fc.Arbitrary<unknown> {
+  const edges = fc.constantFrom(
+    '*',
+    '"e:0"',
+    'W/"e:1"',
+    '"e:2147483648"',
+    '"e:9007199254740993"',
+    'e:-1',
+    '99999999999999999999-1',
+    '1-99999999999999999999',
+    '0-0',
+    'x'.repeat(8000),
+  );
+  const drawn = arbs.value(schema).filter((v) => typeof v === 'string' && /^[\x20-\x7e]*$/.test(v));
+  return fc.oneof(edges, drawn);
+}
+
 /** Every request of one operation: params, query and body drawn together. */
 export function requestArbitrary(
   arbs: SchemaArbitraries,
   op: { method: string; route: string; operation: Operation },
 ): fc.Arbitrary<FuzzRequest> {
-  const params = (op.operation.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query');
+  const params = op.operation.parameters ?? [];
   const paramArbs: Record<string, fc.Arbitrary<unknown>> = {};
-  for (const p of params) paramArbs[`${p.in}:${p.name}`] = arbs.value(p.schema ?? { type: 'string' });
+  for (const p of params) {
+    paramArbs[`${p.in}:${p.name}`] =
+      p.in === 'header' ? headerValue(arbs, p.schema ?? {}) : arbs.value(p.schema ?? { type: 'string' });
+  }
   const requiredKeys = params.filter((p) => p.in === 'path' || p.required).map((p) => `${p.in}:${p.name}`);
   const content = op.operation.requestBody?.content ?? {};
   const json = content['application/json'];
@@ -308,9 +337,11 @@ export function requestArbitrary(
   return fc.tuple(fc.record(paramArbs, { requiredKeys }), body).map(([values, b]) => {
     let path = op.route;
     const query: string[] = [];
+    const headers: Record<string, string> = {};
     for (const [key, value] of Object.entries(values)) {
       const [where, name] = key.split(':') as [string, string];
       if (where === 'path') path = path.replace(`{${name}}`, encodeComponent(value));
+      else if (where === 'header') headers[name] = String(value);
       else query.push(`${encodeURIComponent(name)}=${encodeComponent(value)}`);
     }
     return {
@@ -318,6 +349,7 @@ export function requestArbitrary(
       route: op.route,
       url: query.length > 0 ? `${path}?${query.join('&')}` : path,
       ...(b ? { body: b.text, contentType: b.type } : {}),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
     };
   });
 }
