@@ -10,6 +10,11 @@ export const limits = {
   maxInstances: 10_000,
   /** Units of one system, sidecar units included: the deploy writes one model row per unit. */
   maxSystemUnits: 10_000,
+  /**
+   * A service's or job's path in a system (`/web/api`): its process guid is the system's name, the
+   * path and a version, and must fit maxNameLength (63 + 160 + a version and a unit suffix).
+   */
+  maxTreePathLength: 160,
   /** Services, and jobs, in one system definition. */
   maxSystemEntries: 500,
   /** Memory of one container, MiB (1 TiB). */

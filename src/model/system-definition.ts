@@ -210,9 +210,18 @@ export function validateSystemDefinition(
     for (const [path, raw] of Object.entries(raws)) {
       if (path === '/' || !isTreePath(path)) {
         problems.push({
-          path,
+          path: path.slice(0, 64),
           field: '',
           message: `${section} keys are paths like /web/api (lower-case segments)`,
+        });
+        continue;
+      }
+      if (path.length > limits.maxTreePathLength) {
+        // The path becomes the service's process guid (with the system and a version): it must fit.
+        problems.push({
+          path: `${path.slice(0, 64)}…`,
+          field: '',
+          message: `a path is at most ${limits.maxTreePathLength} characters`,
         });
         continue;
       }
