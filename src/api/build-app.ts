@@ -1,7 +1,14 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
-import { type BerthError, httpStatusByCode, isBerthError, redactEnv } from '../core/index.js';
+import {
+  type BerthError,
+  httpStatusByCode,
+  installRequestGuards,
+  isBerthError,
+  limits,
+  redactEnv,
+} from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
@@ -43,7 +50,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // SSE streams and keep-alive clients must not hold a graceful shutdown open.
     forceCloseConnections: true,
-    bodyLimit: 16 * 1024 * 1024,
+    bodyLimit: limits.maxBodyBytes,
+    // find-my-way's default (100) made a guid the API accepted (up to 255) unreachable by path:
+    // room for the longest name percent-encoded; the schemas then bound the decoded value.
+    routerOptions: { maxParamLength: 3 * limits.maxNameLength },
+    // A path that is not valid percent-encoded UTF-8: the same 400 shape as every other error.
+    frameworkErrors: (error, _request, reply) => {
+      const body: ErrorBody = {
+        code: 'invalid_argument',
+        message: error.message,
+        details: { fastify_code: error.code },
+      };
+      (reply as { code(status: number): { send(body: unknown): unknown } }).code(400).send(body);
+    },
     ajv: {
       customOptions: {
         // "3" is not a number and an unknown field is a typo: both are 400s, never coerced/dropped.
@@ -54,7 +73,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
   });
-  // Before any route: the hook then guards every route, including later layers' plugins.
+  // Before any route: the hooks then guard every route, including later layers' plugins.
+  installRequestGuards(app);
   if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
   // One place for every route's JSON answer: a viewer sees env names, not values (docs/auth.md).
   app.addHook('preSerialization', async (request, _reply, payload) =>
@@ -134,7 +154,7 @@ function toErrorBody(err: FastifyError | Error): ErrorBody {
     const first =
       fastifyError.validation.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ??
       fastifyError.validation[0]!;
-    const params = first.params as { missingProperty?: string; additionalProperty?: string };
+    const params = first.params as { missingProperty?: string; additionalProperty?: string; limit?: unknown };
     const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const field =
       (params.missingProperty ?? params.additionalProperty)
@@ -145,7 +165,12 @@ function toErrorBody(err: FastifyError | Error): ErrorBody {
     return {
       code: 'invalid_argument',
       message: `Invalid ${where}: ${field} ${reason}`,
-      details: { field, location: where },
+      // The bound a value broke (maximum, maxLength, maxItems…): clients may show or clamp to it.
+      details: {
+        field,
+        location: where,
+        ...(typeof params.limit === 'number' ? { limit: params.limit } : {}),
+      },
     };
   }
   const status = fastifyError.statusCode;

@@ -3,7 +3,17 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SqlBbsStore } from '../bbs/index.js';
-import { pageOfWhole } from '../core/index.js';
+import {
+  Argv,
+  ExitCode,
+  ImageRef,
+  limits,
+  Message,
+  Name,
+  NameOrEmpty,
+  pageOfWhole,
+  Url,
+} from '../core/index.js';
 import {
   HistoryStore,
   type HistoryStoreOptions,
@@ -18,42 +28,44 @@ import type { Singleton } from './singleton-lease.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const strict = { additionalProperties: false } as const;
+/** An ISO-8601 time; the history store parses it and says what is wrong with it. */
+const Timestamp = Type.String({ minLength: 1, maxLength: 64 });
 
 const LaunchSchema = Type.Object(
   {
     type: Type.Literal('launch'),
     container: Type.Object(
       {
-        id: Type.String({ minLength: 1 }),
-        image: Type.String(),
-        command: Type.Array(Type.String()),
-        env_names: Type.Array(Type.String()),
-        cell_id: Type.String(),
+        id: Name(),
+        image: ImageRef({ minLength: 0 }),
+        command: Argv(),
+        env_names: Type.Array(NameOrEmpty(), { maxItems: limits.maxEnvVars }),
+        cell_id: NameOrEmpty(),
         owner_kind: Type.Union([
           Type.Literal('lrp'),
           Type.Literal('task'),
           Type.Literal('system'),
           Type.Literal('direct'),
         ]),
-        owner_id: Type.String(),
-        system: Type.Union([Type.String(), Type.Null()]),
+        owner_id: NameOrEmpty(),
+        system: Type.Union([NameOrEmpty(), Type.Null()]),
       },
       strict,
     ),
-    external_timestamp: Type.String({ minLength: 1 }),
+    external_timestamp: Timestamp,
     entity_type: Type.Optional(Type.Union([Type.Literal('system'), Type.Literal('user')])),
-    entity_id: Type.Optional(Nullable(Type.String())),
+    entity_id: Type.Optional(Nullable(NameOrEmpty())),
   },
   strict,
 );
 const EventSchema = Type.Object(
   {
     type: Type.Literal('event'),
-    container_id: Type.String({ minLength: 1 }),
-    event: Type.String({ minLength: 1 }),
-    external_timestamp: Nullable(Type.String({ minLength: 1 })),
-    exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    message: Type.Optional(Nullable(Type.String())),
+    container_id: Name(),
+    event: Name(),
+    external_timestamp: Nullable(Timestamp),
+    exit_code: Type.Optional(Type.Union([ExitCode(), Type.Null()])),
+    message: Type.Optional(Nullable(Message())),
     entity_type: Type.Union([Type.Literal('event'), Type.Literal('service')]),
   },
   strict,
@@ -61,36 +73,37 @@ const EventSchema = Type.Object(
 const ItemSchema = Type.Object(
   {
     type: Type.Literal('item'),
-    container_id: Type.String({ minLength: 1 }),
-    status: Type.String({ minLength: 1 }),
+    container_id: Name(),
+    status: Name(),
     entity_type: Type.Union([Type.Literal('system'), Type.Literal('event'), Type.Literal('service')]),
-    entity_id: Type.Optional(Nullable(Type.String())),
-    message: Type.Optional(Nullable(Type.String())),
-    external_timestamp: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
-    exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    entity_id: Type.Optional(Nullable(NameOrEmpty())),
+    message: Type.Optional(Nullable(Message())),
+    external_timestamp: Type.Optional(Nullable(Timestamp)),
+    exit_code: Type.Optional(Type.Union([ExitCode(), Type.Null()])),
   },
   strict,
 );
 const FinalizationSchema = Type.Object(
   {
     type: Type.Literal('finalization'),
-    container_id: Type.String({ minLength: 1 }),
-    exit_code: Type.Union([Type.Integer(), Type.Null()]),
-    logs: Type.String(),
-    logs_size: Type.Integer({ minimum: 0 }),
+    container_id: Name(),
+    exit_code: Type.Union([ExitCode(), Type.Null()]),
+    logs: Type.String({ maxLength: limits.maxLogsLength }),
+    logs_size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     logs_truncated: Type.Boolean(),
     outputs: Type.Array(
       Type.Object(
         {
-          name: Type.String(),
-          path: Type.String(),
-          size: Type.Integer({ minimum: 0 }),
-          content: Nullable(Type.String()),
+          name: NameOrEmpty(),
+          path: Url(),
+          size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+          content: Nullable(Type.String({ maxLength: limits.maxLogsLength })),
         },
         strict,
       ),
+      { maxItems: limits.maxArgs },
     ),
-    error: Nullable(Type.String()),
+    error: Nullable(Message()),
   },
   strict,
 );
@@ -105,33 +118,33 @@ const IngestBody = Type.Object(
 
 const ListQuery = Type.Object(
   {
-    status: Type.Optional(Type.String({ minLength: 1 })),
-    system: Type.Optional(Type.String({ minLength: 1 })),
-    since: Type.Optional(Type.String({ minLength: 1, description: 'ISO-8601: changed at or after' })),
-    limit: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
-    cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+    status: Type.Optional(Name()),
+    system: Type.Optional(Name()),
+    since: Type.Optional(Name({ description: 'ISO-8601: changed at or after' })),
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })),
+    cursor: Type.Optional(NameOrEmpty({ description: 'next_cursor of the previous page' })),
   },
   strict,
 );
-const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
+const IdParams = Type.Object({ id: Name() });
 const UserActionBody = Type.Object(
   {
-    status: Type.String({ minLength: 1 }),
-    message: Type.Optional(Type.String()),
+    status: Name(),
+    message: Type.Optional(Message()),
   },
   strict,
 );
 const SubscriptionBody = Type.Object(
   {
-    url: Type.String({ minLength: 1 }),
-    statuses: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    url: Url({ minLength: 1 }),
+    statuses: Type.Optional(Type.Array(Name(), { maxItems: limits.maxPlacementTags })),
   },
   strict,
 );
 const TokenBody = Type.Object(
   {
     role: Type.Union(roles.map((r) => Type.Literal(r))),
-    name: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Name()),
   },
   strict,
 );

@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { pageOfWhole } from '../core/index.js';
+import { Name, pageOfWhole } from '../core/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import { PageQuery } from './page-query.js';
 
@@ -26,7 +26,7 @@ const DeployBodySchema = Type.Union([
       definition: Type.Union([Type.String(), Type.Object({}, { additionalProperties: true })], {
         description: 'The system definition: its YAML text, or the same as a JSON object',
       }),
-      path: Type.Optional(Type.String({ description: 'The subtree to deploy (default /)' })),
+      path: Type.Optional(Name({ description: 'The subtree to deploy (default /)' })),
     },
     { additionalProperties: false },
   ),
@@ -57,7 +57,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             tags: ['systems'],
             summary:
               'Deploy a system (or the subtree at path): validated, locked, then executed by the server',
-            querystring: Type.Object({ path: Type.Optional(Type.String()) }, { additionalProperties: false }),
+            querystring: Type.Object({ path: Type.Optional(Name()) }, { additionalProperties: false }),
             body: DeployBodySchema,
             response: { 202: ActionSchema },
           },
@@ -77,7 +77,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           schema: {
             tags: ['systems'],
             summary: 'A deploy or teardown: running, succeeded or failed (with the reason)',
-            params: Type.Object({ id: Type.String() }),
+            params: Type.Object({ id: Name() }),
             response: { 200: ActionSchema },
           },
         },
@@ -93,7 +93,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           schema: {
             tags: ['systems'],
             summary: 'Tear a system down: exclusive on /, so it fails at once while any deploy runs',
-            params: Type.Object({ name: Type.String() }),
+            params: Type.Object({ name: Name() }),
             response: { 202: ActionSchema },
           },
         },
@@ -121,7 +121,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           schema: {
             tags: ['systems'],
             summary: 'A system: state, services with their units and cells, relations with their scopes',
-            params: Type.Object({ name: Type.String() }),
+            params: Type.Object({ name: Name() }),
           },
         },
         async (request) => deployer.status(request.params.name),
@@ -134,10 +134,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             tags: ['systems'],
             summary:
               "Relation data of the system units running on a cell: the cell's rep writes it into each container",
-            querystring: Type.Object(
-              { cell_id: Type.String({ minLength: 1 }) },
-              { additionalProperties: false },
-            ),
+            querystring: Type.Object({ cell_id: Name() }, { additionalProperties: false }),
           },
         },
         async (request) => ({ units: await deployer.relationsForCell(request.query.cell_id) }),
@@ -151,7 +148,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             summary: "One system unit's relation data: what its container starts with (file and env)",
             // Path params arrive as strings (this server does not coerce types).
             params: Type.Object({
-              process_guid: Type.String(),
+              process_guid: Name(),
               index: Type.String({ pattern: '^[0-9]{1,9}$' }),
             }),
           },

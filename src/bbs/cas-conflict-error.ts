@@ -1,4 +1,4 @@
-import { BerthError } from '../core/index.js';
+import { BerthError, limits } from '../core/index.js';
 import type { ModificationTag } from './bbs-types.js';
 
 /**
@@ -33,7 +33,8 @@ export function parseTag(text: string): ModificationTag | undefined {
   const at = bare.lastIndexOf(':');
   if (at <= 0) return undefined;
   const index = Number(bare.slice(at + 1));
-  if (!Number.isSafeInteger(index) || index < 0) return undefined;
+  // Indexes are 32-bit in the store: a larger one is no tag this API gave out.
+  if (!Number.isSafeInteger(index) || index < 0 || index > limits.maxInt32) return undefined;
   return { epoch: bare.slice(0, at), index };
 }
 

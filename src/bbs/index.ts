@@ -3,6 +3,7 @@ export * from './bbs-client.js';
 export * from './bbs-store.js';
 export * from './bbs-types.js';
 export * from './cas-conflict-error.js';
+export * from './definition-defaults.js';
 export * from './http/bbs-operations.js';
 export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-routes.js';
 export * from './http/bbs-schemas.js';

@@ -1,6 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { SqlBbsStore } from '../bbs/index.js';
-import { InvalidArgumentError, NotFoundError } from '../core/index.js';
+import { InvalidArgumentError, limits, NotFoundError } from '../core/index.js';
 import {
   canonicalTimestamp,
   compareIds,
@@ -462,7 +462,9 @@ export class HistoryStore {
           change(record.container_id).finalization = {
             exit_code: record.exit_code,
             logs: record.logs,
-            logs_size: record.logs_size,
+            // The column is a PostgreSQL INTEGER: a log past 2 GiB is recorded as the most it holds
+            // (its text is capped on the cell anyway), never refused, so the final status lands.
+            logs_size: Math.min(record.logs_size, limits.maxInt32),
             truncated: record.logs_truncated,
             outputs: record.outputs,
             error: record.error,

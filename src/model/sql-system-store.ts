@@ -71,10 +71,19 @@ function toAction(row: ActionRow): ActionRecord {
   };
 }
 
+/** Unreadable (a row an older or broken writer left): null, and the deploy fails saying so. */
+function parseStoredDefinition(text: string): SystemDefinition | null {
+  try {
+    return JSON.parse(text) as SystemDefinition;
+  } catch {
+    return null;
+  }
+}
+
 function toWork(row: ActionRow): ActionWork {
   return {
     ...toAction(row),
-    definition: row.definition === '' ? null : (JSON.parse(row.definition) as SystemDefinition),
+    definition: row.definition === '' ? null : parseStoredDefinition(row.definition),
   };
 }
 

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { limits } from '../core/index.js';
 import {
   type DefinitionProblem,
   InvalidDefinitionError,
   parseSystemDefinition,
+  storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
 
@@ -193,5 +195,55 @@ describe('system definition (issue 8 YAML)', () => {
 
   it('refuses a document that is not a mapping', () => {
     assert.throws(() => parseSystemDefinition('- a\n- b\n'), InvalidDefinitionError);
+  });
+
+  it('bounds every count and size (issue 17): instances, units, memory, ports, routes, paths', () => {
+    const list = problems({
+      system: 's',
+      services: {
+        '/a': { ...ok, instances: 2 ** 53 },
+        '/b': { ...ok, memory_mb: 2 ** 40, ports: Array.from({ length: 65 }, (_, i) => i + 1) },
+        '/c': { ...ok, routes: { r: 'x'.repeat(limits.maxRoutesBytes) } },
+        [`/${Array.from({ length: 40 }, () => 'abcd').join('/')}`]: ok,
+      },
+    });
+    has(list, '/a', 'instances', new RegExp(`less or equal to ${limits.maxInstances}`));
+    has(list, '/b', 'memory_mb', new RegExp(String(limits.maxMemoryMb)));
+    has(list, '/b', 'ports', /64/);
+    has(list, '/c', 'routes', new RegExp(String(limits.maxRoutesBytes)));
+    assert.ok(list.some((p) => new RegExp(`at most ${limits.maxTreePathLength} characters`).test(p.message)));
+    // 6,000 principal units and 6,000 sidecar units: each is a row the deploy writes.
+    const units = problems({
+      system: 's',
+      services: { '/web': { ...ok, instances: 6000 }, '/side': { ...ok, subordinate_to: '/web' } },
+    });
+    has(units, '/', 'services', new RegExp(`12000 units .* at most ${limits.maxSystemUnits}`));
+  });
+
+  it('refuses NUL, unpaired surrogates and deep nesting that YAML can spell', () => {
+    const nul = () => parseSystemDefinition('system: s\nservices:\n  /web: {image: "b\\0"}\n');
+    assert.throws(nul, /services\.\/web\.image: contains U\+0000/);
+    const surrogate = () =>
+      parseSystemDefinition('system: s\nservices:\n  /web: {image: b, annotation: "\\uD800"}\n');
+    assert.throws(surrogate, /unpaired UTF-16 surrogate/);
+    const deep = `system: s\nservices:\n  /web: {image: b, routes: {r: ${'['.repeat(40)}${']'.repeat(40)}}}\n`;
+    assert.throws(() => parseSystemDefinition(deep), new RegExp(`deeper than ${limits.maxJsonDepth}`));
+    const deeper = `system: s\nservices:\n  /web: {image: b, routes: {r: ${'['.repeat(20_000)}${']'.repeat(20_000)}}}\n`;
+    assert.throws(() => parseSystemDefinition(deeper), InvalidDefinitionError);
+  });
+
+  it('a stored definition is checked by the same rules: a valid one passes as it was normalized', () => {
+    assert.deepEqual(storedDefinitionProblems(parseSystemDefinition(issueExample)), []);
+    const stored = parseSystemDefinition(issueExample);
+    const oversized = {
+      ...stored,
+      services: stored.services.map((svc) => (svc.path === '/db' ? { ...svc, instances: 2 ** 53 } : svc)),
+    };
+    const found = storedDefinitionProblems(oversized);
+    assert.ok(
+      found.some((p) => p.path === '/db' && p.field === 'instances'),
+      JSON.stringify(found),
+    );
+    assert.deepEqual(storedDefinitionProblems({ system: 's' } as never).length, 1);
   });
 });

@@ -2,7 +2,22 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { parseDocument } from 'yaml';
 import type { Monitor } from '../bbs/index.js';
-import { InvalidArgumentError } from '../core/index.js';
+import { validateRoutes } from '../bbs/index.js';
+import {
+  ArgString,
+  Argv as BoundedArgv,
+  DiskMb,
+  EnvMap,
+  findUnstorableText,
+  ImageRef,
+  Instances,
+  InvalidArgumentError,
+  limits,
+  MemoryMb,
+  Name,
+  nestingDepthExceeds,
+  Routes,
+} from '../core/index.js';
 import { isTreePath } from './tree-path.js';
 
 /** One reason a definition is refused. `path` is the service or job (or `/` for the file itself). */
@@ -67,14 +82,14 @@ export interface SystemDefinition {
 export const definitionDefaults = { instances: 1, memory_mb: 128, disk_mb: 1024 } as const;
 
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-const Argv = Type.Array(Type.String({ minLength: 1 }), { minItems: 1 });
-const Env = Type.Record(Type.String(), Type.String());
+const Argv = BoundedArgv(ArgString({ minLength: 1 }), { minItems: 1 });
+const Env = EnvMap();
 const MonitorSchema = Type.Union([
   Type.Object({ tcp: Port }, { additionalProperties: false }),
   Type.Object(
     {
       http: Type.Object(
-        { port: Port, path: Type.String({ pattern: '^/' }) },
+        { port: Port, path: Type.String({ pattern: '^/', maxLength: limits.maxUrlLength }) },
         { additionalProperties: false },
       ),
     },
@@ -84,23 +99,23 @@ const MonitorSchema = Type.Union([
 ]);
 
 const common = {
-  image: Type.String({ minLength: 1 }),
+  image: ImageRef(),
   command: Type.Optional(Argv),
   env: Type.Optional(Env),
-  memory_mb: Type.Optional(Type.Integer({ minimum: 1 })),
-  disk_mb: Type.Optional(Type.Integer({ minimum: 1 })),
-  annotation: Type.Optional(Type.String()),
+  memory_mb: Type.Optional(MemoryMb(1)),
+  disk_mb: Type.Optional(DiskMb(1)),
+  annotation: Type.Optional(Type.String({ maxLength: limits.maxAnnotationLength })),
 };
 
 const ServiceSchema = Type.Object(
   {
     ...common,
-    instances: Type.Optional(Type.Integer({ minimum: 0 })),
-    ports: Type.Optional(Type.Array(Port)),
+    instances: Type.Optional(Instances()),
+    ports: Type.Optional(Type.Array(Port, { maxItems: limits.maxPorts })),
     monitor: Type.Optional(MonitorSchema),
-    routes: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    relations: Type.Optional(Type.Array(Type.String())),
-    subordinate_to: Type.Optional(Type.String()),
+    routes: Type.Optional(Routes()),
+    relations: Type.Optional(Type.Array(Name(), { maxItems: limits.maxSystemEntries })),
+    subordinate_to: Type.Optional(Name()),
   },
   { additionalProperties: false },
 );
@@ -110,8 +125,12 @@ const JobSchema = Type.Object(common, { additionalProperties: false });
 const TopSchema = Type.Object(
   {
     system: Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }),
-    services: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    jobs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    services: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { maxProperties: limits.maxSystemEntries }),
+    ),
+    jobs: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { maxProperties: limits.maxSystemEntries }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -169,6 +188,15 @@ export function validateSystemDefinition(
       problems: [{ path: '/', field: '', message: 'must be a mapping with system, services, jobs' }],
     };
   }
+  // What the schemas cannot say, checked before they walk the value (YAML has no depth limit).
+  if (nestingDepthExceeds(value, limits.maxJsonDepth)) {
+    return {
+      ok: false,
+      problems: [{ path: '/', field: '', message: `nests deeper than ${limits.maxJsonDepth} levels` }],
+    };
+  }
+  const badText = findUnstorableText(value);
+  if (badText) return { ok: false, problems: [{ path: '/', field: badText.field, message: badText.reason }] };
   problems.push(...schemaProblems(TopSchema, value, '/'));
   const top = value as Record<string, unknown>;
   const rawServices = asRecord(top.services);
@@ -182,9 +210,18 @@ export function validateSystemDefinition(
     for (const [path, raw] of Object.entries(raws)) {
       if (path === '/' || !isTreePath(path)) {
         problems.push({
-          path,
+          path: path.slice(0, 64),
           field: '',
           message: `${section} keys are paths like /web/api (lower-case segments)`,
+        });
+        continue;
+      }
+      if (path.length > limits.maxTreePathLength) {
+        // The path becomes the service's process guid (with the system and a version): it must fit.
+        problems.push({
+          path: `${path.slice(0, 64)}…`,
+          field: '',
+          message: `a path is at most ${limits.maxTreePathLength} characters`,
         });
         continue;
       }
@@ -195,8 +232,8 @@ export function validateSystemDefinition(
         else jobs.set(path, raw as RawJob);
       }
       for (const key of Object.keys(asRecord(asRecord(raw).env))) {
-        if (!envName.test(key))
-          problems.push({ path, field: `env.${key}`, message: 'not a valid variable name' });
+        if (!envName.test(key) || key.length > limits.maxNameLength)
+          problems.push({ path, field: `env.${key.slice(0, 64)}`, message: 'not a valid variable name' });
       }
     }
   }
@@ -206,6 +243,7 @@ export function validateSystemDefinition(
   }
   for (const [path, svc] of services) problems.push(...referenceProblems(path, svc, rawServices, rawJobs));
   problems.push(...cycleProblems(services));
+  problems.push(...sizeProblems(services));
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -268,6 +306,34 @@ function referenceProblems(
 }
 
 /**
+ * What one deploy may write: every unit is a model row and an ActualLRP, so the units of a system
+ * (a sidecar has one per principal unit) are bounded, and so is each service's routes JSON.
+ */
+function sizeProblems(services: ReadonlyMap<string, RawService>): DefinitionProblem[] {
+  const out: DefinitionProblem[] = [];
+  let units = 0;
+  for (const [path, svc] of services) {
+    const principal = svc.subordinate_to !== undefined ? services.get(svc.subordinate_to) : svc;
+    units += principal?.instances ?? definitionDefaults.instances;
+    if (svc.routes !== undefined) {
+      try {
+        validateRoutes(svc.routes);
+      } catch (err) {
+        out.push({ path, field: 'routes', message: (err as Error).message.replace(/^routes /, '') });
+      }
+    }
+  }
+  if (units > limits.maxSystemUnits) {
+    out.push({
+      path: '/',
+      field: 'services',
+      message: `${units} units in all (sidecar units included); a system holds at most ${limits.maxSystemUnits}`,
+    });
+  }
+  return out;
+}
+
+/**
  * Sidecars of sidecars are refused (Juju: a subordinate's principal is never a subordinate), and a
  * chain that loops is reported as the cycle it is, on every member.
  */
@@ -321,9 +387,45 @@ function normalizeJob(path: string, j: RawJob): JobDefinition {
   };
 }
 
+/**
+ * The problems of a definition already accepted and stored (a deploy resumed after a restart, maybe
+ * written by an older berth with looser rules): the normalized form is turned back into the raw
+ * one and checked by the same rules, so what would be refused today is never executed.
+ */
+export function storedDefinitionProblems(definition: SystemDefinition): DefinitionProblem[] {
+  try {
+    const raw = {
+      system: definition.system,
+      services: Object.fromEntries(
+        definition.services.map(({ path, instances, relations, subordinate_to, ...rest }) => [
+          path,
+          {
+            ...rest,
+            ...(subordinate_to !== undefined ? { subordinate_to } : { instances }),
+            ...(relations.length > 0 ? { relations } : {}),
+          },
+        ]),
+      ),
+      jobs: Object.fromEntries(definition.jobs.map(({ path, ...rest }) => [path, rest])),
+    };
+    const result = validateSystemDefinition(raw);
+    return result.ok ? [] : result.problems;
+  } catch (err) {
+    return [{ path: '/', field: '', message: `unreadable stored definition: ${(err as Error).message}` }];
+  }
+}
+
 /** Parses the YAML form of issue 8; throws `InvalidDefinitionError` listing every problem. */
 export function parseSystemDefinition(text: string): SystemDefinition {
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  let doc: ReturnType<typeof parseDocument>;
+  try {
+    doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  } catch (err) {
+    // The YAML parser recurses: a document nested thousands deep overflows its stack.
+    throw new InvalidDefinitionError([
+      { path: '/', field: '', message: `YAML cannot be read: ${(err as Error).message}` },
+    ]);
+  }
   if (doc.errors.length > 0) {
     throw new InvalidDefinitionError(
       doc.errors.map((e) => ({
@@ -333,7 +435,15 @@ export function parseSystemDefinition(text: string): SystemDefinition {
       })),
     );
   }
-  const result = validateSystemDefinition(doc.toJS());
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw new InvalidDefinitionError([
+      { path: '/', field: '', message: `YAML cannot be read: ${(err as Error).message}` },
+    ]);
+  }
+  const result = validateSystemDefinition(value);
   if (!result.ok) throw new InvalidDefinitionError(result.problems);
   return result.definition;
 }

@@ -43,6 +43,7 @@ import {
   parseSystemDefinition,
   type ServiceDefinition,
   type SystemDefinition,
+  storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
 import { type ServiceState, serviceState, systemStatus } from './system-status.js';
@@ -231,7 +232,8 @@ export class SystemDeployer {
 
   /** Recovers actions whose owner died, then keeps heartbeating and watching for more. */
   async start(): Promise<void> {
-    await this.recover();
+    // Never block (or fail) start-up on an old action: a resumed one that cannot run fails on its own.
+    await this.recover().catch((err) => this.#log('recovery failed', { err: String(err) }));
     this.#timers.push(
       setInterval(() => {
         this.systems
@@ -308,6 +310,7 @@ export class SystemDeployer {
     const run = (async () => {
       try {
         await this.#gate(work);
+        if (work.kind === 'deploy') this.#checkStoredDefinition(work);
         if (work.kind === 'deploy') await this.#runDeploy(work);
         else await this.#runTeardown(work);
         await this.systems.finishAction(work.id, this.owner, 'succeeded', '');
@@ -321,6 +324,19 @@ export class SystemDeployer {
       }
     })().finally(() => this.#running.delete(work.id));
     this.#running.set(work.id, run);
+  }
+
+  /**
+   * A deploy runs only a definition today's rules accept: one accepted by an older berth (or
+   * written past the API) that breaks a bound would write without end, so it fails with the
+   * problems as its reason instead.
+   */
+  #checkStoredDefinition(work: ActionWork): void {
+    if (!work.definition) {
+      throw new BerthError('invalid_argument', `deploy ${work.id} has no readable definition`);
+    }
+    const problems = storedDefinitionProblems(work.definition);
+    if (problems.length > 0) throw new InvalidDefinitionError(problems);
   }
 
   #checkpoint(): void {

@@ -1,8 +1,30 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { httpStatusByCode, isBerthError } from '../core/index.js';
+import {
+  DiskMb,
+  httpStatusByCode,
+  InstanceIndex,
+  installRequestGuards,
+  isBerthError,
+  limits,
+  MemoryMb,
+  Name,
+  NameOrEmpty,
+  PlacementTags,
+} from '../core/index.js';
 import type { Rep } from './rep.js';
 import type { RepStopRequest, RepWork } from './rep-api.js';
+
+// What the auctioneer sends (rep-api.ts), bounded as the BBS bounds it (src/core/limits.ts).
+const work = {
+  domain: NameOrEmpty(),
+  memory_mb: MemoryMb(),
+  disk_mb: DiskMb(),
+  placement_tags: PlacementTags(),
+};
+const LrpWorkSchema = Type.Object({ process_guid: Name(), index: InstanceIndex(), ...work });
+const TaskWorkSchema = Type.Object({ task_guid: Name(), ...work });
 
 /**
  * The rep's HTTP API (`rep-api.ts`): what the auctioneer asks of a cell. Built without listening
@@ -30,6 +52,7 @@ export function buildRepApp(rep: Rep, auth: { readonly token: string }): Fastify
       details: {},
     });
   });
+  installRequestGuards(app);
   app.setErrorHandler((err, _req, reply) => {
     if (isBerthError(err)) return reply.status(httpStatusByCode[err.code]).send(err.toJSON());
     const statusCode = (err as { statusCode?: unknown }).statusCode;
@@ -45,11 +68,10 @@ export function buildRepApp(rep: Rep, auth: { readonly token: string }): Fastify
     '/v1/work',
     {
       schema: {
-        body: {
-          type: 'object',
-          required: ['lrps', 'tasks'],
-          properties: { lrps: { type: 'array' }, tasks: { type: 'array' } },
-        },
+        body: Type.Object({
+          lrps: Type.Array(LrpWorkSchema, { maxItems: limits.maxBatchItems }),
+          tasks: Type.Array(TaskWorkSchema, { maxItems: limits.maxBatchItems }),
+        }),
       },
     },
     async (req) => rep.perform(req.body),
@@ -58,15 +80,7 @@ export function buildRepApp(rep: Rep, auth: { readonly token: string }): Fastify
     '/v1/stop',
     {
       schema: {
-        body: {
-          type: 'object',
-          required: ['process_guid', 'index', 'instance_guid'],
-          properties: {
-            process_guid: { type: 'string' },
-            index: { type: 'integer' },
-            instance_guid: { type: 'string' },
-          },
-        },
+        body: Type.Object({ process_guid: Name(), index: InstanceIndex(), instance_guid: Name() }),
       },
     },
     async (req, reply) => {

@@ -5,11 +5,14 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import {
   BerthError,
   checkCallbackUrl,
+  DurationMs,
   decodeCursor,
   defaultPageSize,
   InvalidArgumentError,
   isString,
   maxPageSize,
+  Name,
+  NameOrEmpty,
   pageOfWhole,
   parsePageLimit,
   toPage,
@@ -92,7 +95,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
         tags: ['desired_lrps'],
         summary: 'DesiredLRPs by process_guid, a page at a time: { desired_lrps, next_cursor? }',
         querystring: Type.Object(
-          { domain: Type.Optional(Type.String()), ...PageQuery },
+          { domain: Type.Optional(NameOrEmpty()), ...PageQuery },
           { additionalProperties: false },
         ),
       },
@@ -110,7 +113,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
 
-  const ProcessGuidParams = Type.Object({ process_guid: Type.String({ minLength: 1 }) });
+  const ProcessGuidParams = Type.Object({ process_guid: Name() });
   const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String()) });
 
   app.get(
@@ -208,8 +211,8 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
 
   const TaskQuery = Type.Object(
     {
-      domain: Type.Optional(Type.String()),
-      cell_id: Type.Optional(Type.String()),
+      domain: Type.Optional(NameOrEmpty()),
+      cell_id: Type.Optional(NameOrEmpty()),
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
@@ -262,7 +265,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
 
-  const TaskParams = Type.Object({ task_guid: Type.String({ minLength: 1 }) });
+  const TaskParams = Type.Object({ task_guid: Name() });
   const deliveryLog = options.taskDeliveries ?? taskDeliveryLogFor(store);
   app.get(
     '/v1/tasks/:task_guid',
@@ -390,8 +393,8 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     {
       schema: {
         tags: ['domains'],
-        params: Type.Object({ domain: Type.String({ minLength: 1 }) }),
-        body: Type.Object({ ttl_ms: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+        params: Type.Object({ domain: Name() }),
+        body: Type.Object({ ttl_ms: DurationMs() }, { additionalProperties: false }),
       },
     },
     async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
@@ -449,9 +452,12 @@ const withoutRepTokens: Partial<Record<BbsOperationName, (result: unknown) => un
 /** `limit` + `cursor` of every list route, as the container list has them (docs/bbs.md, Paging). */
 const PageQuery = {
   limit: Type.Optional(
-    Type.String({ description: `page size, 1 to ${maxPageSize} (default ${defaultPageSize})` }),
+    Type.String({
+      maxLength: 16,
+      description: `page size, 1 to ${maxPageSize} (default ${defaultPageSize})`,
+    }),
   ),
-  cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+  cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'next_cursor of the previous page' })),
 };
 
 function isActualLRPPageKey(value: unknown): value is ActualLRPPageKey {

@@ -1,14 +1,33 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import {
+  Argv,
+  DiskMb,
+  DurationMs,
+  EnvMap,
+  ImageRef,
+  InstanceIndex,
+  Instances,
+  Int32,
+  limits,
+  MemoryMb,
+  Message,
+  Name,
+  NameOrEmpty,
+  PlacementTags,
+  Routes as RoutesSchema,
+  Url,
+} from '../../core/index.js';
 
 /**
  * TypeBox schemas of the BBS's JSON: they validate requests (a malformed one is a 400 that names
  * the field) and generate `/openapi.json`. Request bodies refuse unknown fields so a typo
- * (`instance` for `instances`) is an error, not a silently ignored field.
+ * (`instance` for `instances`) is an error, not a silently ignored field. Every count, size and
+ * length is bounded (src/core/limits.ts, docs/limits.md).
  */
 const strict = { additionalProperties: false } as const;
 
 export const ModificationTagSchema = Type.Object(
-  { epoch: Type.String({ minLength: 1 }), index: Type.Integer({ minimum: 0 }) },
+  { epoch: Name(), index: Int32() },
   { ...strict, $id: 'ModificationTag' },
 );
 
@@ -20,74 +39,72 @@ export const MonitorSchema = Type.Union(
         http: Type.Object(
           {
             port: Type.Integer({ minimum: 1, maximum: 65535 }),
-            path: Type.Optional(Type.String({ description: 'default /' })),
+            path: Type.Optional(Url({ description: 'default /' })),
           },
           strict,
         ),
       },
       strict,
     ),
-    Type.Object({ command: Type.Array(Type.String(), { minItems: 1 }) }, strict),
+    Type.Object({ command: Argv(undefined, { minItems: 1 }) }, strict),
   ],
   { description: '{"tcp": PORT}, {"http": {"port": P, "path": "/"}} or {"command": [argv]}' },
 );
 
-const guid = (description: string) => Type.String({ minLength: 1, maxLength: 255, description });
-const StringMap = Type.Record(Type.String(), Type.String());
-const Routes = Type.Record(Type.String(), Type.Unknown());
+const guid = (description: string) => Name({ description });
+const StringMap = EnvMap();
+const Routes = RoutesSchema();
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+const Annotation = Type.String({ maxLength: limits.maxAnnotationLength });
 
 export const DesiredLRPDefinitionSchema = Type.Object(
   {
     process_guid: guid('Unique id of the LRP'),
-    domain: Type.String({ minLength: 1 }),
-    instances: Type.Integer({ minimum: 0 }),
-    image: Type.String({ minLength: 1 }),
-    command: Type.Optional(Type.Array(Type.String(), { description: 'The whole argv' })),
+    domain: Name(),
+    instances: Instances(),
+    image: ImageRef(),
+    command: Type.Optional(Argv(undefined, { description: 'The whole argv' })),
     env: Type.Optional(StringMap),
-    memory_mb: Type.Optional(Type.Integer({ minimum: 0 })),
-    disk_mb: Type.Optional(Type.Integer({ minimum: 0 })),
-    ports: Type.Optional(Type.Array(Port, { description: 'Container ports' })),
+    memory_mb: Type.Optional(MemoryMb()),
+    disk_mb: Type.Optional(DiskMb()),
+    ports: Type.Optional(Type.Array(Port, { description: 'Container ports', maxItems: limits.maxPorts })),
     routes: Type.Optional(Routes),
-    annotation: Type.Optional(Type.String()),
+    annotation: Type.Optional(Annotation),
     monitor: Type.Optional(MonitorSchema),
-    start_timeout_s: Type.Optional(Type.Integer({ minimum: 0 })),
-    placement_tags: Type.Optional(Type.Array(Type.String())),
+    start_timeout_s: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxTimeoutS })),
+    placement_tags: Type.Optional(PlacementTags()),
   },
   strict,
 );
 
 export const DesiredLRPUpdateSchema = Type.Object(
   {
-    instances: Type.Optional(Type.Integer({ minimum: 0 })),
+    instances: Type.Optional(Instances()),
     routes: Type.Optional(Routes),
-    annotation: Type.Optional(Type.String()),
+    annotation: Type.Optional(Annotation),
   },
   { ...strict, description: 'Only instances, routes and annotation change in place' },
 );
 
 export const PortMappingSchema = Type.Object({ container_port: Port, host_port: Port }, strict);
-export const InstanceKeySchema = Type.Object(
-  { instance_guid: Type.String({ minLength: 1 }), cell_id: Type.String({ minLength: 1 }) },
-  strict,
-);
+export const InstanceKeySchema = Type.Object({ instance_guid: Name(), cell_id: Name() }, strict);
 export const NetInfoSchema = Type.Object(
-  { address: Type.String(), ports: Type.Array(PortMappingSchema) },
+  { address: NameOrEmpty(), ports: Type.Array(PortMappingSchema, { maxItems: limits.maxPorts }) },
   strict,
 );
 
 export const TaskDefinitionSchema = Type.Object(
   {
     task_guid: guid('Unique id of the task'),
-    domain: Type.String({ minLength: 1 }),
-    image: Type.String({ minLength: 1 }),
-    command: Type.Optional(Type.Array(Type.String())),
+    domain: Name(),
+    image: ImageRef(),
+    command: Type.Optional(Argv()),
     env: Type.Optional(StringMap),
-    memory_mb: Type.Optional(Type.Integer({ minimum: 0 })),
-    disk_mb: Type.Optional(Type.Integer({ minimum: 0 })),
-    result_file: Type.Optional(Type.String()),
-    completion_callback_url: Type.Optional(Type.String()),
-    placement_tags: Type.Optional(Type.Array(Type.String())),
+    memory_mb: Type.Optional(MemoryMb()),
+    disk_mb: Type.Optional(DiskMb()),
+    result_file: Type.Optional(Url()),
+    completion_callback_url: Type.Optional(Url()),
+    placement_tags: Type.Optional(PlacementTags()),
   },
   strict,
 );
@@ -103,24 +120,37 @@ export const ErrorSchema = Type.Object(
 
 // ---- request bodies of the internal (component) routes, one per BbsStore operation
 
-const Ref = { process_guid: guid('process_guid'), index: Type.Integer({ minimum: 0 }) };
+const Ref = { process_guid: guid('process_guid'), index: InstanceIndex() };
 const Cas = { ...Ref, expected: ModificationTagSchema };
 const TaskCas = { task_guid: guid('task_guid'), expected: ModificationTagSchema };
 const Take = {
-  limit: Type.Integer({ minimum: 1, maximum: 10_000 }),
-  visibility_ms: Type.Integer({ minimum: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: limits.maxBatchItems }),
+  visibility_ms: DurationMs(),
 };
-const Ids = Type.Object({ ids: Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 10_000 }) }, strict);
+const Ids = Type.Object(
+  {
+    ids: Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), {
+      maxItems: limits.maxBatchItems,
+    }),
+  },
+  strict,
+);
 const Empty = Type.Object({}, strict);
 /** The store's keyset paging (ListPage): the public routes' `limit` + `cursor`, decoded. */
 function pageOf<K extends TSchema>(key: K) {
-  return { limit: Type.Optional(Type.Integer({ minimum: 1 })), after: Type.Optional(key) };
+  return {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: limits.maxInt32 })),
+    after: Type.Optional(key),
+  };
 }
+
+/** An ISO-8601 time: the store compares and parses it, so it must be one. */
+const Timestamp = Type.String({ minLength: 1, maxLength: 64, format: 'date-time' });
 
 export const operationBodies = {
   desireLRP: DesiredLRPDefinitionSchema,
   getDesiredLRP: Type.Object({ process_guid: guid('process_guid') }, strict),
-  listDesiredLRPs: Type.Object({ domain: Type.Optional(Type.String()), ...pageOf(Type.String()) }, strict),
+  listDesiredLRPs: Type.Object({ domain: Type.Optional(NameOrEmpty()), ...pageOf(Name()) }, strict),
   updateDesiredLRP: Type.Object(
     {
       process_guid: guid('process_guid'),
@@ -135,12 +165,16 @@ export const operationBodies = {
   ),
   listActualLRPs: Type.Object(
     {
-      process_guid: Type.Optional(Type.String()),
-      domain: Type.Optional(Type.String()),
-      cell_id: Type.Optional(Type.String()),
+      process_guid: Type.Optional(NameOrEmpty()),
+      domain: Type.Optional(NameOrEmpty()),
+      cell_id: Type.Optional(NameOrEmpty()),
       ...pageOf(
         Type.Object(
-          { process_guid: Type.String(), index: Type.Integer({ minimum: 0 }), evacuating: Type.Boolean() },
+          {
+            process_guid: Name(),
+            index: Type.Integer({ minimum: 0, maximum: limits.maxInstances }),
+            evacuating: Type.Boolean(),
+          },
           strict,
         ),
       ),
@@ -154,7 +188,7 @@ export const operationBodies = {
     {
       ...Ref,
       expected: Type.Union([ModificationTagSchema, Type.Null()]),
-      domain: Type.Optional(Type.String()),
+      domain: Type.Optional(NameOrEmpty()),
       instance_key: InstanceKeySchema,
       net_info: NetInfoSchema,
     },
@@ -164,17 +198,17 @@ export const operationBodies = {
     {
       ...Ref,
       expected: Type.Union([ModificationTagSchema, Type.Null()]),
-      domain: Type.Optional(Type.String()),
+      domain: Type.Optional(NameOrEmpty()),
       instance_key: InstanceKeySchema,
       state: Type.Union([Type.Literal('UNCLAIMED'), Type.Literal('CRASHED')]),
-      crash_count: Type.Integer({ minimum: 0 }),
-      last_crashed_at: Type.String({ minLength: 1 }),
-      crash_reason: Type.String(),
+      crash_count: Int32(),
+      last_crashed_at: Timestamp,
+      crash_reason: Message(),
     },
     strict,
   ),
   failActualLRP: Type.Object(
-    { ...Cas, placement_error: Type.String(), instance_key: Type.Optional(InstanceKeySchema) },
+    { ...Cas, placement_error: Message(), instance_key: Type.Optional(InstanceKeySchema) },
     strict,
   ),
   unclaimActualLRP: Type.Object(Cas, strict),
@@ -189,14 +223,14 @@ export const operationBodies = {
   ackStartRequests: Ids,
   takeTaskStartRequests: Type.Object(Take, strict),
   ackTaskStartRequests: Ids,
-  takeStopRequests: Type.Object({ ...Take, cell_id: Type.Optional(Type.String()) }, strict),
+  takeStopRequests: Type.Object({ ...Take, cell_id: Type.Optional(NameOrEmpty()) }, strict),
   ackStopRequests: Ids,
   desireTask: TaskDefinitionSchema,
   getTask: Type.Object({ task_guid: guid('task_guid') }, strict),
   listTasks: Type.Object(
     {
-      domain: Type.Optional(Type.String()),
-      cell_id: Type.Optional(Type.String()),
+      domain: Type.Optional(NameOrEmpty()),
+      cell_id: Type.Optional(NameOrEmpty()),
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
@@ -204,18 +238,18 @@ export const operationBodies = {
     },
     strict,
   ),
-  startTask: Type.Object({ ...TaskCas, cell_id: Type.String({ minLength: 1 }) }, strict),
+  startTask: Type.Object({ ...TaskCas, cell_id: Name() }, strict),
   completeTask: Type.Object(
     {
       ...TaskCas,
-      cell_id: Type.String({ minLength: 1 }),
+      cell_id: Name(),
       failed: Type.Boolean(),
-      failure_reason: Type.String(),
-      result: Type.String(),
+      failure_reason: Message(),
+      result: Message(),
     },
     strict,
   ),
-  failTask: Type.Object({ ...TaskCas, failure_reason: Type.String() }, strict),
+  failTask: Type.Object({ ...TaskCas, failure_reason: Message() }, strict),
   cancelTask: Type.Object(
     { task_guid: guid('task_guid'), expected: Type.Optional(ModificationTagSchema) },
     strict,
@@ -223,27 +257,25 @@ export const operationBodies = {
   resolvingTask: Type.Object(TaskCas, strict),
   demoteResolvingTask: Type.Object(TaskCas, strict),
   deleteTask: Type.Object(TaskCas, strict),
-  upsertDomain: Type.Object(
-    { domain: Type.String({ minLength: 1 }), ttl_ms: Type.Integer({ minimum: 0 }) },
-    strict,
-  ),
+  upsertDomain: Type.Object({ domain: Name(), ttl_ms: DurationMs() }, strict),
   listDomains: Empty,
   heartbeatCell: Type.Object(
     {
       presence: Type.Object(
         {
-          cell_id: Type.String({ minLength: 1 }),
-          zone: Type.String(),
+          cell_id: Name(),
+          zone: NameOrEmpty(),
           capacity: Type.Object(
             {
-              memory_mb: Type.Integer({ minimum: 0 }),
-              disk_mb: Type.Integer({ minimum: 0 }),
-              containers: Type.Integer({ minimum: 0 }),
+              // A whole machine's: bounded only by what the stored JSON and the auction hold.
+              memory_mb: Int32(),
+              disk_mb: Int32(),
+              containers: Int32(),
             },
             strict,
           ),
-          rep_url: Type.String(),
-          placement_tags: Type.Array(Type.String()),
+          rep_url: Url(),
+          placement_tags: PlacementTags(),
           model_agent: Type.Optional(Type.Boolean()),
           // What `startCell` sends: 32 random bytes, base64url (43 characters).
           rep_token: Type.Optional(
@@ -252,34 +284,31 @@ export const operationBodies = {
         },
         strict,
       ),
-      ttl_ms: Type.Integer({ minimum: 1 }),
+      ttl_ms: DurationMs(1),
     },
     strict,
   ),
   listCells: Empty,
-  removeCell: Type.Object({ cell_id: Type.String({ minLength: 1 }) }, strict),
+  removeCell: Type.Object({ cell_id: Name() }, strict),
   acquireLease: Type.Object(
     {
-      name: Type.String({ minLength: 1 }),
-      holder: Type.String({ minLength: 1 }),
-      ttl_ms: Type.Integer({ minimum: 1 }),
+      name: Name(),
+      holder: Name(),
+      ttl_ms: DurationMs(1),
     },
     strict,
   ),
-  releaseLease: Type.Object(
-    { name: Type.String({ minLength: 1 }), holder: Type.String({ minLength: 1 }) },
-    strict,
-  ),
+  releaseLease: Type.Object({ name: Name(), holder: Name() }, strict),
   listLeases: Empty,
   readSnapshot: Empty,
   readConvergenceSnapshot: Empty,
   readEvents: Type.Object(
     {
-      after: Type.Optional(Type.String()),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+      after: Type.Optional(NameOrEmpty()),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: limits.maxBatchItems })),
     },
     strict,
   ),
   countRecords: Empty,
-  pruneEvents: Type.Object({ before: Type.String({ minLength: 1 }) }, strict),
+  pruneEvents: Type.Object({ before: Timestamp }, strict),
 } satisfies Record<string, TSchema>;
