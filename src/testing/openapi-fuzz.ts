@@ -233,8 +233,12 @@ export class SchemaArbitraries {
       } catch {
         return fc.string({ minLength, maxLength });
       }
+      // fast-check's default size makes short strings: a pattern with a long minimum length (a
+      // 32-character token) would then almost never pass the filter, and a filter retries forever.
+      // A larger size makes matching strings of that length common, yet bounded.
+      const size = minLength >= 16 ? 'medium' : 'small';
       return fc
-        .stringMatching(pattern)
+        .stringMatching(pattern, { size })
         .filter((s) => s.length >= minLength && s.length <= (schema.maxLength ?? 1e9));
     }
     const any = fc.string({ minLength, maxLength, unit: 'grapheme' });
