@@ -1,46 +1,25 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { BbsClient } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-store-contract.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
+import {
+  berthCliImporter,
+  berthCliPath,
+  type ServerProcess,
+  startServerProcess,
+} from '../testing/server-process.js';
 
-const cli = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const importer =
-  'import(process.argv[1]).then(async m => process.exitCode = await m.main(process.argv.slice(2)))';
-
-interface RunningServer {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<number | null>;
-}
+type RunningServer = ServerProcess;
 
 /** A real `berth server` process; resolves once it printed its URL. */
-async function startServer(args: readonly string[]): Promise<RunningServer> {
+function startServer(args: readonly string[]): Promise<RunningServer> {
   // These cases test the BBS, not auth (src/api/history-routes.test.ts does): tokens off.
-  const serverArgs = ['server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args];
-  const child = spawn(process.execPath, ['-e', importer, cli, ...serverArgs], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line) resolve(line.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`berth server exited ${code}: ${stderr}`)));
-  });
-  return { child, url, exited };
+  return startServerProcess(['server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args]);
 }
 
 async function holds(url: string): Promise<boolean> {
@@ -80,8 +59,8 @@ describe('berth server processes', () => {
   it('refuses a bad --listen with exit code 2', async () => {
     const child = spawn(process.execPath, [
       '-e',
-      importer,
-      cli,
+      berthCliImporter,
+      berthCliPath,
       'server',
       '--listen',
       'nonsense',

@@ -67,8 +67,8 @@ for (const backend of backends) {
     it('POST /v1/desired_lrps with instances 9007199254740993 is a 400 naming instances and its bound', async () => {
       const res = await send('POST', '/v1/desired_lrps', lrp('"instances":9007199254740993'));
       assertRefused(res, 'instances', limits.maxInstances);
-      assert.deepEqual((await send('GET', '/v1/desired_lrps')).body, []);
-      assert.deepEqual((await send('GET', '/v1/actual_lrps')).body, []);
+      assert.deepEqual((await send('GET', '/v1/desired_lrps')).body, { desired_lrps: [] });
+      assert.deepEqual((await send('GET', '/v1/actual_lrps')).body, { actual_lrps: [] });
     });
 
     it('PATCH with instances 9007199254740993 is a 400 and changes nothing', async () => {
@@ -102,7 +102,7 @@ for (const backend of backends) {
       assert.equal(units.status, 400, JSON.stringify(units.body));
       assert.match(units.body.message, new RegExp(`12000 units .* at most ${limits.maxSystemUnits}`));
       assert.deepEqual((await send('GET', '/v1/systems')).body, { systems: [] });
-      assert.deepEqual((await send('GET', '/v1/desired_lrps')).body, []);
+      assert.deepEqual((await send('GET', '/v1/desired_lrps')).body, { desired_lrps: [] });
     });
 
     it('ttl_ms at 2^53 is a 400, not "Invalid time value"', async () => {

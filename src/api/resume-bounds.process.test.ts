@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { openBbsStore } from '../bbs/index.js';
 import { limits } from '../core/index.js';
 import { SqlModelTxnRunner, SqlSystemStore, type SystemDefinition } from '../model/index.js';
 import { postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
+import { type ServerProcess, startServerProcess } from '../testing/server-process.js';
 
 /**
  * Issue 17, finding 3: a deploy accepted by an older berth with a count past today's bound was
@@ -16,10 +15,6 @@ import { postgresSkipReason, startPostgres } from '../testing/postgres-harness.j
  * berth would have, it must neither block nor hang a real `berth server` process: the server
  * answers at once and the action ends failed, the problem as its reason.
  */
-const cli = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const importer =
-  'import(process.argv[1]).then(async m => process.exitCode = await m.main(process.argv.slice(2)))';
-
 function oversizedDeploy(system: string): SystemDefinition {
   return {
     system,
@@ -59,26 +54,9 @@ async function writeOldAction(db: string, id: string): Promise<void> {
   }
 }
 
-async function startServer(args: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    ['-e', importer, cli, 'server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line) resolve(line.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`berth server exited ${code}: ${stderr}`)));
-  });
-  return { child, url };
+/** A real `berth server` process, tokens off (auth has its own tests). */
+function startServer(args: readonly string[]): Promise<ServerProcess> {
+  return startServerProcess(['server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args]);
 }
 
 /** GET with its own timeout: a hung server is a failure here, not a hung test. */
@@ -103,7 +81,7 @@ async function assertResumedActionFails(db: string, dataDir: string): Promise<vo
     assert.match(String(action.reason), /\/web instances/);
     assert.match(String(action.reason), new RegExp(String(limits.maxInstances)));
     // Nothing of it was written, and its locks are gone: the next deploy of the system is accepted.
-    assert.deepEqual((await getJson(`${server.url}/v1/desired_lrps`)).body, []);
+    assert.deepEqual((await getJson(`${server.url}/v1/desired_lrps`)).body, { desired_lrps: [] });
   } finally {
     server.child.kill('SIGTERM');
     // A hung server (the bug this guards against) never gets to handle SIGTERM.

@@ -6,21 +6,18 @@
  * default page size and a few other lists. Prints requests/s, p50/p99 latency, the statuses seen,
  * and the server's RSS before and after, one backend per column.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { startServerProcess } from '../testing/server-process.js';
 import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
 import { fmt } from './bench-util.js';
 
 const total = Number(process.argv[2] ?? 2000);
 const concurrency = Number(process.argv[3] ?? 50);
 const seedCount = Number(process.argv[4] ?? 1000);
-const cli = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const importer =
-  'import(process.argv[1]).then(async m => process.exitCode = await m.main(process.argv.slice(2)))';
 
 interface Outcome {
   readonly backend: string;
@@ -51,22 +48,7 @@ async function startServer(backend: BenchBackend, dir: string): Promise<Server> 
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
-  const child = spawn(process.execPath, [...profile, '-e', importer, cli, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(out.split('\n')[0]!.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`berth server exited ${code}: ${stderr}`)));
-  });
+  const { child, url, exited } = await startServerProcess(args, { nodeArgs: profile });
   const token = readFileSync(join(dir, 'admin.token'), 'utf8').trim();
   return {
     child,

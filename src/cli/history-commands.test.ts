@@ -20,7 +20,12 @@ describe('berth ps / history / subscribe / token create / events (real processes
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-hist-cli-'));
     store = await openBbsStore(':memory:');
-    parts = await createHistoryServerParts(store, { auth: 'tokens', dataDir: dir });
+    // `berth subscribe` registers a webhook on 127.0.0.1 (a closed port: nothing is delivered).
+    parts = await createHistoryServerParts(store, {
+      auth: 'tokens',
+      dataDir: dir,
+      allowPrivateCallbacks: true,
+    });
     app = await buildApp({ store, auth: parts.auth, plugins: [parts.plugin], eventPollMs: 50 });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();

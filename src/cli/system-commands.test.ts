@@ -1,46 +1,20 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { openBbsStore } from '../bbs/index.js';
 import { containsPath } from '../model/index.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
+import { type ServerProcess, startServerProcess } from '../testing/server-process.js';
 import { playCells } from '../testing/system-cells.js';
 
-const cli = fileURLToPath(new URL('./main.js', import.meta.url));
-const importer =
-  'import(process.argv[1]).then(async m => process.exitCode = await m.main(process.argv.slice(2)))';
-
-interface RunningServer {
-  readonly child: ChildProcess;
-  readonly url: string;
-}
+type RunningServer = ServerProcess;
 
 /** A real `berth server` process (tokens off: auth has its own tests); resolves with its URL. */
-async function startServer(args: readonly string[]): Promise<RunningServer> {
-  const child = spawn(
-    process.execPath,
-    ['-e', importer, cli, 'server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line) resolve(line.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`berth server exited ${code}: ${stderr}`)));
-  });
-  return { child, url };
+function startServer(args: readonly string[]): Promise<RunningServer> {
+  return startServerProcess(['server', '--listen', '127.0.0.1:0', '--auth', 'none', ...args]);
 }
 
 async function stopServer(s: RunningServer | undefined): Promise<void> {

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { runPodScript } from '../testing/pod-script.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
-import type { PodExit } from './pod-manifest.js';
 import { defaultPidsLimit, PodRuntime } from './pod-runtime.js';
 import { defaultSeccompProfile } from './seccomp-profile.js';
 
@@ -37,29 +37,9 @@ after(() => {
   }
 });
 
-/** Runs a shell script in a new pod to its end; stdout and stderr together. */
-async function runScript(
-  script: string,
-  options: Parameters<PodRuntime['prepare']>[1] = {},
-): Promise<{ exit: PodExit; output: string }> {
-  const runtime = newRuntime();
-  const prepared = await runtime.prepare('bb', { net: 'none', ...options, args: ['sh', '-c', script] });
-  assert.ok(runtime.store.move(prepared.location, 'run'));
-  const chunks: Buffer[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc: string, cb: () => void) {
-      chunks.push(Buffer.from(chunk));
-      cb();
-    },
-  });
-  const exit = await runForeground(
-    runtime,
-    { uuid: prepared.location.uuid, phase: 'run' },
-    prepared.manifest,
-    prepared.lockFd,
-    { stdout: sink, stderr: sink, remove: true },
-  );
-  return { exit, output: Buffer.concat(chunks).toString() };
+/** Runs a shell script in a new pod (no network unless asked) to its end; stdout and stderr together. */
+function runScript(script: string, options: Parameters<PodRuntime['prepare']>[1] = {}) {
+  return runPodScript(newRuntime(), script, { net: 'none', ...options });
 }
 
 /** The app's pids.max, on cgroup v2 (its own cgroup at the mount) or v1 (the pids hierarchy). */

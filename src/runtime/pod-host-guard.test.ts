@@ -5,16 +5,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
-import { runForeground } from './foreground-run.js';
+import { runPodScriptToEnd } from '../testing/pod-script.js';
 import { mountsUnder } from './mounts.js';
 import { bridgeName, ensurePodNetworkRules, hostGuardChain, hostGuardJump } from './pod-firewall.js';
 import { PodRuntime } from './pod-runtime.js';
-import type { PodLocation } from './pod-store.js';
 
 /**
  * Issue 17, finding 4: a pod on the bridge reaches no service of the host (the cell's API was
@@ -58,27 +56,6 @@ async function hostService(host = '0.0.0.0'): Promise<{ port: number; requests: 
   return { port: (server.address() as AddressInfo).port, requests: () => requests };
 }
 
-async function runToEnd(runtime: PodRuntime, script: string): Promise<string> {
-  const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
-  assert.ok(runtime.store.move(prepared.location, 'run'));
-  const run: PodLocation = { uuid: prepared.location.uuid, phase: 'run' };
-  const chunks: Buffer[] = [];
-  const stdout = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      chunks.push(Buffer.from(chunk));
-      cb();
-    },
-  });
-  const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-    stdout,
-    stderr: stdout,
-    remove: true,
-  });
-  const text = Buffer.concat(chunks).toString();
-  assert.equal(exit.exit_code, 0, `${exit.reason ?? ''}\n${text}`);
-  return text;
-}
-
 const iptablesRules = (chain: string) =>
   spawnSync('iptables', ['--wait', '-S', chain], { encoding: 'utf8' }).stdout.trim().split('\n');
 
@@ -114,7 +91,7 @@ describe('the host guard of the pod bridge', () => {
       }).stdout,
     )?.[1];
     assert.ok(bridgeLinkLocal, 'the bridge has an IPv6 link-local address');
-    const out = await runToEnd(
+    const out = await runPodScriptToEnd(
       runtime,
       [
         "gw=$(ip route | awk '/^default/ {print $3}')",

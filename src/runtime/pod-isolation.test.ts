@@ -12,13 +12,12 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { runPodScriptToEnd } from '../testing/pod-script.js';
 import { netnsName } from './cni-network.js';
-import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { bridgeName } from './pod-firewall.js';
 import {
@@ -32,7 +31,6 @@ import {
   slicesDir,
 } from './pod-isolation.js';
 import { PodRuntime } from './pod-runtime.js';
-import type { PodLocation } from './pod-store.js';
 
 /**
  * Issue 17, finding 4: pods of one data dir cannot reach pods of another (IPv4 or IPv6 link-local)
@@ -106,27 +104,6 @@ async function webPod(runtime: PodRuntime, publishedPort?: number) {
   };
 }
 
-async function runToEnd(runtime: PodRuntime, script: string): Promise<string> {
-  const prepared = await runtime.prepare('bb', { args: ['sh', '-c', script] });
-  assert.ok(runtime.store.move(prepared.location, 'run'));
-  const run: PodLocation = { uuid: prepared.location.uuid, phase: 'run' };
-  const chunks: Buffer[] = [];
-  const stdout = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      chunks.push(Buffer.from(chunk));
-      cb();
-    },
-  });
-  const exit = await runForeground(runtime, run, prepared.manifest, prepared.lockFd, {
-    stdout,
-    stderr: stdout,
-    remove: true,
-  });
-  const text = Buffer.concat(chunks).toString();
-  assert.equal(exit.exit_code, 0, `${exit.reason ?? ''}\n${text}`);
-  return text;
-}
-
 /** A script line: GET /hostname from `target`, or `label: <nc's exit>` when it fails. */
 const get = (target: string, port: number, label: string) =>
   `printf 'GET /hostname HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${target} ${port} || echo "${label}: $?"`;
@@ -143,7 +120,7 @@ describe('isolation between the pods of different data dirs', () => {
     assert.ok(web.linkLocal, 'the pod has an IPv6 link-local address');
     assert.equal(sliceOf(web.slice ?? 0).index, web.slice);
 
-    const fromA = await runToEnd(
+    const fromA = await runPodScriptToEnd(
       runtimeA,
       [
         "gw=$(ip route | awk '/^default/ {print $3}')",
@@ -162,7 +139,7 @@ describe('isolation between the pods of different data dirs', () => {
       `only the published port answered:\n${fromA}`,
     );
 
-    const fromB = await runToEnd(runtimeB, get(web.address, 8080, 'same data dir failed'));
+    const fromB = await runPodScriptToEnd(runtimeB, get(web.address, 8080, 'same data dir failed'));
     assert.doesNotMatch(fromB, /same data dir failed/);
     assert.match(fromB, new RegExp(`^${web.hostname}$`, 'm'), 'a pod of the same data dir answers');
     await runtimeB.stop(web.uuid, 1000);
@@ -176,7 +153,7 @@ describe('isolation between the pods of different data dirs', () => {
       const runtimeB = newRuntime();
       assert.equal(podSlice(runtimeA.dataDir).index, podSlice(runtimeB.dataDir).index);
       const web = await webPod(runtimeB);
-      const fromA = await runToEnd(runtimeA, get(web.address, 8080, 'shared network failed'));
+      const fromA = await runPodScriptToEnd(runtimeA, get(web.address, 8080, 'shared network failed'));
       assert.doesNotMatch(fromA, /shared network failed/);
       assert.match(fromA, new RegExp(`^${web.hostname}$`, 'm'));
       await runtimeB.stop(web.uuid, 1000);
