@@ -32,16 +32,6 @@ export function bridgeName(): string {
  */
 const markerDir = process.env.BERTH_NET_RUN_DIR ?? '/run/berth';
 
-/** Where berth keeps the pod network's per-boot state (markers, slices): cleared at boot. */
-export function netRunDir(): string {
-  return markerDir;
-}
-
-/** A bridge or subnet as part of a file name. */
-export function fileSafe(text: string): string {
-  return text.replace(/[^0-9a-zA-Z.]/g, '_');
-}
-
 function marker(): string {
   const safe = (text: string) => text.replace(/[^0-9a-zA-Z.]/g, '_');
   // The bridge is in the name: the guard is the bridge's; "v2" since the guard came (a marker of
@@ -76,7 +66,7 @@ export function hostGuardJump(bridge: string): string[] {
   return ['INPUT', '-i', bridge, '-j', hostGuardChain(bridge)];
 }
 
-export type Family = 'ipv4' | 'ipv6';
+type Family = 'ipv4' | 'ipv6';
 
 /**
  * The guard's chain, for `iptables-restore --noflush`: declaring a chain that exists flushes it,
@@ -101,11 +91,11 @@ function hostGuardRestore(bridge: string, family: Family): string {
   ].join('\n');
 }
 
-export function tool(family: Family, restore = false): string {
+function tool(family: Family, restore = false): string {
   return `${family === 'ipv4' ? 'iptables' : 'ip6tables'}${restore ? '-restore' : ''}`;
 }
 
-export function fail(what: string, result: ReturnType<typeof spawnSync>): never {
+function fail(what: string, result: ReturnType<typeof spawnSync>): never {
   const stderr = typeof result.stderr === 'string' ? result.stderr.trim() : '';
   throw new BerthError(
     'internal',
@@ -114,7 +104,7 @@ export function fail(what: string, result: ReturnType<typeof spawnSync>): never 
 }
 
 /** Adds `rule` to `table` unless `-C` finds it; says whether it had to. */
-export function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
+function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
   const run = (op: string) =>
     spawnSync(tool(family), ['--wait', '-t', table, op, ...rule], { encoding: 'utf8' });
   const check = run('-C');
