@@ -475,6 +475,8 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
     const cellDir = join(root, runningTask.cell_id);
     await waitFor('the container gone', async () => {
       const result = await runBerth(['list', '--dir', cellDir, '--format', 'json']);
+      // A failed list is retried; if it keeps failing, the time-out names why (CI saw one once).
+      if (result.code !== 0) throw new Error(`berth list exited ${result.code}: ${result.stderr.trim()}`);
       const pods = JSON.parse(result.stdout) as { name: string; state: string }[];
       return pods.some((p) => p.name === 't-cancel' && p.state === 'running') ? undefined : true;
     });
