@@ -3,11 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { busyboxResolver } from '../testing/busybox-image.js';
-import { runPodScript } from '../testing/pod-script.js';
-import { runForeground } from './foreground-run.js';
+import { runPodScript, runPreparedToEnd } from '../testing/pod-script.js';
 import { mountsUnder } from './mounts.js';
 import { defaultPidsLimit, PodRuntime } from './pod-runtime.js';
 import { defaultSeccompProfile } from './seccomp-profile.js';
@@ -114,22 +112,8 @@ describe('the data dir', () => {
     );
     assert.notEqual(asNobody.status, 0);
     assert.match(asNobody.stderr, /Permission denied/);
-    assert.ok(runtime.store.move(prepared.location, 'run'));
-    const chunks: Buffer[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc: string, cb: () => void) {
-        chunks.push(Buffer.from(chunk));
-        cb();
-      },
-    });
-    const exit = await runForeground(
-      runtime,
-      { uuid: prepared.location.uuid, phase: 'run' },
-      prepared.manifest,
-      prepared.lockFd,
-      { stdout: sink, stderr: sink, remove: true },
-    );
+    const { exit, output } = await runPreparedToEnd(runtime, prepared);
     assert.equal(exit.exit_code, 0);
-    assert.equal(Buffer.concat(chunks).toString(), '65534\nroot:x:0:0:root:/root:/bin/sh\ntop-secret\n');
+    assert.equal(output, '65534\nroot:x:0:0:root:/root:/bin/sh\ntop-secret\n');
   });
 });

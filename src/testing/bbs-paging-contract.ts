@@ -1,25 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { it } from 'node:test';
-import type { ActualLRPPageKey, BbsStore, DesiredLRPDefinition, ListPage } from '../bbs/index.js';
+import type { ActualLRPPageKey, BbsStore, ListPage } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
-
-function desiredDefinition(processGuid: string, instances: number, domain: string): DesiredLRPDefinition {
-  return {
-    process_guid: processGuid,
-    domain,
-    instances,
-    image: 'busybox',
-    env: {},
-    memory_mb: 64,
-    disk_mb: 0,
-    ports: [8080],
-    routes: {},
-    annotation: '',
-    start_timeout_s: 60,
-    placement_tags: [],
-  };
-}
+import { desiredDefinition } from './bbs-fixtures.js';
 
 /**
  * Keyset paging of the store's lists (`limit` + `after`), part of the BBS contract: every backend
@@ -53,7 +37,7 @@ export function describeBbsPagingContract(storeOf: () => BbsStore): void {
     const store = storeOf();
     const domain = domainOf();
     const initial = ['b', 'd', 'f', 'h', 'j', 'l', 'n'].map((p) => `${domain}-${p}`);
-    for (const guid of initial) await store.desireLRP(desiredDefinition(guid, 0, domain));
+    for (const guid of initial) await store.desireLRP(desiredDefinition(guid, 0, { domain }));
     // Between pages: one new LRP before the cursor and one after it.
     const inserted: string[] = [];
     const seen = await walk(
@@ -62,7 +46,7 @@ export function describeBbsPagingContract(storeOf: () => BbsStore): void {
       3,
       async (page) => {
         for (const guid of [`${domain}-a${page}`, `${domain}-z${page}`]) {
-          await store.desireLRP(desiredDefinition(guid, 0, domain));
+          await store.desireLRP(desiredDefinition(guid, 0, { domain }));
           inserted.push(guid);
         }
       },
@@ -79,8 +63,8 @@ export function describeBbsPagingContract(storeOf: () => BbsStore): void {
   it('pages ActualLRPs by (process_guid, index, evacuating)', async () => {
     const store = storeOf();
     const domain = domainOf();
-    await store.desireLRP(desiredDefinition(`${domain}-a`, 3, domain));
-    await store.desireLRP(desiredDefinition(`${domain}-b`, 2, domain));
+    await store.desireLRP(desiredDefinition(`${domain}-a`, 3, { domain }));
+    await store.desireLRP(desiredDefinition(`${domain}-b`, 2, { domain }));
     const keyOf = (a: { process_guid: string; index: number; evacuating?: boolean }): ActualLRPPageKey => ({
       process_guid: a.process_guid,
       index: a.index,

@@ -15,7 +15,10 @@ import {
   taskTransitions,
 } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { desiredDefinition } from './bbs-fixtures.js';
 import { describeBbsPagingContract } from './bbs-paging-contract.js';
+
+export { desiredDefinition };
 
 /** A clock the suite moves forward by hand (TTLs, leases, visibility) — never backwards. */
 export interface FakeClock {
@@ -866,28 +869,6 @@ export function describeBbsStoreContract(
 
     describe('paging', () => describeBbsPagingContract(() => store));
   });
-}
-
-export function desiredDefinition(
-  processGuid: string,
-  instances: number,
-  extra: Partial<DesiredLRPDefinition> = {},
-): DesiredLRPDefinition {
-  return {
-    process_guid: processGuid,
-    domain: 'd',
-    instances,
-    image: 'busybox',
-    env: {},
-    memory_mb: 64,
-    disk_mb: 0,
-    ports: [8080],
-    routes: {},
-    annotation: '',
-    start_timeout_s: 60,
-    placement_tags: [],
-    ...extra,
-  };
 }
 
 function hasCode(code: string) {

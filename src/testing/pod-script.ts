@@ -14,7 +14,14 @@ export async function runPodScript(
   script: string,
   options: Parameters<PodRuntime['prepare']>[1] = {},
 ): Promise<{ exit: PodExit; output: string }> {
-  const prepared = await runtime.prepare('bb', { ...options, args: ['sh', '-c', script] });
+  return runPreparedToEnd(runtime, await runtime.prepare('bb', { ...options, args: ['sh', '-c', script] }));
+}
+
+/** Moves a prepared pod to run/ and runs it in the foreground to its end, as runPodScript does. */
+export async function runPreparedToEnd(
+  runtime: PodRuntime,
+  prepared: Awaited<ReturnType<PodRuntime['prepare']>>,
+): Promise<{ exit: PodExit; output: string }> {
   assert.ok(runtime.store.move(prepared.location, 'run'));
   const chunks: Buffer[] = [];
   const sink = new Writable({
