@@ -1,5 +1,5 @@
 import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
-import { CasConflictError } from '../bbs/index.js';
+import { actualLrpKey, CasConflictError } from '../bbs/index.js';
 import { isBerthError } from '../core/index.js';
 import type { RepApi, RepLRPWork, RepTaskWork, RepWork } from '../rep/index.js';
 import {
@@ -415,11 +415,11 @@ export class AuctioneerService {
 }
 
 function lrpKey(processGuid: string, index: number): string {
-  return `lrp\u0000${processGuid}\u0000${index}`;
+  return `lrp:${actualLrpKey({ process_guid: processGuid, index })}`;
 }
 
 function taskKey(taskGuid: string): string {
-  return `task\u0000${taskGuid}`;
+  return `task:${taskGuid}`;
 }
 
 function workKey(w: AuctionWork): string {

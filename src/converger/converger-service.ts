@@ -9,6 +9,7 @@ import {
   sleep,
 } from '../auctioneer/index.js';
 import {
+  actualLrpKey,
   type BbsStore,
   CasConflictError,
   type CellPresence,
@@ -161,7 +162,7 @@ export class ConvergerService {
     const instances = new Map<string, ConvergenceActualLRP>();
     const evacuating = new Map<string, ConvergenceActualLRP>();
     if (plan.lrps.length > 0)
-      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(refKey(a), a);
+      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(actualLrpKey(a), a);
     const cells = new Map(snapshot.cells.map((c) => [c.cell_id, c]));
     const tasksByGuid = new Map(tasks.map((t) => [t.task_guid, t]));
 
@@ -222,7 +223,7 @@ export class ConvergerService {
   ): Promise<ItemOutcome> {
     const { bbs } = this.#options;
     const ref = { process_guid: item.key.process_guid, index: item.key.index };
-    return this.#attempt(item.kind, refKey(ref), async () => {
+    return this.#attempt(item.kind, actualLrpKey(ref), async () => {
       switch (item.kind) {
         case 'unclaim-and-start':
         case 'restart-crashed':
@@ -234,7 +235,7 @@ export class ConvergerService {
           return 'applied';
         case 're-emit-start': {
           // UNCLAIMED → UNCLAIMED: a new `since` and a new start request, under the CAS.
-          const current = instances.get(refKey(ref));
+          const current = instances.get(actualLrpKey(ref));
           if (!current) return 'conflict';
           await bbs.unclaimActualLRP({ ...ref, expected: current.modification_tag });
           return 'applied';
@@ -243,7 +244,7 @@ export class ConvergerService {
           await bbs.removeActualLRP({ ...ref, expected: item.expected });
           return 'applied';
         case 'stop': {
-          const current = instances.get(refKey(ref));
+          const current = instances.get(actualLrpKey(ref));
           if (!current) return 'conflict';
           const askedAt = this.#stopsAsked.get(item.instance.instance_guid);
           if (askedAt !== undefined && now.getTime() - askedAt < this.#stopRepeatMs()) return 'skipped';
@@ -261,7 +262,7 @@ export class ConvergerService {
           return 'applied';
         }
         case 'remove-evacuating': {
-          const copy = evacuating.get(refKey(ref));
+          const copy = evacuating.get(actualLrpKey(ref));
           if (!copy) return 'conflict';
           await bbs.removeEvacuatingActualLRP({
             ...ref,
@@ -326,10 +327,6 @@ const movedOnCodes: ReadonlySet<string> = new Set([
   'conflict',
   'illegal_transition',
 ]);
-
-function refKey(ref: { readonly process_guid: string; readonly index: number }): string {
-  return `${ref.process_guid}\u0000${ref.index}`;
-}
 
 function taskStartRequest(task: Task): TaskStartRequest {
   return {

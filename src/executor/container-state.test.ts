@@ -3,8 +3,6 @@ import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
 import {
   assertContainerTransition,
-  type ContainerState,
-  canDeleteContainer,
   canTransitionContainer,
   containerStates,
 } from './container-state.js';
@@ -42,10 +40,5 @@ describe('container state transitions (seed 002 "Allowed transitions")', () => {
         }
       });
     }
-  }
-  for (const state of containerStates satisfies readonly ContainerState[]) {
-    it(`${state} -> deleted: allowed ("regardless of current state")`, () => {
-      assert.equal(canDeleteContainer(state), true);
-    });
   }
 });

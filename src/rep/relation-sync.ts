@@ -1,3 +1,4 @@
+import { actualLrpKey } from '../bbs/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -68,7 +69,7 @@ export class RelationSync {
     processGuid: string,
     index: number,
   ): Promise<{ env: Record<string, string>; files: Record<string, string> }> {
-    let known = this.#byInstance.get(`${processGuid}#${index}`);
+    let known = this.#byInstance.get(actualLrpKey({ process_guid: processGuid, index }));
     try {
       known = (await this.#options.source.forInstance(processGuid, index)) ?? known;
     } catch (err) {
@@ -98,12 +99,12 @@ export class RelationSync {
       return;
     }
     this.#byInstance.clear();
-    for (const u of units) this.#byInstance.set(`${u.process_guid}#${u.index}`, u);
+    for (const u of units) this.#byInstance.set(actualLrpKey(u), u);
     const live = new Set<string>();
     for (const c of this.#options.executor.list()) {
       if (c.tags.kind !== 'lrp') continue;
       live.add(c.guid);
-      const known = this.#byInstance.get(`${c.tags.process_guid}#${c.tags.index}`);
+      const known = this.#byInstance.get(actualLrpKey(c.tags));
       const content = known ? render(known.file) : noRelations;
       if (this.#written.get(c.guid) === content) continue;
       try {
