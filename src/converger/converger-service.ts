@@ -1,23 +1,21 @@
 import {
-  describeError,
-  forEachLimited,
-  LocalLoop,
-  retryDelayMs,
-  type ServiceLogger,
-  type SingletonContext,
-  silentLogger,
-  sleep,
-} from '../auctioneer/index.js';
-import {
   actualLrpKey,
   type BbsStore,
-  CasConflictError,
   type CellPresence,
   type ConvergenceActualLRP,
   type Task,
   type TaskStartRequest,
 } from '../bbs/index.js';
-import { isBerthError } from '../core/index.js';
+import {
+  describeError,
+  forEachLimited,
+  isSuperseded,
+  LocalLoop,
+  runLoop,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+} from '../core/index.js';
 import type { RepApi } from '../rep/index.js';
 import {
   type ConvergenceConfig,
@@ -113,24 +111,20 @@ export class ConvergerService {
   }
 
   /** Passes every `intervalMs` until `signal` aborts; a failed pass is retried with back-off. */
-  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
-    const { signal } = context;
+  run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { intervalMs } = this.#options.config;
-    let failures = 0;
-    while (!signal.aborted) {
-      let delay = intervalMs;
-      try {
+    return runLoop({
+      name: 'convergence pass',
+      signal: context.signal,
+      intervalMs,
+      backoff: { initialMs: 250, capMs: intervalMs },
+      logger: this.#logger,
+      round: async (signal) => {
         const report = await this.runOnce(signal);
-        failures = 0;
         const acted = report.applied + report.conflicts + report.errors;
         if (acted > 0) this.#logger.info({ ...report }, 'convergence pass');
-      } catch (err) {
-        failures++;
-        delay = retryDelayMs(failures, intervalMs);
-        this.#logger.warn({ err: describeError(err), failures }, 'convergence pass failed; retrying');
-      }
-      await sleep(delay, signal);
-    }
+      },
+    });
   }
 
   /** Runs the interval loop without a lease (a single-server setup or a test). */
@@ -302,8 +296,7 @@ export class ConvergerService {
     try {
       return await write();
     } catch (err) {
-      if (err instanceof CasConflictError) return 'conflict';
-      if (isBerthError(err) && movedOnCodes.has(err.code)) return 'conflict';
+      if (isSuperseded(err)) return 'conflict';
       this.#logger.warn({ kind, id, err: describeError(err) }, 'convergence item failed');
       return 'error';
     }
@@ -319,14 +312,6 @@ export class ConvergerService {
     for (const [guid, at] of this.#stopsAsked) if (nowMs - at >= window) this.#stopsAsked.delete(guid);
   }
 }
-
-const movedOnCodes: ReadonlySet<string> = new Set([
-  'cas_conflict',
-  'not_found',
-  'already_exists',
-  'conflict',
-  'illegal_transition',
-]);
 
 function taskStartRequest(task: Task): TaskStartRequest {
   return {

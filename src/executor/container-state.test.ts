@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
-import {
-  assertContainerTransition,
-  canTransitionContainer,
-  containerStates,
-} from './container-state.js';
+import { assertContainerTransition, canTransitionContainer, containerStates } from './container-state.js';
 
 // The seed's "Allowed transitions" written out by hand, so the table is checked against the seed
 // rather than against itself.
