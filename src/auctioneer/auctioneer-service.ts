@@ -140,6 +140,7 @@ export class AuctioneerService {
   /** One batch, now. Batches never overlap: a call while one runs waits for it. */
   runOnce(signal: AbortSignal = new AbortController().signal): Promise<AuctionBatchReport> {
     const result = this.#serial.then(() => this.#batch(signal));
+    // catch-all: the caller of runOnce gets the failure; the chain only keeps batches in order.
     this.#serial = result.catch(() => {});
     return result;
   }

@@ -106,6 +106,7 @@ export class ConvergerService {
   /** One pass, now (on demand). Passes never overlap: a call while one runs waits for it. */
   runOnce(signal: AbortSignal = new AbortController().signal): Promise<ConvergencePassReport> {
     const result = this.#serial.then(() => this.#pass(signal));
+    // catch-all: the caller of runOnce gets the failure; the chain only keeps passes in order.
     this.#serial = result.catch(() => {});
     return result;
   }
@@ -247,10 +248,10 @@ export class ConvergerService {
           const stop = result.stop_request;
           const cell = stop ? cells.get(stop.cell_id) : undefined;
           if (stop && cell && this.#options.repClientFor) {
-            // Best effort: the outbox row already guarantees the stop.
             this.#options
               .repClientFor(cell)
               .stop({ process_guid: stop.process_guid, index: stop.index, instance_guid: stop.instance_guid })
+              // catch-all: best effort; the outbox row already guarantees the stop.
               .catch(() => {});
           }
           return 'applied';

@@ -152,6 +152,7 @@ export class CellEventJournal {
       return sent;
     };
     const previous = this.#delivering ?? Promise.resolve(0);
+    // catch-all: the earlier caller got its failure; this delivery starts afresh all the same.
     const next = previous.catch(() => 0).then(run);
     this.#delivering = next;
     return next;
@@ -212,7 +213,7 @@ function readSegment(path: string): IngestRecord[] {
     try {
       records.push(JSON.parse(line) as IngestRecord);
     } catch {
-      // torn write
+      // catch-all: a torn write (a crash mid-append) is the last line; the rest of it never came.
     }
   }
   return records;

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BackoffPolicy, runLoop, writeFileAtomic } from '../core/index.js';
+import { type BackoffPolicy, errnoCode, runLoop, writeFileAtomic } from '../core/index.js';
 import { deliveryBackoff } from './cell-event-journal.js';
 import type { IngestRecord } from './ingest-records.js';
 
@@ -71,8 +71,10 @@ export class RecordDropbox {
       return readdirSync(this.dir)
         .filter((f) => dropPattern.test(f))
         .sort();
-    } catch {
-      return [];
+    } catch (err) {
+      // No drop yet: the dir is made by the first drop. Any other failure is the caller's to see.
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
     }
   }
 
@@ -80,7 +82,7 @@ export class RecordDropbox {
     try {
       return JSON.parse(readFileSync(join(this.dir, file), 'utf8')) as IngestRecord[];
     } catch {
-      // Written whole by rename, so unreadable means foreign or damaged: it is dropped, not retried.
+      // catch-all: written whole by rename, so unreadable means foreign or damaged: dropped, not retried.
       return [];
     }
   }
