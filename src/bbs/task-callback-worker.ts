@@ -1,4 +1,4 @@
-import { isSuperseded, refusedCallbackTarget, runLoop, Wakeup } from '../core/index.js';
+import { backoffDelayMs, isSuperseded, refusedCallbackTarget, runLoop, Wakeup } from '../core/index.js';
 import type { BbsStore } from './bbs-store.js';
 import type { Task } from './bbs-types.js';
 import type { SqlBbsStore } from './sql/sql-bbs-store.js';
@@ -52,7 +52,7 @@ export function callbackBackoffMs(
   attempt: number,
   config: Pick<TaskCallbackConfig, 'backoffBaseMs' | 'backoffMaxMs'> = defaultTaskCallbackConfig,
 ): number {
-  return Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return backoffDelayMs(attempt, { initialMs: config.backoffBaseMs, capMs: config.backoffMaxMs });
 }
 
 /**
