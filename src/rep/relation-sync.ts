@@ -1,4 +1,5 @@
 import { actualLrpKey } from '../bbs/index.js';
+import { runLoop } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -45,7 +46,7 @@ export class RelationSync {
   readonly #options: RelationSyncOptions;
   readonly #byInstance = new Map<string, UnitRelations>();
   readonly #written = new Map<string, string>();
-  #timer: NodeJS.Timeout | undefined;
+  #loop: AbortController | undefined;
   #running: Promise<void> | undefined;
 
   constructor(options: RelationSyncOptions) {
@@ -53,12 +54,22 @@ export class RelationSync {
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.syncOnce(), this.#options.intervalMs ?? 2_000);
-    this.#timer.unref();
+    if (this.#loop) return;
+    this.#loop = new AbortController();
+    const intervalMs = this.#options.intervalMs ?? 2_000;
+    // A pass logs its own failures (the server away), so the loop's rounds never fail.
+    void runLoop({
+      name: 'relation sync',
+      signal: this.#loop.signal,
+      intervalMs,
+      firstRoundInMs: intervalMs,
+      round: () => this.syncOnce(),
+    });
   }
 
   stop(): void {
-    clearInterval(this.#timer);
+    this.#loop?.abort();
+    this.#loop = undefined;
   }
 
   /**
