@@ -1,4 +1,11 @@
-import { backoffDelayMs, isSuperseded, refusedCallbackTarget, runLoop, Wakeup } from '../core/index.js';
+import {
+  backoffDelayMs,
+  isSuperseded,
+  refusedCallbackTarget,
+  runLoop,
+  type SingletonContext,
+  Wakeup,
+} from '../core/index.js';
 import type { BbsStore } from './bbs-store.js';
 import type { Task } from './bbs-types.js';
 import type { SqlBbsStore } from './sql/sql-bbs-store.js';
@@ -131,7 +138,7 @@ export class TaskCallbackWorker {
   }
 
   /** Passes until `signal` aborts: after each, waits for the poll interval, a store change or a due back-off. */
-  async run({ signal }: { readonly signal: AbortSignal }): Promise<void> {
+  async run({ signal }: Pick<SingletonContext, 'signal'>): Promise<void> {
     const wakeup = new Wakeup();
     const unsubscribe = this.#onStoreChange?.(() => wakeup.wake());
     try {
@@ -329,7 +336,7 @@ function describeFetchError(err: unknown, timeoutMs: number): string {
 export function taskCallbackSingleton(
   store: SqlBbsStore,
   options: { readonly config?: Partial<TaskCallbackConfig>; readonly onError?: (err: unknown) => void } = {},
-): { readonly name: string; run(context: { readonly signal: AbortSignal }): Promise<void> } {
+): { readonly name: string; run(context: Pick<SingletonContext, 'signal'>): Promise<void> } {
   return {
     name: 'task-callbacks',
     run: ({ signal }) =>
