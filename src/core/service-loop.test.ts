@@ -205,4 +205,24 @@ describe('runLoop', () => {
     await loop;
     assert.equal(rounds, 0);
   });
+
+  it('with fixedRate, counts the interval from the round start: a slow round is followed at once', async () => {
+    const controller = new AbortController();
+    let clock = 0;
+    let rounds = 0;
+    await runLoop({
+      name: 'heartbeat',
+      signal: controller.signal,
+      intervalMs: 60_000,
+      fixedRate: true,
+      now: () => clock,
+      round: async () => {
+        rounds += 1;
+        // Each round takes the whole interval on the loop's clock, so no wait is left after it.
+        clock += 60_000;
+        if (rounds === 3) controller.abort();
+      },
+    });
+    assert.equal(rounds, 3);
+  });
 });

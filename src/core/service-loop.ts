@@ -135,6 +135,12 @@ export interface LoopOptions {
   /** The wait before the first round (default 0: at once), e.g. when the caller just did one itself. */
   readonly firstRoundInMs?: number;
   /**
+   * Measure `intervalMs` from the start of each round instead of its end, so rounds keep their
+   * rate however long each takes (a heartbeat that must land every interval): a round that took
+   * the whole interval is followed by the next at once. Rounds never overlap either way.
+   */
+  readonly fixedRate?: boolean;
+  /**
    * One unit of work. A throw counts as a failure and delays the next round by the back-off. It
    * may ask for the next round sooner than `intervalMs` (0: at once, e.g. a batch that took a full
    * page; or when a retry it scheduled falls due before the interval ends).
@@ -199,6 +205,7 @@ export async function runLoop(options: LoopOptions): Promise<void> {
       continue;
     }
     if (signal.aborted) return;
+    if (options.fixedRate) waitMs -= now() - startedAt;
     if (waitMs > 0) {
       if (options.wakeup) await options.wakeup.wait(waitMs, signal);
       else await sleep(waitMs, signal);

@@ -63,6 +63,7 @@ export class RelationSync {
       signal: this.#loop.signal,
       intervalMs,
       firstRoundInMs: intervalMs,
+      fixedRate: true,
       round: () => this.syncOnce(),
     });
   }

@@ -66,6 +66,8 @@ export class Rep {
   readonly #options: RepOptions;
   readonly #ctx: RepContext;
   #heartbeats: RepLoop | undefined;
+  /** Heartbeats sent and not answered yet: evacuation waits for them before removing the presence. */
+  readonly #beats = new Set<Promise<void>>();
   #polls: RepLoop | undefined;
   #evacuating = false;
   #evacuationDone: Promise<void> | undefined;
@@ -115,10 +117,9 @@ export class Rep {
         signal,
         intervalMs: heartbeatMs,
         firstRoundInMs: heartbeatMs,
-        // Never later than the interval: a back-off past the TTL would let the presence expire.
-        backoff: { initialMs: Math.min(250, heartbeatMs), capMs: heartbeatMs },
-        onError: (err) => this.#ctx.log(`heartbeat: ${String(err)}`),
-        round: () => this.#heartbeat(),
+        // A heartbeat goes every interval even while the last is unanswered (a slow BBS): the
+        // presence TTL counts from the last one that lands, so they must keep landing at this rate.
+        round: async () => this.#beat(),
       }),
     );
     // poll() never throws (a failed pass is logged), and the first round is the pass awaited here.
@@ -127,6 +128,7 @@ export class Rep {
         name: 'poll',
         signal,
         intervalMs: this.#options.pollIntervalMs ?? 5_000,
+        fixedRate: true,
         round: () => this.poll(),
       }),
     );
@@ -140,6 +142,13 @@ export class Rep {
 
   #presenceTtlMs(): number {
     return this.#options.presenceTtlMs ?? 30_000;
+  }
+
+  /** Sends one heartbeat without waiting for it; a failure is logged, the next one is on its way. */
+  #beat(): void {
+    const beat = this.#heartbeat().catch((err: unknown) => this.#ctx.log(`heartbeat: ${String(err)}`));
+    this.#beats.add(beat);
+    void beat.finally(() => this.#beats.delete(beat));
   }
 
   async #heartbeat(): Promise<void> {
@@ -407,6 +416,7 @@ export class Rep {
     // No heartbeat may put the presence back after it is removed.
     this.#heartbeats?.controller.abort();
     await this.#heartbeats?.done;
+    await Promise.all(this.#beats);
     await this.#options.bbs
       .removeCell({ cell_id: this.#options.cellId })
       // Left in place, the presence expires after its TTL: the cell is gone either way.
