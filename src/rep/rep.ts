@@ -212,7 +212,8 @@ export class Rep {
         failedTasks.push(task);
         continue;
       }
-      void reconcileTaskContainer(this.#ctx, task.task_guid).catch((err) =>
+      // Through the per-container chain, so a poll never starts the same task beside it.
+      void this.reconcileContainer(task.task_guid).catch((err) =>
         this.#ctx.log(`task ${task.task_guid}: ${String(err)}`),
       );
     }
@@ -320,8 +321,10 @@ export class Rep {
         if (c.tags.kind === 'lrp') {
           seen.add(c.tags.instance_guid);
           await this.reconcileContainer(c.guid);
-        } else {
-          await reconcileTaskContainer(this.#ctx, c.guid);
+        } else if (!this.#inFlight.has(c.guid)) {
+          // A task reconcile in flight (its start, run by `perform`) would race this one for the
+          // PENDING → RUNNING CAS, and the loser deletes the container: the next pass looks again.
+          await this.reconcileContainer(c.guid);
         }
       }
       for (const actual of mine) {
@@ -356,7 +359,7 @@ export class Rep {
   }
 
   /**
-   * Reconciles one LRP container with its ActualLRP (events and polling both come here). Calls for
+   * Reconciles one container with its ActualLRP or Task (events and polling both come here). Calls for
    * one container run one after another, so an event and a poll never act on the same stale view.
    */
   reconcileContainer(guid: string): Promise<void> {
