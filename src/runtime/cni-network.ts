@@ -5,6 +5,7 @@ import { BerthError, errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
 import { endStdin, type NativeChild, spawnNative } from './native-process.js';
 import { bridgeName, ensurePodNetworkRules, podSubnet } from './pod-firewall.js';
+import { ensurePodIsolation, type PodSlice, podSlice } from './pod-isolation.js';
 import type { Masquerade } from './pod-manifest.js';
 
 /**
@@ -32,6 +33,8 @@ export interface NetworkAttachment {
   readonly masquerade: Masquerade;
   /** The host's end of the pod's veth pair, on the bridge (for `ip link show`). */
   readonly hostInterface?: string;
+  /** The slice of the subnet the pod's address came from: its data dir's (pod-isolation.ts). */
+  readonly slice?: number;
 }
 
 /** The named netns of a pod; runc joins it by path, so it exists before the container does. */
@@ -46,8 +49,15 @@ export function netnsPath(uuid: string): string {
   return `${netnsDir}/${netnsName(uuid)}`;
 }
 
-function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
+/**
+ * `slice`: where host-local hands out the address (attach). Teardown needs none: host-local
+ * releases by container id whatever the range, so pods attached before slices detach as well.
+ */
+function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade, slice?: PodSlice) {
   const subnet = podSubnet();
+  const range = slice
+    ? { subnet, rangeStart: slice.rangeStart, rangeEnd: slice.rangeEnd, gateway: slice.gateway }
+    : { subnet };
   const portmap = {
     type: 'portmap',
     capabilities: { portMappings: true },
@@ -72,7 +82,7 @@ function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
         hairpinMode: true,
         ipam: {
           type: 'host-local',
-          ranges: [[{ subnet }]],
+          ranges: [[range]],
           routes: [{ dst: '0.0.0.0/0' }],
           // The bridge and its subnet are the host's, shared by every data dir on it, so the
           // address allocations must be too (host-local's default, /var/lib/cni/networks).
@@ -184,6 +194,7 @@ function pluginEnv(uuid: string): Record<string, string> {
 
 function* attachSteps(
   uuid: string,
+  dataDir: string,
   ports: readonly PortPublish[],
   masquerade: Masquerade,
 ): Steps<NetworkAttachment> {
@@ -195,6 +206,8 @@ function* attachSteps(
   }
   // Every pod, whatever its NAT: the host guard is the bridge's (one existsSync once set up).
   ensurePodNetworkRules();
+  ensurePodIsolation();
+  const slice = podSlice(dataDir);
   try {
     nativeAddon().createNetns(netnsDir, netnsName(uuid));
   } catch (err) {
@@ -205,7 +218,7 @@ function* attachSteps(
         `Cannot create network namespace for pod ${uuid}: ${err instanceof Error ? err.message : String(err)}`,
       );
   }
-  const config = networkConfig(ports, masquerade);
+  const config = networkConfig(ports, masquerade, slice);
   const env = pluginEnv(uuid);
   let prevResult: unknown;
   for (const plugin of config.plugins) {
@@ -235,7 +248,14 @@ function* attachSteps(
   const result = prevResult as CniResult | undefined;
   const address = (result?.ips?.[0]?.address ?? '').split('/')[0] ?? '';
   const hostInterface = result?.interfaces?.find((i) => !i.sandbox && i.name !== bridgeName())?.name;
-  return { netns: netnsPath(uuid), address, ports, masquerade, ...(hostInterface ? { hostInterface } : {}) };
+  return {
+    netns: netnsPath(uuid),
+    address,
+    ports,
+    masquerade,
+    slice: slice.index,
+    ...(hostInterface ? { hostInterface } : {}),
+  };
 }
 
 /*
@@ -264,18 +284,20 @@ function* detachSteps(uuid: string, ports: readonly PortPublish[], masquerade: M
  */
 export function attachNetwork(
   uuid: string,
+  dataDir: string,
   ports: readonly PortPublish[],
   masquerade: Masquerade = 'subnet',
 ): NetworkAttachment {
-  return runNow(attachSteps(uuid, ports, masquerade));
+  return runNow(attachSteps(uuid, dataDir, ports, masquerade));
 }
 
 /** attachNetwork with the plugins run as child processes while the caller goes on. */
 export function attachNetworkInBackground(
   uuid: string,
+  dataDir: string,
   ports: readonly PortPublish[],
 ): Promise<NetworkAttachment> {
-  return runInBackground(attachSteps(uuid, ports, 'subnet'));
+  return runInBackground(attachSteps(uuid, dataDir, ports, 'subnet'));
 }
 
 /** CNI DEL in reverse order, and the netns removed. Idempotent: safe for gc to repeat. */

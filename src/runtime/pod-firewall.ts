@@ -32,6 +32,16 @@ export function bridgeName(): string {
  */
 const markerDir = process.env.BERTH_NET_RUN_DIR ?? '/run/berth';
 
+/** Where berth keeps the pod network's per-boot state (markers, slices): cleared at boot. */
+export function netRunDir(): string {
+  return markerDir;
+}
+
+/** A bridge or subnet as part of a file name. */
+export function fileSafe(text: string): string {
+  return text.replace(/[^0-9a-zA-Z.]/g, '_');
+}
+
 function marker(): string {
   const safe = (text: string) => text.replace(/[^0-9a-zA-Z.]/g, '_');
   // The bridge is in the name: the guard is the bridge's; "v2" since the guard came (a marker of
@@ -66,7 +76,7 @@ export function hostGuardJump(bridge: string): string[] {
   return ['INPUT', '-i', bridge, '-j', hostGuardChain(bridge)];
 }
 
-type Family = 'ipv4' | 'ipv6';
+export type Family = 'ipv4' | 'ipv6';
 
 /**
  * The guard's chain, for `iptables-restore --noflush`: declaring a chain that exists flushes it,
@@ -91,11 +101,11 @@ function hostGuardRestore(bridge: string, family: Family): string {
   ].join('\n');
 }
 
-function tool(family: Family, restore = false): string {
+export function tool(family: Family, restore = false): string {
   return `${family === 'ipv4' ? 'iptables' : 'ip6tables'}${restore ? '-restore' : ''}`;
 }
 
-function fail(what: string, result: ReturnType<typeof spawnSync>): never {
+export function fail(what: string, result: ReturnType<typeof spawnSync>): never {
   const stderr = typeof result.stderr === 'string' ? result.stderr.trim() : '';
   throw new BerthError(
     'internal',
@@ -104,7 +114,7 @@ function fail(what: string, result: ReturnType<typeof spawnSync>): never {
 }
 
 /** Adds `rule` to `table` unless `-C` finds it; says whether it had to. */
-function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
+export function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
   const run = (op: string) =>
     spawnSync(tool(family), ['--wait', '-t', table, op, ...rule], { encoding: 'utf8' });
   const check = run('-C');

@@ -598,7 +598,7 @@ describe('networking', () => {
 
   it('pods attached with a NAT chain of their own (older berth) lose it on teardown', async () => {
     const uuid = crypto.randomUUID();
-    const attached = attachNetwork(uuid, [], 'per-pod');
+    const attached = attachNetwork(uuid, newRuntime().dataDir, [], 'per-pod');
     const podRule = `-s ${attached.address}/32`;
     assert.ok(
       spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.includes(podRule),

@@ -199,7 +199,7 @@ export class PodRuntime {
     const ports = options.ports ?? [];
     const network =
       options.attachNetworkNow && (options.net ?? 'private') === 'private'
-        ? attachNetworkInBackground(uuid, ports)
+        ? attachNetworkInBackground(uuid, this.store.dirs.root, ports)
         : undefined;
     try {
       const path = this.store.path(location);

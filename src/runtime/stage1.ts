@@ -84,7 +84,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
 
   const attaching =
     manifest.net === 'private'
-      ? (options.network ?? attachNetworkInBackground(manifest.uuid, manifest.ports))
+      ? (options.network ?? attachNetworkInBackground(manifest.uuid, dirs.root, manifest.ports))
       : undefined;
   let watcher: NativeChild;
   try {
@@ -95,6 +95,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
         address: attached.address,
         ports: attached.ports,
         masquerade: attached.masquerade,
+        ...(attached.slice !== undefined ? { slice: attached.slice } : {}),
         ...(attached.hostInterface ? { host_interface: attached.hostInterface } : {}),
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
