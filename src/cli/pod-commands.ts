@@ -418,15 +418,10 @@ const gc: CommandSpec = {
     for (const uuid of report.discarded) ctx.stdout.write(`discarded ${uuid}\n`);
     for (const uuid of report.deleted) ctx.stdout.write(`deleted ${uuid}\n`);
     const { recheckPodNetworkRules } = await import('../runtime/pod-firewall.js');
-    const { recheckPodIsolation } = await import('../runtime/pod-isolation.js');
     try {
       if (recheckPodNetworkRules() === 'added')
         ctx.stdout.write(
           "restored the pod network's firewall rules, subnet masquerade and host guard (they had been flushed)\n",
-        );
-      if (recheckPodIsolation() === 'added')
-        ctx.stdout.write(
-          "restored the pod network's isolation between data dirs (its rules had been flushed)\n",
         );
     } catch (err) {
       // The pods are collected either way; outbound NAT is the network's, reported, not fatal.

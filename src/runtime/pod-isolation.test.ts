@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -10,6 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { connect, isIPv4 } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -17,10 +19,12 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
-import { netnsName } from './cni-network.js';
+import { attachNetwork, detachNetwork, netnsName, netnsPath } from './cni-network.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
 import { bridgeName } from './pod-firewall.js';
+import { collectGarbage } from './pod-gc.js';
+import { cniNetworkName, ipv4Number, ipv4Text, legacyIpamStore, sliceIpamDataDir } from './pod-ipam.js';
 import {
   claimedSlices,
   ensurePodIsolation,
@@ -31,6 +35,7 @@ import {
   sliceOf,
   slicesDir,
 } from './pod-isolation.js';
+import { hasNeighbour } from './pod-neighbour.js';
 import { PodRuntime } from './pod-runtime.js';
 import type { PodLocation } from './pod-store.js';
 
@@ -253,7 +258,7 @@ process.stdout.write(String(m.podSlice(process.argv[1]).index));`;
       assert.equal(spawnSync(family, ['--wait', '-D', ...isolationJump(bridge)]).status, 0);
     const gc = await runBerth(['gc', '--dir', newDataDir()]);
     assert.equal(gc.code, 0, gc.stderr);
-    assert.match(gc.stdout, /restored the pod network's isolation/);
+    assert.match(gc.stdout, /restored the pod network's firewall rules/);
     const jump = `-A ${isolationJump(bridge).join(' ')}`;
     for (const family of ['iptables', 'ip6tables'] as const) {
       const forward = iptablesRules(family, 'FORWARD');
@@ -274,13 +279,23 @@ process.stdout.write(String(m.podSlice(process.argv[1]).index));`;
       BERTH_BRIDGE: bridge,
       BERTH_CNI_IPAM_DIR: join(work, 'ipam'),
     };
-    mkdirSync(env.BERTH_CNI_IPAM_DIR);
     const owners = Array.from({ length: 7 }, (_, i) => {
       const dir = join(work, `d${i + 1}`);
       mkdirSync(dir);
       return dir;
     });
-    const inUse = (address: string) => writeFileSync(join(env.BERTH_CNI_IPAM_DIR, address), 'x');
+    // A reservation as host-local writes it, in the store of the address's slice (pod-ipam.ts).
+    const inUse = (address: string, slice: number) => {
+      const store = join(
+        env.BERTH_CNI_IPAM_DIR,
+        'berth-slices',
+        `${bridge}-10.214.0.0_26`,
+        String(slice),
+        'berth',
+      );
+      mkdirSync(store, { recursive: true });
+      writeFileSync(join(store, address), 'x');
+    };
     const moduleUrl = new URL('./pod-isolation.js', import.meta.url).href;
     const script = `const m = await import(${JSON.stringify(moduleUrl)});
 const d = JSON.parse(process.argv[1]);
@@ -305,14 +320,14 @@ const d = JSON.parse(process.argv[1]);
 process.stdout.write(JSON.stringify(${JSON.stringify(indices)}.map((i) => { try { return m.podSlice(d[i]).index } catch (err) { return err.message } })));`);
     try {
       assert.deepEqual(step(script), [1, 2, 3]);
-      inUse('10.214.0.17'); // a pod of d1 on the network, in slice 1 (10.214.0.16/28)
+      inUse('10.214.0.17', 1); // a pod of d1 on the network, in slice 1 (10.214.0.16/28)
       rmSync(owners[2] ?? '', { recursive: true });
       assert.deepEqual(call([3]), [3], 'the slice of d3, gone, goes to d4');
       assert.deepEqual(call([4]), [2], 'd2 and d4 have no pod on the network: their slices are freed');
       assert.deepEqual(call([0]), [1], 'd1 kept its slice: a pod uses it');
-      inUse('10.214.0.33'); // d5's pod, in slice 2
+      inUse('10.214.0.33', 2); // d5's pod, in slice 2
       assert.deepEqual(call([5]), [3]);
-      inUse('10.214.0.49'); // d6's pod, in slice 3
+      inUse('10.214.0.49', 3); // d6's pod, in slice 3
       const [refused] = call([6]);
       assert.match(String(refused), /every slice of the pod subnet 10\.214\.0\.0\/26 \(3\)/);
       const chain = iptablesRules('iptables', isolationChain(bridge));
@@ -325,6 +340,166 @@ process.stdout.write(JSON.stringify(${JSON.stringify(indices)}.map((i) => { try 
       for (const family of ['iptables', 'ip6tables']) {
         spawnSync(family, ['--wait', '-F', isolationChain(bridge)]);
         spawnSync(family, ['--wait', '-X', isolationChain(bridge)]);
+      }
+    }
+  });
+});
+
+/** GET /hostname from the host over a fresh connection (no pooled socket to an earlier pod). */
+function hostGet(address: string, port: number, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address, port, timeout: timeoutMs });
+    let body = '';
+    socket.setEncoding('utf8');
+    socket.on('connect', () => socket.end('GET /hostname HTTP/1.0\r\n\r\n'));
+    socket.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    socket.on('timeout', () =>
+      socket.destroy(new Error(`no answer from ${address}:${port} in ${timeoutMs} ms`)),
+    );
+    socket.on('error', reject);
+    socket.on('close', () => resolve(body.split('\r\n\r\n')[1]?.trim() ?? ''));
+  });
+}
+
+const reservationPath = (slice: number | undefined, address: string) =>
+  join(slice === undefined ? legacyIpamStore() : join(sliceIpamDataDir(slice), cniNetworkName), address);
+
+/** In the cyclic order of a slice's range, `next` comes after `previous` (round-robin). */
+function comesAfter(previous: string, next: string, slice: number): boolean {
+  const { rangeStart, rangeEnd } = sliceOf(slice);
+  const [start, end] = [ipv4Number(rangeStart), ipv4Number(rangeEnd)];
+  const size = end - start + 1;
+  const step = (ipv4Number(next) - ipv4Number(previous) + size) % size;
+  return step > 0;
+}
+
+describe('the addresses of a slice', () => {
+  it("a data dir's pods get its slice's addresses round-robin, never the one just freed, while another data dir's pods come and go", async () => {
+    const runtimeA = newRuntime();
+    const runtimeB = newRuntime();
+    const address = async (runtime: PodRuntime) =>
+      /inet ([0-9.]+)/.exec(await runToEnd(runtime, 'ip -o -4 addr show eth0'))?.[1] ?? '';
+    const seen = { a: [] as string[], b: [] as string[] };
+    for (let i = 0; i < 4; i++) {
+      seen.a.push(await address(runtimeA));
+      seen.b.push(await address(runtimeB));
+    }
+    for (const [runtime, addresses] of [
+      [runtimeA, seen.a],
+      [runtimeB, seen.b],
+    ] as const) {
+      const slice = podSlice(runtime.dataDir);
+      const label = `${slice.cidr}: ${addresses.join(' ')}`;
+      assert.equal(new Set(addresses).size, addresses.length, `each pod a new address: ${label}`);
+      addresses.forEach((next, i) => {
+        assert.ok(isIPv4(next), label);
+        assert.equal(
+          Math.floor(ipv4Number(next) / 256),
+          Math.floor(ipv4Number(slice.rangeStart) / 256),
+          label,
+        );
+        const previous = addresses[i - 1];
+        if (previous !== undefined)
+          assert.ok(comesAfter(previous, next, slice.index), `round-robin order: ${label}`);
+      });
+    }
+  });
+
+  it('a pod given an address just freed answers the host at once: the stale neighbour entry is gone', async () => {
+    const runtime = newRuntime();
+    // Another port on the bridge: a bridge whose last port goes loses its carrier, and the kernel
+    // then drops its neighbour entries (a cell's bridge has its other pods).
+    const keeper = crypto.randomUUID();
+    attachNetwork(keeper, runtime.dataDir, []);
+    const first = await webPod(runtime);
+    const slice = first.slice ?? -1;
+    assert.ok(existsSync(reservationPath(slice, first.address)), "reserved in its slice's own store");
+    assert.equal(await hostGet(first.address, 8080, 3000), first.hostname);
+    await runtime.stop(first.uuid, 1000);
+    assert.ok(!existsSync(reservationPath(slice, first.address)), 'released in that store');
+    assert.ok(
+      hasNeighbour(first.address, bridgeName()),
+      "the host still has the old pod's MAC for the address (what made this test)",
+    );
+    // host-local starts after its last-reserved address: make it hand out the one just freed.
+    const before = ipv4Text(ipv4Number(first.address) - 1);
+    writeFileSync(join(sliceIpamDataDir(slice), cniNetworkName, 'last_reserved_ip.0'), before);
+    const second = await webPod(runtime);
+    assert.equal(second.address, first.address, 'the same address, just freed');
+    assert.notEqual(second.hostname, first.hostname);
+    // Within one connect timeout, not after the host's 15–45 s of trusting the old MAC.
+    assert.equal(await hostGet(second.address, 8080, 3000), second.hostname);
+    await runtime.stop(second.uuid, 1000);
+    detachNetwork(keeper, [], 'subnet', 'unrecorded');
+  });
+
+  it('pods attached before slices (no slice recorded) are torn down from the old store, by detach and by gc', async () => {
+    // detach: an attach as the berth before slices made it, then teardown with nothing recorded.
+    const uuid = crypto.randomUUID();
+    const legacy = attachNetwork(uuid, undefined, []);
+    assert.equal(legacy.slice, undefined);
+    assert.ok(existsSync(reservationPath(undefined, legacy.address)), 'reserved in the old store');
+    detachNetwork(uuid, [], 'subnet', 'unrecorded');
+    assert.ok(!existsSync(reservationPath(undefined, legacy.address)), 'released');
+    assert.ok(!existsSync(netnsPath(uuid)));
+
+    // gc: a failed prepare whose network.json is the old berth's (no slice).
+    const runtime = newRuntime();
+    const prepared = await runtime.prepare('bb', { args: ['true'] });
+    const old = attachNetwork(prepared.location.uuid, undefined, []);
+    const network = { address: old.address, ports: [], masquerade: 'subnet' };
+    writeFileSync(
+      join(runtime.store.path(prepared.location), 'network.json'),
+      `${JSON.stringify(network)}\n`,
+    );
+    closeSync(prepared.lockFd); // unlocked in prepare/: prepare-failed, for gc
+    const report = collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 0 });
+    assert.deepEqual(report.deleted, [prepared.location.uuid]);
+    assert.ok(!existsSync(reservationPath(undefined, old.address)), 'gc released it in the old store');
+    assert.ok(!existsSync(netnsPath(prepared.location.uuid)));
+
+    // A holder that died before writing network.json: the slice is found from the reservation.
+    const lost = crypto.randomUUID();
+    const attached = attachNetwork(lost, runtime.dataDir, []);
+    assert.ok(existsSync(reservationPath(attached.slice, attached.address)));
+    detachNetwork(lost, [], 'subnet', 'unrecorded');
+    assert.ok(!existsSync(reservationPath(attached.slice, attached.address)), 'released in its slice');
+  });
+
+  it('a slice holding an address of a pod attached before slices is not handed out', () => {
+    const work = newDataDir();
+    const env = {
+      ...process.env,
+      BERTH_NET_RUN_DIR: join(work, 'run'),
+      BERTH_SUBNET: '10.215.0.0/26',
+      BERTH_BRIDGE: `bisl${process.pid % 100000}`,
+      BERTH_CNI_IPAM_DIR: join(work, 'ipam'),
+    };
+    const store = join(env.BERTH_CNI_IPAM_DIR, 'networks', cniNetworkName);
+    mkdirSync(store, { recursive: true });
+    writeFileSync(join(store, '10.215.0.18'), 'x'); // in slice 1, 10.215.0.16/28
+    const owner = join(work, 'd1');
+    mkdirSync(owner);
+    const moduleUrl = new URL('./pod-isolation.js', import.meta.url).href;
+    const result = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(moduleUrl)}); process.stdout.write(String(m.podSlice(process.argv[1]).index));`,
+        owner,
+      ],
+      { env, encoding: 'utf8' },
+    );
+    try {
+      assert.equal(result.status, 0, result.stderr);
+      assert.equal(result.stdout, '2');
+    } finally {
+      for (const family of ['iptables', 'ip6tables']) {
+        spawnSync(family, ['--wait', '-F', isolationChain(env.BERTH_BRIDGE)]);
+        spawnSync(family, ['--wait', '-X', isolationChain(env.BERTH_BRIDGE)]);
       }
     }
   });

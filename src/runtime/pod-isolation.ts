@@ -18,12 +18,12 @@ import {
   bridgeName,
   ensureRule,
   type Family,
-  fail,
   fileSafe,
+  loadChain,
   netRunDir,
   podSubnet,
-  tool,
-} from './pod-firewall.js';
+} from './netfilter.js';
+import { addressesInUse, ipv4Text } from './pod-ipam.js';
 
 /**
  * Issue 17, finding 4: pods of one data dir are isolated from pods of another unless the user asks.
@@ -68,9 +68,6 @@ interface SubnetSlicing {
   readonly count: number;
 }
 
-const ipv4 = (value: number) =>
-  [24, 16, 8, 0].map((shift) => String(Math.floor(value / 2 ** shift) % 256)).join('.');
-
 function slicing(subnet = podSubnet()): SubnetSlicing {
   const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
   const prefix = Number(match?.[5]);
@@ -92,11 +89,11 @@ export function sliceOf(index: number, subnet = podSubnet()): PodSlice {
   const first = base + index * size;
   return {
     index,
-    cidr: `${ipv4(first)}/${slicePrefix}`,
+    cidr: `${ipv4Text(first)}/${slicePrefix}`,
     // Neither the slice's first address nor its last: the last slice's last is the broadcast.
-    rangeStart: ipv4(first + 1),
-    rangeEnd: ipv4(first + size - 2),
-    gateway: ipv4(base + 1),
+    rangeStart: ipv4Text(first + 1),
+    rangeEnd: ipv4Text(first + size - 2),
+    gateway: ipv4Text(base + 1),
   };
 }
 
@@ -181,8 +178,13 @@ function claimSlice(dir: string, owner: string): number {
   // Data dirs that are gone give their slices back first (a claim is rare; this keeps the chain
   // short); slices of data dirs that exist only when none is left.
   freeSlices(dir, 'gone', false);
+  // Pods attached before slices took their addresses anywhere in the subnet, from the one legacy
+  // store that a slice's own store does not read: a slice holding one of them is not handed out,
+  // or host-local could give its address to a second pod. That store only shrinks now.
+  const legacy = slicesHolding(addressesInUse('legacy'));
   for (let attempt = 0; attempt < 2; attempt++) {
     for (let index = 1; index < count; index++) {
+      if (legacy.has(index)) continue;
       let fd: number;
       try {
         fd = openSync(join(dir, String(index)), 'wx', 0o600);
@@ -207,13 +209,11 @@ function claimSlice(dir: string, owner: string): number {
   );
 }
 
-/** The IPv4 addresses host-local has handed out on berth's network (its files are named by them). */
-function addressesInUse(): number[] {
-  const store = process.env.BERTH_CNI_IPAM_DIR ?? '/var/lib/cni/networks/berth';
-  if (!existsSync(store)) return [];
-  return readdirSync(store)
-    .filter((name) => /^\d+\.\d+\.\d+\.\d+$/.test(name))
-    .map((name) => name.split('.').reduce((sum, octet) => sum * 256 + Number(octet), 0));
+/** The indices of the slices the addresses are in. */
+function slicesHolding(addresses: readonly number[]): Set<number> {
+  const { base, slicePrefix } = slicing();
+  const size = 2 ** (32 - slicePrefix);
+  return new Set(addresses.map((address) => Math.floor(address / size) - Math.floor(base / size)));
 }
 
 /**
@@ -225,12 +225,7 @@ function addressesInUse(): number[] {
  */
 function freeSlices(dir: string, which: 'gone' | 'idle', reload = true): number {
   const claimed = claimedSlices(dir);
-  const { base, slicePrefix } = slicing();
-  const size = 2 ** (32 - slicePrefix);
-  const used =
-    which === 'idle'
-      ? new Set(addressesInUse().map((address) => Math.floor(address / size) - Math.floor(base / size)))
-      : new Set<number>();
+  const used = which === 'idle' ? slicesHolding(addressesInUse()) : new Set<number>();
   let freed = 0;
   for (const [index, owner] of claimed) {
     const gone = owner.startsWith('dir ') && !existsSync(owner.slice(4));
@@ -268,21 +263,12 @@ function isolationRestore(family: Family, slices: readonly string[]): string {
   return ['*filter', `:${chain} - [0:0]`, ...rules, 'COMMIT', ''].join('\n');
 }
 
-function loadChain(family: Family, input: string): void {
-  const load = spawnSync(tool(family, true), ['--wait', '--noflush'], { input, encoding: 'utf8' });
-  if (load.error)
-    throw new BerthError(
-      'unavailable',
-      `Cannot set up --net private: ${tool(family, true)}: ${load.error.message}`,
-    );
-  if (load.status !== 0) fail(`load the pod isolation chain (${tool(family, true)})`, load);
-}
-
 /** Replaces the chain with one built from the claimed slices (declaring a chain flushes it). */
 function loadIsolation(dir: string): void {
   const slices = [...claimedSlices(dir).keys()].sort((a, b) => a - b).map((i) => sliceOf(i).cidr);
-  loadChain('ipv4', isolationRestore('ipv4', slices));
-  if (existsSync('/proc/sys/net/ipv6')) loadChain('ipv6', isolationRestore('ipv6', []));
+  loadChain('ipv4', isolationRestore('ipv4', slices), 'the pod isolation chain');
+  if (existsSync('/proc/sys/net/ipv6'))
+    loadChain('ipv6', isolationRestore('ipv6', []), 'the pod isolation chain');
 }
 
 /**
