@@ -441,9 +441,23 @@ describe('the addresses of a slice', () => {
     const legacy = attachNetwork(uuid, undefined, []);
     assert.equal(legacy.slice, undefined);
     assert.ok(existsSync(reservationPath(undefined, legacy.address)), 'reserved in the old store');
+    // Until it stops it talks to pods in slices as before the upgrade (the chain, reloaded, says so).
+    const webRuntime = newRuntime();
+    const web = await webPod(webRuntime);
+    ensurePodIsolation(true);
+    const fromLegacy = spawnSync(
+      'ip',
+      ['netns', 'exec', netnsName(uuid), 'busybox', 'sh', '-c', get(web.address, 8080, 'legacy refused')],
+      { encoding: 'utf8' },
+    ).stdout;
+    assert.match(fromLegacy, new RegExp(`^${web.hostname}$`, 'm'), fromLegacy);
     detachNetwork(uuid, [], 'subnet', 'unrecorded');
     assert.ok(!existsSync(reservationPath(undefined, legacy.address)), 'released');
     assert.ok(!existsSync(netnsPath(uuid)));
+    ensurePodIsolation(true);
+    const chain = iptablesRules('iptables', isolationChain(bridgeName())).join('\n');
+    assert.ok(!chain.includes(`${legacy.address}/32`), `its rule went at the next load:\n${chain}`);
+    await webRuntime.stop(web.uuid, 1000);
 
     // gc: a failed prepare whose network.json is the old berth's (no slice).
     const runtime = newRuntime();

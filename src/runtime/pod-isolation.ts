@@ -247,7 +247,14 @@ export function reclaimPodSlices(which: 'gone' | 'idle' = 'gone'): number {
 // the refusals below would only be slow timeouts.
 const icmpv6Kept = [130, 131, 132, 133, 134, 135, 136, 137, 143];
 
-function isolationRestore(family: Family, slices: readonly string[]): string {
+/**
+ * `legacy`: the addresses of pods attached before slices (an upgrade), anywhere in the subnet. They
+ * reach and are reached by every pod, as before, until they stop: refused, one system's pods would
+ * lose each other at the first pod a new berth starts. Their addresses are in no slice handed out
+ * (claimSlice), and every load reads them again, so a rule outlives its pod only until the next
+ * claim, free or `berth gc`, and no claim hands out an address still ruled so.
+ */
+function isolationRestore(family: Family, slices: readonly string[], legacy: readonly string[]): string {
   const chain = isolationChain(bridgeName());
   const refuse = `-A ${chain} -m comment --comment "berth: pods of other data dirs" -j REJECT`;
   const rules =
@@ -257,6 +264,12 @@ function isolationRestore(family: Family, slices: readonly string[]): string {
           // A published port: portmap DNATed it, so any pod reaches it at the gateway address.
           `-A ${chain} -m conntrack --ctstate DNAT -j RETURN`,
           ...slices.map((cidr) => `-A ${chain} -s ${cidr} -d ${cidr} -j RETURN`),
+          ...legacy.flatMap((address) =>
+            ['-s', '-d'].map(
+              (side) =>
+                `-A ${chain} ${side} ${address}/32 -m comment --comment "berth: pod attached before slices" -j RETURN`,
+            ),
+          ),
           refuse,
         ]
       : [...icmpv6Kept.map((type) => `-A ${chain} -p ipv6-icmp --icmpv6-type ${type} -j RETURN`), refuse];
@@ -266,9 +279,10 @@ function isolationRestore(family: Family, slices: readonly string[]): string {
 /** Replaces the chain with one built from the claimed slices (declaring a chain flushes it). */
 function loadIsolation(dir: string): void {
   const slices = [...claimedSlices(dir).keys()].sort((a, b) => a - b).map((i) => sliceOf(i).cidr);
-  loadChain('ipv4', isolationRestore('ipv4', slices), 'the pod isolation chain');
+  const legacy = addressesInUse('legacy').map(ipv4Text);
+  loadChain('ipv4', isolationRestore('ipv4', slices, legacy), 'the pod isolation chain');
   if (existsSync('/proc/sys/net/ipv6'))
-    loadChain('ipv6', isolationRestore('ipv6', []), 'the pod isolation chain');
+    loadChain('ipv6', isolationRestore('ipv6', [], []), 'the pod isolation chain');
 }
 
 /**
