@@ -55,7 +55,16 @@ function newDataDir(): string {
 
 const newRuntime = (dataDir = newDataDir()) => new PodRuntime(dataDir, images);
 
+/** Networks a test attaches without a pod: detached after all, also when the test failed midway. */
+const bareNetworks: string[] = [];
+
+function attachBare(uuid: string, dataDir: string | undefined) {
+  bareNetworks.push(uuid);
+  return attachNetwork(uuid, dataDir, []);
+}
+
 after(() => {
+  for (const uuid of bareNetworks) detachNetwork(uuid, [], 'subnet', 'unrecorded');
   for (const dir of dirs) {
     const runcRoot = join(dir, 'runc');
     if (existsSync(runcRoot))
@@ -412,7 +421,7 @@ describe('the addresses of a slice', () => {
     // Another port on the bridge: a bridge whose last port goes loses its carrier, and the kernel
     // then drops its neighbour entries (a cell's bridge has its other pods).
     const keeper = crypto.randomUUID();
-    attachNetwork(keeper, runtime.dataDir, []);
+    attachBare(keeper, runtime.dataDir);
     const first = await webPod(runtime);
     const slice = first.slice ?? -1;
     assert.ok(existsSync(reservationPath(slice, first.address)), "reserved in its slice's own store");
@@ -432,13 +441,12 @@ describe('the addresses of a slice', () => {
     // Within one connect timeout, not after the host's 15–45 s of trusting the old MAC.
     assert.equal(await hostGet(second.address, 8080, 3000), second.hostname);
     await runtime.stop(second.uuid, 1000);
-    detachNetwork(keeper, [], 'subnet', 'unrecorded');
   });
 
   it('pods attached before slices (no slice recorded) are torn down from the old store, by detach and by gc', async () => {
     // detach: an attach as the berth before slices made it, then teardown with nothing recorded.
     const uuid = crypto.randomUUID();
-    const legacy = attachNetwork(uuid, undefined, []);
+    const legacy = attachBare(uuid, undefined);
     assert.equal(legacy.slice, undefined);
     assert.ok(existsSync(reservationPath(undefined, legacy.address)), 'reserved in the old store');
     // Until it stops it talks to pods in slices as before the upgrade (the chain, reloaded, says so).
@@ -462,7 +470,7 @@ describe('the addresses of a slice', () => {
     // gc: a failed prepare whose network.json is the old berth's (no slice).
     const runtime = newRuntime();
     const prepared = await runtime.prepare('bb', { args: ['true'] });
-    const old = attachNetwork(prepared.location.uuid, undefined, []);
+    const old = attachBare(prepared.location.uuid, undefined);
     const network = { address: old.address, ports: [], masquerade: 'subnet' };
     writeFileSync(
       join(runtime.store.path(prepared.location), 'network.json'),
@@ -476,7 +484,7 @@ describe('the addresses of a slice', () => {
 
     // A holder that died before writing network.json: the slice is found from the reservation.
     const lost = crypto.randomUUID();
-    const attached = attachNetwork(lost, runtime.dataDir, []);
+    const attached = attachBare(lost, runtime.dataDir);
     assert.ok(existsSync(reservationPath(attached.slice, attached.address)));
     detachNetwork(lost, [], 'subnet', 'unrecorded');
     assert.ok(!existsSync(reservationPath(attached.slice, attached.address)), 'released in its slice');
