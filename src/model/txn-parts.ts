@@ -62,9 +62,8 @@ export function take<T>(items: Iterable<T>, limit: number): T[] {
   return out;
 }
 
-export function unitName(service: string, index: number): string {
-  return `${service}#${index}`;
-}
+// The rules build unit names here; the one spelling lives with every other name.
+export { unitName } from './instance-names.js';
 
 /** One relation per pair of services: the id is the sorted pair, like Juju's relation key. */
 export function relationId(a: string, b: string): string {
