@@ -71,28 +71,25 @@ export class SystemAgent {
     const { store, systems, runner } = this.#ctx;
     const services = await systems.listServices(system);
     const actuals = primaries(await store.listActualLRPs({ domain: systemDomain(system) }));
-    await this.#apply(system, planUnitPlacement({ services, actuals, view: await runner.read() }));
+    await this.apply(system, planUnitPlacement({ services, actuals, view: await runner.read() }));
     const cells = await agentCells(store);
-    await this.#apply(system, planSidecarUnits({ services, view: await runner.read(), agentCells: cells }));
+    await this.apply(system, planSidecarUnits({ services, view: await runner.read(), agentCells: cells }));
     const view = await runner.read();
     const desired = await this.#desired(system);
-    await this.#apply(system, planSidecarLRPs({ services, view, desired }));
-    await this.#apply(system, planScopeEntries({ services, view, agentCells: cells }));
+    await this.apply(system, planSidecarLRPs({ services, view, desired }));
+    await this.apply(system, planScopeEntries({ services, view, agentCells: cells }));
   }
 
   async #pruneSidecarLRPs(system: string): Promise<void> {
     const services = await this.#ctx.systems.listServices(system);
     if (!services.some(isSidecarRecord)) return;
     const view = await this.#ctx.runner.read();
-    await this.#apply(
-      system,
-      planSidecarLRPPruning({ services, view, desired: await this.#desired(system) }),
-    );
+    await this.apply(system, planSidecarLRPPruning({ services, view, desired: await this.#desired(system) }));
   }
 
   async #retireGoneCells(): Promise<void> {
     const live = new Set((await this.#ctx.store.listCells()).map((c) => c.cell_id));
-    await this.#apply('', planCellRetirement(await this.#ctx.runner.read(), live));
+    await this.apply('', planCellRetirement(await this.#ctx.runner.read(), live));
   }
 
   async #desired(system: string) {
@@ -100,7 +97,7 @@ export class SystemAgent {
   }
 
   /** Applies actions in order; a failure the action does not absorb ends the system's pass. */
-  async #apply(system: string, actions: readonly SystemAgentAction[]): Promise<void> {
+  async apply(system: string, actions: readonly SystemAgentAction[]): Promise<void> {
     for (const action of actions) await this.#applyOne(system, action);
   }
 
