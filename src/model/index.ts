@@ -1,3 +1,4 @@
+export { defaultOwner } from './action-runner.js';
 export * from './agent-rules.js';
 export * from './cell-agent.js';
 export * from './cell-agent-client.js';
@@ -29,5 +30,5 @@ export * from './system-service-record.js';
 export * from './system-status.js';
 export type { RelationStatus, ServiceStatus, SystemStatusJson, UnitStatus } from './system-status-view.js';
 export * from './tree-path.js';
-export { cleanupId, relationId } from './txn-parts.js';
+export { cleanupId, relationEndpoints, relationId } from './txn-parts.js';
 export * from './unit-rules.js';

@@ -20,6 +20,7 @@ import {
   unitOfInstance,
 } from './instance-names.js';
 import type { JobDefinition } from './system-definition.js';
+import { relationEndpoints, relationId } from './txn-parts.js';
 
 const segment = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?$/);
 const system = segment;
@@ -126,5 +127,14 @@ describe('instance names: one spelling, formatted and parsed here', () => {
 
   it('an instance key names a guid and an index', () => {
     assert.equal(instanceKey('shop.web.v', 3), 'shop.web.v#3');
+  });
+
+  it('a relation id round-trips to its two services, sorted', () => {
+    fc.assert(
+      fc.property(system, treePath, treePath, (s, a, b) => {
+        const [x, y] = [modelServiceName(s, a), modelServiceName(s, b)];
+        return relationEndpoints(relationId(x, y)).join(' ') === [x, y].sort().join(' ');
+      }),
+    );
   });
 });

@@ -4,6 +4,7 @@ import { instanceKey, systemDomain, systemLabel, systemOfDomain, unitOfInstance 
 import type { ModelView } from './model-types.js';
 import { relationEnv, type UnitAddress, type UnitRelationData, unitRelationData } from './relation-data.js';
 import { primaries, type SystemsContext } from './systems-context.js';
+import { relationEndpoints } from './txn-parts.js';
 
 /** One unit on a cell and what its container is told about its relations. */
 export interface CellUnitRelations {
@@ -78,7 +79,7 @@ function relationsOf(
       unit: label(data.unit),
       relations: data.relations.map((r) => ({
         ...r,
-        relation: r.relation.split(' ').map(label).join(' '),
+        relation: relationEndpoints(r.relation).map(label).join(' '),
         service: label(r.service),
         peers: r.peers.map((p) => ({ ...p, unit: label(p.unit) })),
       })),

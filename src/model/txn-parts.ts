@@ -70,6 +70,12 @@ export function relationId(a: string, b: string): string {
   return a < b ? `${a} ${b}` : `${b} ${a}`;
 }
 
+/** A relation id's two service names, sorted (the inverse of `relationId`). */
+export function relationEndpoints(id: string): readonly [string, string] {
+  const space = id.indexOf(' ');
+  return [id.slice(0, space), id.slice(space + 1)];
+}
+
 export function cleanupId(kind: string, target: string, backstop = false): string {
   return `${kind}:${target}${backstop ? ':backstop' : ''}`;
 }
