@@ -8,7 +8,7 @@ import {
   type TaskCallbackConfig,
   taskCallbackSingleton,
 } from '../bbs/index.js';
-import { InvalidArgumentError } from '../core/index.js';
+import { InvalidArgumentError, runLoop, type ServiceLogger } from '../core/index.js';
 import type { HistoryStore } from '../history/index.js';
 import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
@@ -132,7 +132,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   await systems?.start();
 
   const singletons = [
-    janitor(store, options.eventRetentionMs ?? 86_400_000),
+    janitor(store, options.eventRetentionMs ?? 86_400_000, logger || undefined),
     parts.singleton,
     taskCallbackSingleton(store, {
       config: { ...options.taskCallbacks, allowPrivateTargets: options.allowPrivateCallbacks === true },
@@ -140,7 +140,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         if (logger) logger.warn({ err }, 'task callback worker pass failed');
       },
     }),
-    ...(systems ? [systemAgent(systems, options.systemAgentIntervalMs ?? 2_000)] : []),
+    ...(systems ? [systemAgent(systems, options.systemAgentIntervalMs ?? 2_000, logger || undefined)] : []),
     ...(typeof options.singletons === 'function' ? options.singletons(store) : (options.singletons ?? [])),
   ];
   for (const singleton of singletons) {
@@ -149,6 +149,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
       singleton,
       holder,
       ttlMs,
+      ...(logger ? { logger } : {}),
       onChange: (event, held) => {
         if (logger)
           logger.info({ singleton: singleton.name, token: held?.token, holder }, `singleton ${event}`);
@@ -179,12 +180,18 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
 }
 
 /** The BBS's own singleton: prunes old events so the log does not grow without bound. */
-function janitor(store: SqlBbsStore, retentionMs: number): Singleton {
+function janitor(store: SqlBbsStore, retentionMs: number, logger: ServiceLogger | undefined): Singleton {
   return {
     name: 'bbs-janitor',
     run: ({ signal }) =>
-      repeatUntilAborted(signal, 60_000, async () => {
-        await store.pruneEvents({ before: new Date(Date.now() - retentionMs).toISOString() }).catch(() => 0);
+      runLoop({
+        name: 'bbs-janitor',
+        signal,
+        intervalMs: 60_000,
+        ...(logger ? { logger } : {}),
+        round: async () => {
+          await store.pruneEvents({ before: new Date(Date.now() - retentionMs).toISOString() });
+        },
       }),
   };
 }
@@ -193,27 +200,22 @@ function janitor(store: SqlBbsStore, retentionMs: number): Singleton {
  * The model's unit and machine agents as one singleton: a periodic `reconcileAll` so units follow
  * their instances (placements after a deploy, scale-ups, sidecars for new principals).
  */
-function systemAgent(systems: SystemDeployer, intervalMs: number): Singleton {
+function systemAgent(
+  systems: SystemDeployer,
+  intervalMs: number,
+  logger: ServiceLogger | undefined,
+): Singleton {
   return {
     name: 'system-agent',
-    run: ({ signal }) => repeatUntilAborted(signal, intervalMs, () => systems.reconcileAll()),
+    run: ({ signal }) =>
+      runLoop({
+        name: 'system-agent',
+        signal,
+        intervalMs,
+        ...(logger ? { logger } : {}),
+        round: () => systems.reconcileAll(),
+      }),
   };
-}
-
-/** Runs `pass`, then waits `intervalMs`, until the signal aborts (the lease was lost or we stop). */
-async function repeatUntilAborted(signal: AbortSignal, intervalMs: number, pass: () => Promise<void>) {
-  while (!signal.aborted) {
-    await pass();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, intervalMs);
-      signal.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-    });
-  }
 }
 
 export function parseListen(listen: string): { host: string; port: number } {

@@ -217,7 +217,7 @@ describe('nothing observed is lost while the server is down', () => {
     const errors: unknown[] = [];
     const loop = journal.runDelivery({
       signal: controller.signal,
-      backoff: { baseMs: 20, maxMs: 100 },
+      backoff: { initialMs: 20, capMs: 100, jitter: true },
       post: async (batch) => {
         await new HistoryClient(url).ingest(batch);
       },

@@ -1,4 +1,11 @@
 import type { BbsStore, Lease } from '../bbs/index.js';
+import {
+  describeError,
+  runLoop,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+} from '../core/index.js';
 
 /** A job that must run in exactly one server of a cluster (converger, auctioneer, janitor). */
 export interface Singleton {
@@ -7,11 +14,7 @@ export interface Singleton {
    * Runs while this server holds the lease; must return soon after `signal` aborts (the lease was
    * lost or the server is stopping). `token` is the lease's fencing token.
    */
-  run(context: {
-    readonly signal: AbortSignal;
-    readonly token: number;
-    readonly holder: string;
-  }): Promise<void>;
+  run(context: SingletonContext): Promise<void>;
 }
 
 export interface SingletonLeaseOptions {
@@ -24,6 +27,8 @@ export interface SingletonLeaseOptions {
   readonly renewMs?: number;
   readonly onChange?: (event: 'acquired' | 'lost', lease: Lease | undefined) => void;
   readonly now?: () => number;
+  /** Where a singleton's own failure (its `run` threw) is reported. */
+  readonly logger?: ServiceLogger;
 }
 
 /**
@@ -38,7 +43,8 @@ export class SingletonLease {
   readonly #now: () => number;
   #held: Lease | undefined;
   #job: { controller: AbortController; done: Promise<void> } | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  /** Aborts the renewal loop. */
+  readonly #renewals = new AbortController();
   #stopped = false;
   #lastRenewStart = 0;
 
@@ -52,18 +58,25 @@ export class SingletonLease {
   }
 
   start(): void {
-    void this.#tick();
+    const { singleton, ttlMs, renewMs } = this.#options;
+    void runLoop({
+      name: `lease ${singleton.name}`,
+      signal: this.#renewals.signal,
+      intervalMs: renewMs ?? Math.max(50, ttlMs / 3),
+      round: () => this.#tick(),
+    });
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#renewals.abort();
     const wasHeld = this.#held !== undefined;
     await this.#lose();
     if (wasHeld) {
       // Hand over at once instead of making the others wait for the TTL.
       await this.#options.store
         .releaseLease({ name: this.#options.singleton.name, holder: this.#options.holder })
+        // catch-all: a release that fails only makes the others wait for the TTL, as after a crash.
         .catch(() => {});
     }
   }
@@ -85,11 +98,9 @@ export class SingletonLease {
         await this.#lose();
       }
     } catch {
-      // The store is unreachable: keep running only while the lease surely has not run out.
+      // The store is unreachable (or refused): keep running only while the lease surely has not
+      // run out. The next renewal tries again; the error itself changes nothing.
       if (this.#held && this.#now() - this.#lastRenewStart >= ttlMs) await this.#lose();
-    }
-    if (!this.#stopped) {
-      this.#timer = setTimeout(() => void this.#tick(), this.#options.renewMs ?? Math.max(50, ttlMs / 3));
     }
   }
 
@@ -97,7 +108,13 @@ export class SingletonLease {
     const controller = new AbortController();
     const done = this.#options.singleton
       .run({ signal: controller.signal, token: lease.token, holder: this.#options.holder })
-      .catch(() => {});
+      .catch((err: unknown) =>
+        // The singleton's term ends with its run; the next lease it wins starts it again.
+        (this.#options.logger ?? silentLogger).warn(
+          { singleton: this.#options.singleton.name, error: describeError(err) },
+          'singleton failed',
+        ),
+      );
     this.#job = { controller, done };
     this.#options.onChange?.('acquired', lease);
   }

@@ -1,6 +1,16 @@
 import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
-import { CasConflictError } from '../bbs/index.js';
-import { isBerthError } from '../core/index.js';
+import { actualLrpKey } from '../bbs/index.js';
+import {
+  describeError,
+  forEachLimited,
+  isNotFound,
+  isSuperseded,
+  LocalLoop,
+  runLoop,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+} from '../core/index.js';
 import type { RepApi, RepLRPWork, RepTaskWork, RepWork } from '../rep/index.js';
 import {
   type AuctionWork,
@@ -10,16 +20,6 @@ import {
   lrpWorkFromStartRequest,
   type TaskAuctionWork,
 } from './auction.js';
-import {
-  describeError,
-  forEachLimited,
-  LocalLoop,
-  retryDelayMs,
-  type ServiceLogger,
-  type SingletonContext,
-  silentLogger,
-  sleep,
-} from './service-support.js';
 
 export interface AuctioneerConfig {
   /** The availability zones in PreferredZone order; default: the distinct zones of live cells, sorted. */
@@ -140,31 +140,28 @@ export class AuctioneerService {
   /** One batch, now. Batches never overlap: a call while one runs waits for it. */
   runOnce(signal: AbortSignal = new AbortController().signal): Promise<AuctionBatchReport> {
     const result = this.#serial.then(() => this.#batch(signal));
+    // catch-all: the caller of runOnce gets the failure; the chain only keeps batches in order.
     this.#serial = result.catch(() => {});
     return result;
   }
 
   /** Batches until `signal` aborts; errors are logged and retried with back-off. */
-  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
-    const { signal } = context;
+  run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { batchIntervalMs } = this.#options.config;
     const batchSize = this.#options.config.batchSize ?? 1000;
-    let failures = 0;
-    while (!signal.aborted) {
-      let delay = batchIntervalMs;
-      try {
+    return runLoop({
+      name: 'auction batch',
+      signal: context.signal,
+      intervalMs: batchIntervalMs,
+      backoff: { initialMs: 250, capMs: Math.max(batchIntervalMs, 250) },
+      logger: this.#logger,
+      round: async (signal) => {
         const report = await this.runOnce(signal);
-        failures = 0;
         if (report.auctioned > 0) this.#logger.info({ ...report }, 'auction batch');
         // A full take means more is waiting: go again without the pause.
-        if (report.taken >= batchSize) delay = 0;
-      } catch (err) {
-        failures++;
-        delay = retryDelayMs(failures, Math.max(batchIntervalMs, 250));
-        this.#logger.warn({ err: describeError(err), failures }, 'auction batch failed; retrying');
-      }
-      await sleep(delay, signal);
-    }
+        return report.taken >= batchSize ? { nextInMs: 0 } : undefined;
+      },
+    });
   }
 
   /** Runs the batch loop without a lease (a single-server setup or a test). */
@@ -333,9 +330,9 @@ export class AuctioneerService {
       this.#markSettledForAck(entry);
       return lrp.placement_error !== reason ? 'recorded' : 'unchanged';
     } catch (err) {
-      if (isBerthError(err) && err.code === 'not_found') return 'obsolete';
+      if (isNotFound(err)) return 'obsolete';
       // Someone moved the record between our read and write: decide again next batch.
-      if (!(err instanceof CasConflictError)) {
+      if (!isSuperseded(err)) {
         this.#logger.warn({ key: entry.key, err: describeError(err) }, 'recording placement error failed');
       }
       return 'retry';
@@ -415,11 +412,11 @@ export class AuctioneerService {
 }
 
 function lrpKey(processGuid: string, index: number): string {
-  return `lrp\u0000${processGuid}\u0000${index}`;
+  return `lrp:${actualLrpKey({ process_guid: processGuid, index })}`;
 }
 
 function taskKey(taskGuid: string): string {
-  return `task\u0000${taskGuid}`;
+  return `task:${taskGuid}`;
 }
 
 function workKey(w: AuctionWork): string {

@@ -5,78 +5,80 @@
  * the heap tracks each slot's position and re-sorts a slot in place when its load changes.
  */
 export class CellHeap {
-  private readonly items: number[] = [];
+  readonly #items: number[] = [];
   /** Position of each slot in `items`, -1 when absent. */
-  private readonly pos: Int32Array;
+  readonly #pos: Int32Array;
 
-  constructor(
-    private readonly load: Float64Array,
-    private readonly rank: Int32Array,
-  ) {
-    this.pos = new Int32Array(load.length).fill(-1);
+  readonly #load: Float64Array;
+  readonly #rank: Int32Array;
+
+  constructor(load: Float64Array, rank: Int32Array) {
+    this.#load = load;
+    this.#rank = rank;
+    this.#pos = new Int32Array(load.length).fill(-1);
   }
 
   get size(): number {
-    return this.items.length;
+    return this.#items.length;
   }
 
   peek(): number | undefined {
-    return this.items[0];
+    return this.#items[0];
   }
 
   has(slot: number): boolean {
-    return (this.pos[slot] as number) >= 0;
+    return (this.#pos[slot] as number) >= 0;
   }
 
   push(slot: number): void {
-    this.items.push(slot);
-    this.siftUp(this.items.length - 1, slot);
+    this.#items.push(slot);
+    this.#siftUp(this.#items.length - 1, slot);
   }
 
   pop(): number | undefined {
-    const items = this.items;
+    const items = this.#items;
     const top = items[0];
     const last = items.pop();
     if (top === undefined || last === undefined) return undefined;
-    this.pos[top] = -1;
-    if (items.length > 0) this.siftDown(0, last);
+    this.#pos[top] = -1;
+    if (items.length > 0) this.#siftDown(0, last);
     return top;
   }
 
   /** Restores the order after the slot's load changed (in either direction). */
   update(slot: number): void {
-    const i = this.pos[slot] as number;
+    const i = this.#pos[slot] as number;
     if (i < 0) return;
-    this.siftUp(i, slot);
-    this.siftDown(this.pos[slot] as number, slot);
+    this.#siftUp(i, slot);
+    this.#siftDown(this.#pos[slot] as number, slot);
   }
 
   /** (load, rank) order; rank (the cell_id order) makes ties deterministic. */
   less(a: number, b: number): boolean {
-    const la = this.load[a] as number;
-    const lb = this.load[b] as number;
-    return la < lb || (la === lb && (this.rank[a] as number) < (this.rank[b] as number));
+    const la = this.#load[a] as number;
+    const lb = this.#load[b] as number;
+    return la < lb || (la === lb && (this.#rank[a] as number) < (this.#rank[b] as number));
   }
 
-  private put(i: number, slot: number): void {
-    this.items[i] = slot;
-    this.pos[slot] = i;
+  #put(i: number, slot: number): void {
+    this.#items[i] = slot;
+    this.#pos[slot] = i;
   }
 
-  private siftUp(start: number, slot: number): void {
+  #siftUp(start: number, slot: number): void {
     let i = start;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const p = this.items[parent] as number;
+      const p = this.#items[parent] as number;
       if (!this.less(slot, p)) break;
-      this.put(i, p);
+      this.#put(i, p);
       i = parent;
     }
-    this.put(i, slot);
+    this.#put(i, slot);
   }
 
-  private siftDown(start: number, slot: number): void {
-    const items = this.items;
+  #siftDown(start: number, slot: number): void {
+    const items = this.#items;
     const n = items.length;
     let i = start;
     for (;;) {
@@ -87,9 +89,9 @@ export class CellHeap {
       const child = r < n && this.less(items[r] as number, lv) ? r : l;
       const cv = items[child] as number;
       if (!this.less(cv, slot)) break;
-      this.put(i, cv);
+      this.#put(i, cv);
       i = child;
     }
-    this.put(i, slot);
+    this.#put(i, slot);
   }
 }

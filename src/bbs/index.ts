@@ -1,3 +1,4 @@
+export * from './actual-lrp-key.js';
 export * from './actual-lrp-transitions.js';
 export * from './bbs-client.js';
 export * from './bbs-store.js';

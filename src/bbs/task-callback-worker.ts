@@ -1,4 +1,11 @@
-import { isBerthError, refusedCallbackTarget } from '../core/index.js';
+import {
+  backoffDelayMs,
+  isSuperseded,
+  refusedCallbackTarget,
+  runLoop,
+  type SingletonContext,
+  Wakeup,
+} from '../core/index.js';
 import type { BbsStore } from './bbs-store.js';
 import type { Task } from './bbs-types.js';
 import type { SqlBbsStore } from './sql/sql-bbs-store.js';
@@ -52,7 +59,7 @@ export function callbackBackoffMs(
   attempt: number,
   config: Pick<TaskCallbackConfig, 'backoffBaseMs' | 'backoffMaxMs'> = defaultTaskCallbackConfig,
 ): number {
-  return Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return backoffDelayMs(attempt, { initialMs: config.backoffBaseMs, capMs: config.backoffMaxMs });
 }
 
 /**
@@ -131,45 +138,27 @@ export class TaskCallbackWorker {
   }
 
   /** Passes until `signal` aborts: after each, waits for the poll interval, a store change or a due back-off. */
-  async run({ signal }: { readonly signal: AbortSignal }): Promise<void> {
-    let woken = false;
-    let wake: (() => void) | undefined;
-    const unsubscribe = this.#onStoreChange?.(() => {
-      woken = true;
-      wake?.();
-    });
-    // Wake-ups come from every committed change in the cluster (this worker's own included), so
-    // passes are at least this far apart: a busy BBS must not turn the worker into a busy loop.
-    const minGapMs = Math.min(100, this.config.pollMs);
-    const sleep = (ms: number, interruptible: boolean) =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          wake = undefined;
-          resolve();
-        };
-        const timer = setTimeout(done, Math.max(0, ms));
-        signal.addEventListener('abort', done);
-        if (interruptible) wake = done;
-      });
+  async run({ signal }: Pick<SingletonContext, 'signal'>): Promise<void> {
+    const wakeup = new Wakeup();
+    const unsubscribe = this.#onStoreChange?.(() => wakeup.wake());
     try {
-      while (!signal.aborted) {
-        woken = false;
-        const startedAt = this.#now();
-        let nextDueAt: number | undefined;
-        try {
-          nextDueAt = (await this.pass()).nextDueAt;
-        } catch (err) {
-          this.#onError(err);
-        }
-        if (signal.aborted) break;
-        if (!woken) {
-          const untilDue = nextDueAt === undefined ? Number.POSITIVE_INFINITY : nextDueAt - this.#now();
-          await sleep(Math.min(this.config.pollMs, untilDue), true);
-        }
-        await sleep(minGapMs - (this.#now() - startedAt), false);
-      }
+      await runLoop({
+        name: 'task callbacks',
+        signal,
+        intervalMs: this.config.pollMs,
+        wakeup,
+        // Wake-ups come from every committed change in the cluster (this worker's own included), so
+        // passes are at least this far apart: a busy BBS must not turn the worker into a busy loop.
+        minGapMs: Math.min(100, this.config.pollMs),
+        now: this.#now,
+        // A failed pass (the store unreachable) is tried again after the poll interval, then later.
+        backoff: { initialMs: this.config.pollMs, capMs: Math.max(this.config.pollMs, 30_000) },
+        onError: this.#onError,
+        round: async () => {
+          const { nextDueAt } = await this.pass();
+          return nextDueAt === undefined ? undefined : { nextInMs: nextDueAt - this.#now() };
+        },
+      });
     } finally {
       unsubscribe?.();
     }
@@ -229,7 +218,7 @@ export class TaskCallbackWorker {
     try {
       resolving = await this.#store.resolvingTask(taskCas(task));
     } catch (err) {
-      if (isLostRace(err)) return;
+      if (isSuperseded(err)) return;
       throw err;
     }
     const url = task.completion_callback_url;
@@ -294,6 +283,7 @@ export class TaskCallbackWorker {
         signal: AbortSignal.timeout(this.config.timeoutMs),
       });
       // The body is not ours to read; release the connection.
+      // catch-all: a body that fails to cancel has nothing left for us; the status is what counts.
       await response.body?.cancel().catch(() => {});
       return { status: response.status, verdict: 'retry' };
     } catch (err) {
@@ -307,7 +297,7 @@ export class TaskCallbackWorker {
       await run();
       return true;
     } catch (err) {
-      if (isLostRace(err)) return false;
+      if (isSuperseded(err)) return false;
       throw err;
     }
   }
@@ -322,16 +312,6 @@ export class TaskCallbackWorker {
 
 function taskCas(task: Task) {
   return { task_guid: task.task_guid, expected: task.modification_tag };
-}
-
-function isLostRace(err: unknown): boolean {
-  return (
-    isBerthError(err) &&
-    (err.code === 'cas_conflict' ||
-      err.code === 'not_found' ||
-      err.code === 'conflict' ||
-      err.code === 'illegal_transition')
-  );
 }
 
 function describeFetchError(err: unknown, timeoutMs: number): string {
@@ -356,7 +336,7 @@ function describeFetchError(err: unknown, timeoutMs: number): string {
 export function taskCallbackSingleton(
   store: SqlBbsStore,
   options: { readonly config?: Partial<TaskCallbackConfig>; readonly onError?: (err: unknown) => void } = {},
-): { readonly name: string; run(context: { readonly signal: AbortSignal }): Promise<void> } {
+): { readonly name: string; run(context: Pick<SingletonContext, 'signal'>): Promise<void> } {
   return {
     name: 'task-callbacks',
     run: ({ signal }) =>

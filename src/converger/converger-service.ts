@@ -1,22 +1,21 @@
 import {
-  describeError,
-  forEachLimited,
-  LocalLoop,
-  retryDelayMs,
-  type ServiceLogger,
-  type SingletonContext,
-  silentLogger,
-  sleep,
-} from '../auctioneer/index.js';
-import {
+  actualLrpKey,
   type BbsStore,
-  CasConflictError,
   type CellPresence,
   type ConvergenceActualLRP,
   type Task,
   type TaskStartRequest,
 } from '../bbs/index.js';
-import { isBerthError } from '../core/index.js';
+import {
+  describeError,
+  forEachLimited,
+  isSuperseded,
+  LocalLoop,
+  runLoop,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+} from '../core/index.js';
 import type { RepApi } from '../rep/index.js';
 import {
   type ConvergenceConfig,
@@ -107,29 +106,26 @@ export class ConvergerService {
   /** One pass, now (on demand). Passes never overlap: a call while one runs waits for it. */
   runOnce(signal: AbortSignal = new AbortController().signal): Promise<ConvergencePassReport> {
     const result = this.#serial.then(() => this.#pass(signal));
+    // catch-all: the caller of runOnce gets the failure; the chain only keeps passes in order.
     this.#serial = result.catch(() => {});
     return result;
   }
 
   /** Passes every `intervalMs` until `signal` aborts; a failed pass is retried with back-off. */
-  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
-    const { signal } = context;
+  run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { intervalMs } = this.#options.config;
-    let failures = 0;
-    while (!signal.aborted) {
-      let delay = intervalMs;
-      try {
+    return runLoop({
+      name: 'convergence pass',
+      signal: context.signal,
+      intervalMs,
+      backoff: { initialMs: 250, capMs: intervalMs },
+      logger: this.#logger,
+      round: async (signal) => {
         const report = await this.runOnce(signal);
-        failures = 0;
         const acted = report.applied + report.conflicts + report.errors;
         if (acted > 0) this.#logger.info({ ...report }, 'convergence pass');
-      } catch (err) {
-        failures++;
-        delay = retryDelayMs(failures, intervalMs);
-        this.#logger.warn({ err: describeError(err), failures }, 'convergence pass failed; retrying');
-      }
-      await sleep(delay, signal);
-    }
+      },
+    });
   }
 
   /** Runs the interval loop without a lease (a single-server setup or a test). */
@@ -161,7 +157,7 @@ export class ConvergerService {
     const instances = new Map<string, ConvergenceActualLRP>();
     const evacuating = new Map<string, ConvergenceActualLRP>();
     if (plan.lrps.length > 0)
-      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(refKey(a), a);
+      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(actualLrpKey(a), a);
     const cells = new Map(snapshot.cells.map((c) => [c.cell_id, c]));
     const tasksByGuid = new Map(tasks.map((t) => [t.task_guid, t]));
 
@@ -222,7 +218,7 @@ export class ConvergerService {
   ): Promise<ItemOutcome> {
     const { bbs } = this.#options;
     const ref = { process_guid: item.key.process_guid, index: item.key.index };
-    return this.#attempt(item.kind, refKey(ref), async () => {
+    return this.#attempt(item.kind, actualLrpKey(ref), async () => {
       switch (item.kind) {
         case 'unclaim-and-start':
         case 'restart-crashed':
@@ -234,7 +230,7 @@ export class ConvergerService {
           return 'applied';
         case 're-emit-start': {
           // UNCLAIMED → UNCLAIMED: a new `since` and a new start request, under the CAS.
-          const current = instances.get(refKey(ref));
+          const current = instances.get(actualLrpKey(ref));
           if (!current) return 'conflict';
           await bbs.unclaimActualLRP({ ...ref, expected: current.modification_tag });
           return 'applied';
@@ -243,7 +239,7 @@ export class ConvergerService {
           await bbs.removeActualLRP({ ...ref, expected: item.expected });
           return 'applied';
         case 'stop': {
-          const current = instances.get(refKey(ref));
+          const current = instances.get(actualLrpKey(ref));
           if (!current) return 'conflict';
           const askedAt = this.#stopsAsked.get(item.instance.instance_guid);
           if (askedAt !== undefined && now.getTime() - askedAt < this.#stopRepeatMs()) return 'skipped';
@@ -252,16 +248,16 @@ export class ConvergerService {
           const stop = result.stop_request;
           const cell = stop ? cells.get(stop.cell_id) : undefined;
           if (stop && cell && this.#options.repClientFor) {
-            // Best effort: the outbox row already guarantees the stop.
             this.#options
               .repClientFor(cell)
               .stop({ process_guid: stop.process_guid, index: stop.index, instance_guid: stop.instance_guid })
+              // catch-all: best effort; the outbox row already guarantees the stop.
               .catch(() => {});
           }
           return 'applied';
         }
         case 'remove-evacuating': {
-          const copy = evacuating.get(refKey(ref));
+          const copy = evacuating.get(actualLrpKey(ref));
           if (!copy) return 'conflict';
           await bbs.removeEvacuatingActualLRP({
             ...ref,
@@ -301,8 +297,7 @@ export class ConvergerService {
     try {
       return await write();
     } catch (err) {
-      if (err instanceof CasConflictError) return 'conflict';
-      if (isBerthError(err) && movedOnCodes.has(err.code)) return 'conflict';
+      if (isSuperseded(err)) return 'conflict';
       this.#logger.warn({ kind, id, err: describeError(err) }, 'convergence item failed');
       return 'error';
     }
@@ -317,18 +312,6 @@ export class ConvergerService {
     const window = this.#stopRepeatMs();
     for (const [guid, at] of this.#stopsAsked) if (nowMs - at >= window) this.#stopsAsked.delete(guid);
   }
-}
-
-const movedOnCodes: ReadonlySet<string> = new Set([
-  'cas_conflict',
-  'not_found',
-  'already_exists',
-  'conflict',
-  'illegal_transition',
-]);
-
-function refKey(ref: { readonly process_guid: string; readonly index: number }): string {
-  return `${ref.process_guid}\u0000${ref.index}`;
 }
 
 function taskStartRequest(task: Task): TaskStartRequest {

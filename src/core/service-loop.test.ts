@@ -26,6 +26,24 @@ describe('backoffDelayMs', () => {
   });
 });
 
+describe('backoffDelayMs with jitter, as history delivery uses it (was history/delivery-backoff)', () => {
+  const policy = { initialMs: 100, capMs: 1000, jitter: true };
+  const rows: ReadonlyArray<[number, number, number]> = [
+    [1, 0, 50],
+    [1, 0.999, 100],
+    [2, 0, 100],
+    [3, 0.5, 300],
+    [4, 0, 400],
+    [5, 0, 500],
+    [5, 1, 1000],
+    [50, 0, 500],
+  ];
+  for (const [failures, random, ms] of rows) {
+    it(`failure ${failures}, random ${random} → ${ms} ms`, () =>
+      assert.equal(backoffDelayMs(failures, policy, random), ms));
+  }
+});
+
 describe('Backoff', () => {
   it('counts failures until a success resets them', () => {
     const backoff = new Backoff({ initialMs: 100, capMs: 10_000 }, () => 0);
@@ -108,5 +126,103 @@ describe('runLoop', () => {
         ['flaky', 'store unreachable 2', 2],
       ],
     );
+  });
+
+  it('runs the next round at once when a round asks for it, sooner than the interval', async () => {
+    const controller = new AbortController();
+    let rounds = 0;
+    await runLoop({
+      name: 'batches',
+      signal: controller.signal,
+      intervalMs: 60_000,
+      round: async () => {
+        rounds += 1;
+        if (rounds === 3) controller.abort();
+        return { nextInMs: 0 };
+      },
+    });
+    assert.equal(rounds, 3);
+  });
+
+  it('hands each failure to onError with the error itself', async () => {
+    const controller = new AbortController();
+    const errors: unknown[] = [];
+    const failure = new Error('down');
+    let rounds = 0;
+    await runLoop({
+      name: 'reporting',
+      signal: controller.signal,
+      intervalMs: 1,
+      backoff: { initialMs: 1, capMs: 1 },
+      onError: (err) => errors.push(err),
+      round: async () => {
+        rounds += 1;
+        if (rounds === 1) throw failure;
+        controller.abort();
+      },
+    });
+    assert.deepEqual(errors, [failure]);
+  });
+
+  it('does not start a woken round before minGapMs has passed on its clock', async () => {
+    const controller = new AbortController();
+    const wakeup = new Wakeup();
+    let rounds = 0;
+    const loop = runLoop({
+      name: 'gapped',
+      signal: controller.signal,
+      intervalMs: 60_000,
+      minGapMs: 60_000,
+      wakeup,
+      // A clock that never moves: the gap never passes, so only an abort ends the wait.
+      now: () => 0,
+      round: async () => {
+        rounds += 1;
+        wakeup.wake();
+      },
+    });
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(rounds, 1);
+    controller.abort();
+    await loop;
+    assert.equal(rounds, 1);
+  });
+
+  it('waits firstRoundInMs before the first round, and an abort ends that wait', async () => {
+    const controller = new AbortController();
+    let rounds = 0;
+    const loop = runLoop({
+      name: 'delayed',
+      signal: controller.signal,
+      intervalMs: 1,
+      firstRoundInMs: 60_000,
+      round: async () => {
+        rounds += 1;
+      },
+    });
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    await loop;
+    assert.equal(rounds, 0);
+  });
+
+  it('with fixedRate, counts the interval from the round start: a slow round is followed at once', async () => {
+    const controller = new AbortController();
+    let clock = 0;
+    let rounds = 0;
+    await runLoop({
+      name: 'heartbeat',
+      signal: controller.signal,
+      intervalMs: 60_000,
+      fixedRate: true,
+      now: () => clock,
+      round: async () => {
+        rounds += 1;
+        // Each round takes the whole interval on the loop's clock, so no wait is left after it.
+        clock += 60_000;
+        if (rounds === 3) controller.abort();
+      },
+    });
+    assert.equal(rounds, 3);
   });
 });

@@ -132,12 +132,45 @@ export interface LoopOptions {
   readonly signal: AbortSignal;
   /** The pause between rounds that succeeded: the safety-net period. */
   readonly intervalMs: number;
-  /** One unit of work. A throw counts as a failure and delays the next round by the back-off. */
-  readonly round: (signal: AbortSignal) => Promise<void>;
+  /** The wait before the first round (default 0: at once), e.g. when the caller just did one itself. */
+  readonly firstRoundInMs?: number;
+  /**
+   * Measure `intervalMs` from the start of each round instead of its end, so rounds keep their
+   * rate however long each takes (a heartbeat that must land every interval): a round that took
+   * the whole interval is followed by the next at once. Rounds never overlap either way.
+   */
+  readonly fixedRate?: boolean;
+  /**
+   * One unit of work. A throw counts as a failure and delays the next round by the back-off. It
+   * may ask for the next round sooner than `intervalMs` (0: at once, e.g. a batch that took a full
+   * page; or when a retry it scheduled falls due before the interval ends).
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: most rounds are `async () => { ... }`, which return void.
+  readonly round: (signal: AbortSignal) => Promise<RoundOutcome | undefined | void>;
   /** When given, `wake()` starts the next round at once instead of after the interval. */
   readonly wakeup?: Wakeup;
+  /**
+   * Rounds start at least this far apart, woken or not (measured with `now`): wake-ups that come
+   * from every change in a busy store must not turn the loop into a busy loop.
+   */
+  readonly minGapMs?: number;
   readonly backoff?: BackoffPolicy;
   readonly logger?: ServiceLogger;
+  /**
+   * Also told of each failed round, with the error itself (the log line only has its message) and
+   * the back-off before the next try.
+   */
+  readonly onError?: (err: unknown, retryInMs: number) => void;
+  /** The jitter's random numbers in [0, 1), for a back-off with `jitter` (default Math.random). */
+  readonly random?: () => number;
+  /** The clock `minGapMs` is measured on (default `Date.now`). */
+  readonly now?: () => number;
+}
+
+/** What a round may tell the loop about the next one. */
+export interface RoundOutcome {
+  /** The wait before the next round if shorter than the interval (a wake-up still ends it early). */
+  readonly nextInMs?: number;
 }
 
 const defaultLoopBackoff: BackoffPolicy = { initialMs: 250, capMs: 30_000 };
@@ -149,12 +182,17 @@ const defaultLoopBackoff: BackoffPolicy = { initialMs: 250, capMs: 30_000 };
  */
 export async function runLoop(options: LoopOptions): Promise<void> {
   const { signal } = options;
-  const backoff = new Backoff(options.backoff ?? defaultLoopBackoff);
+  const backoff = new Backoff(options.backoff ?? defaultLoopBackoff, options.random);
   const logger = options.logger ?? silentLogger;
+  const now = options.now ?? Date.now;
+  if (options.firstRoundInMs) await sleep(options.firstRoundInMs, signal);
   while (!signal.aborted) {
+    const startedAt = now();
+    let waitMs = options.intervalMs;
     try {
-      await options.round(signal);
+      const outcome = await options.round(signal);
       backoff.succeeded();
+      if (outcome?.nextInMs !== undefined) waitMs = Math.max(0, Math.min(waitMs, outcome.nextInMs));
     } catch (err) {
       if (signal.aborted) return;
       const delayMs = backoff.failed();
@@ -162,11 +200,18 @@ export async function runLoop(options: LoopOptions): Promise<void> {
         { loop: options.name, error: describeError(err), failures: backoff.failures, retry_in_ms: delayMs },
         `${options.name}: round failed`,
       );
+      options.onError?.(err, delayMs);
       await sleep(delayMs, signal);
       continue;
     }
-    if (options.wakeup) await options.wakeup.wait(options.intervalMs, signal);
-    else await sleep(options.intervalMs, signal);
+    if (signal.aborted) return;
+    if (options.fixedRate) waitMs -= now() - startedAt;
+    if (waitMs > 0) {
+      if (options.wakeup) await options.wakeup.wait(waitMs, signal);
+      else await sleep(waitMs, signal);
+    }
+    const gapLeftMs = (options.minGapMs ?? 0) - (now() - startedAt);
+    if (gapLeftMs > 0) await sleep(gapLeftMs, signal);
   }
 }
 

@@ -14,7 +14,8 @@ export const containerStates: readonly ContainerState[] = [
 
 /**
  * The seed's "Allowed transitions", exactly. There is no RESERVED → COMPLETED: a reservation that
- * never initializes is deleted by the rep, and deletion is not a state (see `canDeleteContainer`).
+ * never initializes is deleted by the rep, and deletion is not a state ("Containers can be deleted
+ * regardless of current state": `Executor.deleteContainer`, see executor-delete.test.ts).
  * COMPLETED is terminal: a finished container is never reused, so a restart is a new container.
  */
 export const containerTransitions: Readonly<Record<ContainerState, readonly ContainerState[]>> = {
@@ -31,11 +32,6 @@ export function canTransitionContainer(from: ContainerState, to: ContainerState)
 
 export function assertContainerTransition(from: ContainerState, to: ContainerState, subject?: string): void {
   if (!canTransitionContainer(from, to)) throw new IllegalTransitionError('container', from, to, subject);
-}
-
-/** "Containers can be deleted regardless of current state": the rep owns deletion, at any time. */
-export function canDeleteContainer(_state: ContainerState): boolean {
-  return true;
 }
 
 /** Identifies the ActualLRP instance a container runs; instance_guid ties it to one claim. */

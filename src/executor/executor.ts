@@ -4,7 +4,7 @@ import { closeSync, existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
-import { BerthError, NotFoundError } from '../core/index.js';
+import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import {
   defaultLogTailBytes,
   ImageUnavailableError,
@@ -91,33 +91,35 @@ const resultFileLimit = 10 * 1024;
  * carry the container's identity as labels, so a restarted executor finds its containers again.
  */
 export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
-  private readonly containers = new Map<string, Record_>();
-  private readonly usedPorts = new Set<number>();
-  private pollTimer: NodeJS.Timeout | undefined;
-  private readonly monitors = new Map<string, NodeJS.Timeout>();
+  readonly #options: ExecutorOptions;
+  readonly #containers = new Map<string, Record_>();
+  readonly #usedPorts = new Set<number>();
+  #pollTimer: NodeJS.Timeout | undefined;
+  readonly #monitors = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly options: ExecutorOptions) {
+  constructor(options: ExecutorOptions) {
     super();
+    this.#options = options;
   }
 
   get runtime(): PodRuntime {
-    return this.options.runtime;
+    return this.#options.runtime;
   }
 
   /** Rebuilds containers from the pods on disk and starts watching for exits. */
   start(): void {
-    for (const pod of this.options.runtime.store.list()) this.adopt(pod);
-    this.pollTimer = setInterval(() => this.pollPods(), this.options.pollIntervalMs ?? 1000);
-    this.pollTimer.unref();
+    for (const pod of this.#options.runtime.store.list()) this.#adopt(pod);
+    this.#pollTimer = setInterval(() => this.#pollPods(), this.#options.pollIntervalMs ?? 1000);
+    this.#pollTimer.unref();
   }
 
   stop(): void {
-    clearInterval(this.pollTimer);
-    for (const timer of this.monitors.values()) clearTimeout(timer);
-    this.monitors.clear();
+    clearInterval(this.#pollTimer);
+    for (const timer of this.#monitors.values()) clearTimeout(timer);
+    this.#monitors.clear();
   }
 
-  private adopt(pod: PodInfo): void {
+  #adopt(pod: PodInfo): void {
     const labels = pod.manifest?.labels ?? {};
     const raw = labels[`${labelPrefix}container`];
     if (!raw || pod.state === 'exited-garbage' || pod.state === 'garbage' || pod.state === 'deleting') return;
@@ -135,16 +137,16 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       spec: saved.spec,
       podUuid: pod.uuid,
       createdAt: Date.now(),
-      stopRequested: existsSync(join(this.options.runtime.store.path(pod), 'stop-requested')),
+      stopRequested: existsSync(join(this.#options.runtime.store.path(pod), 'stop-requested')),
       adopted: true,
     };
-    for (const p of pod.manifest?.ports ?? []) this.usedPorts.add(p.host_port);
-    if (pod.network) record.netInfo = this.netInfo(pod.network.ports);
-    this.containers.set(record.guid, record);
+    for (const p of pod.manifest?.ports ?? []) this.#usedPorts.add(p.host_port);
+    if (pod.network) record.netInfo = this.#netInfo(pod.network.ports);
+    this.#containers.set(record.guid, record);
     if (pod.state === 'running') {
       record.state = 'RUNNING';
     } else if (pod.state === 'exited') {
-      this.complete(record, pod);
+      this.#complete(record, pod);
     } else {
       // Prepared or failed prepare: the start never happened; report it as a crash so the rep
       // restarts the instance instead of waiting for it forever.
@@ -158,15 +160,15 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   }
 
   list(): ExecutorContainer[] {
-    return [...this.containers.values()].map((r) => this.view(r));
+    return [...this.#containers.values()].map((r) => this.#view(r));
   }
 
   get(guid: string): ExecutorContainer | undefined {
-    const record = this.containers.get(guid);
-    return record ? this.view(record) : undefined;
+    const record = this.#containers.get(guid);
+    return record ? this.#view(record) : undefined;
   }
 
-  private view(r: Record_): ExecutorContainer {
+  #view(r: Record_): ExecutorContainer {
     return {
       guid: r.guid,
       state: r.state,
@@ -185,22 +187,23 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   used(): ExecutorCapacity {
     let memory = 0;
     let disk = 0;
-    for (const r of this.containers.values()) {
+    for (const r of this.#containers.values()) {
       memory += r.resource.memory_mb;
       disk += r.resource.disk_mb;
     }
-    return { memory_mb: memory, disk_mb: disk, containers: this.containers.size };
+    return { memory_mb: memory, disk_mb: disk, containers: this.#containers.size };
   }
 
   get capacity(): ExecutorCapacity {
-    return this.options.capacity;
+    return this.#options.capacity;
   }
 
   /** RESERVED: allocates resources, or refuses with resource_exhausted naming what is short. */
   reserve(guid: string, tags: ContainerTags, resource: ContainerResource): ExecutorContainer {
-    if (this.containers.has(guid)) throw new BerthError('already_exists', `Container ${guid} already exists`);
+    if (this.#containers.has(guid))
+      throw new BerthError('already_exists', `Container ${guid} already exists`);
     const used = this.used();
-    const cap = this.options.capacity;
+    const cap = this.#options.capacity;
     const short =
       used.containers + 1 > cap.containers
         ? `containers (${cap.containers} max)`
@@ -219,36 +222,36 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       createdAt: Date.now(),
       stopRequested: false,
     };
-    this.containers.set(guid, record);
-    return this.view(record);
+    this.#containers.set(guid, record);
+    return this.#view(record);
   }
 
-  private move(record: Record_, to: ContainerState): void {
+  #move(record: Record_, to: ContainerState): void {
     assertContainerTransition(record.state, to, record.guid);
     record.state = to;
-    if (to === 'RUNNING' || to === 'COMPLETED') this.emit('container', this.view(record));
+    if (to === 'RUNNING' || to === 'COMPLETED') this.emit('container', this.#view(record));
   }
 
-  private allocatePorts(containerPorts: readonly number[]): PortMapping[] {
-    const from = this.options.portRange?.from ?? 61000;
-    const to = this.options.portRange?.to ?? 61999;
+  #allocatePorts(containerPorts: readonly number[]): PortMapping[] {
+    const from = this.#options.portRange?.from ?? 61000;
+    const to = this.#options.portRange?.to ?? 61999;
     const mappings: PortMapping[] = [];
     for (const containerPort of containerPorts) {
       let host = from;
-      while (host <= to && this.usedPorts.has(host)) host++;
+      while (host <= to && this.#usedPorts.has(host)) host++;
       if (host > to) {
-        for (const m of mappings) this.usedPorts.delete(m.host_port);
+        for (const m of mappings) this.#usedPorts.delete(m.host_port);
         throw new BerthError('resource_exhausted', `No free host port in ${from}-${to}`);
       }
-      this.usedPorts.add(host);
+      this.#usedPorts.add(host);
       mappings.push({ container_port: containerPort, host_port: host });
     }
     return mappings;
   }
 
-  private netInfo(ports: readonly { host_port: number; container_port: number }[]): ActualLRPNetInfo {
+  #netInfo(ports: readonly { host_port: number; container_port: number }[]): ActualLRPNetInfo {
     return {
-      address: this.options.hostAddress,
+      address: this.#options.hostAddress,
       ports: ports.map((p) => ({ container_port: p.container_port, host_port: p.host_port })),
     };
   }
@@ -259,20 +262,20 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
    * the rep learns everything from the container's state.
    */
   async run(guid: string, spec: ContainerRunSpec): Promise<void> {
-    const record = this.containers.get(guid);
+    const record = this.#containers.get(guid);
     if (!record) throw new NotFoundError('container', guid);
-    this.move(record, 'INITIALIZING');
+    this.#move(record, 'INITIALIZING');
     record.spec = spec;
     let mappings: PortMapping[] = [];
     try {
-      mappings = this.allocatePorts(spec.ports);
+      mappings = this.#allocatePorts(spec.ports);
       const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
       if (spec.ports[0] !== undefined) env.push(`PORT=${spec.ports[0]}`);
       if (record.tags.kind === 'lrp') {
         env.push(`INSTANCE_INDEX=${record.tags.index}`, `INSTANCE_GUID=${record.tags.instance_guid}`);
       }
       const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
-      const prepared = await this.options.runtime.prepare(spec.image, {
+      const prepared = await this.#options.runtime.prepare(spec.image, {
         ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
         env,
         name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
@@ -280,7 +283,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.resource.memory_mb > 0 ? Math.max(6, record.resource.memory_mb) * 1024 * 1024 : null,
         net: 'private',
         ports: mappings,
-        ...(this.options.logSizeMax !== undefined ? { logSizeMax: this.options.logSizeMax } : {}),
+        ...(this.#options.logSizeMax !== undefined ? { logSizeMax: this.#options.logSizeMax } : {}),
         labels: { [`${labelPrefix}container`]: saved },
         ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
       });
@@ -290,65 +293,67 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         closeSync(prepared.lockFd);
         return;
       }
-      const runtime = this.options.runtime;
+      const runtime = this.#options.runtime;
       if (!runtime.store.move(prepared.location, 'run'))
         throw new BerthError('internal', `Pod ${prepared.location.uuid} vanished`);
       await runtime.startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
-        onExit: () => this.onPodExit(guid),
+        onExit: () => this.#onPodExit(guid),
       });
       const info = runtime.status(prepared.location.uuid);
-      record.netInfo = this.netInfo(info.network?.ports ?? mappings);
+      record.netInfo = this.#netInfo(info.network?.ports ?? mappings);
       if (record.state !== 'INITIALIZING') {
         // Deleted or stopped while its pod was starting: the pod must not outlive the container.
+        // catch-all: a pod that will not stop or go is left to gc, which collects exited pods.
         await runtime.stop(prepared.location.uuid, 0).catch(() => undefined);
-        if (!this.containers.has(guid)) await runtime.remove(prepared.location.uuid).catch(() => undefined);
+        // catch-all: as above.
+        if (!this.#containers.has(guid)) await runtime.remove(prepared.location.uuid).catch(() => undefined);
         return;
       }
-      this.move(record, 'CREATED');
-      this.scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
+      this.#move(record, 'CREATED');
+      this.#scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
     } catch (err) {
-      for (const m of mappings) this.usedPorts.delete(m.host_port);
+      for (const m of mappings) this.#usedPorts.delete(m.host_port);
       if (record.state === 'INITIALIZING' || record.state === 'CREATED') {
         record.result = {
           failed: true,
           reason: err instanceof Error ? err.message : String(err),
           kind: err instanceof ImageUnavailableError ? 'no-image' : 'crashed',
         };
-        this.move(record, 'COMPLETED');
+        this.#move(record, 'COMPLETED');
       }
     }
   }
 
-  private scheduleMonitor(record: Record_, podAddress: string): void {
+  #scheduleMonitor(record: Record_, podAddress: string): void {
     const monitor = record.spec?.monitor;
     if (!monitor) {
-      this.move(record, 'RUNNING');
+      this.#move(record, 'RUNNING');
       return;
     }
-    const interval = this.options.monitorIntervalMs ?? 500;
+    const interval = this.#options.monitorIntervalMs ?? 500;
     const deadline = record.createdAt + (record.spec?.start_timeout_s ?? 60) * 1000;
     let failures = 0;
     const tick = async () => {
-      this.monitors.delete(record.guid);
+      this.#monitors.delete(record.guid);
       if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
-      const healthy = await this.check(record, monitor, podAddress);
+      const healthy = await this.#check(record, monitor, podAddress);
       if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
       if (healthy) {
         failures = 0;
-        if (record.state === 'CREATED') this.move(record, 'RUNNING');
+        if (record.state === 'CREATED') this.#move(record, 'RUNNING');
       } else if (record.state === 'CREATED' && Date.now() > deadline) {
-        await this.kill(record, `the monitor did not pass within ${record.spec?.start_timeout_s ?? 60}s`);
+        await this.#kill(record, `the monitor did not pass within ${record.spec?.start_timeout_s ?? 60}s`);
         return;
       } else if (record.state === 'RUNNING' && ++failures >= 3) {
-        await this.kill(record, 'the monitor failed 3 times in a row');
+        await this.#kill(record, 'the monitor failed 3 times in a row');
         return;
       }
-      this.monitors.set(record.guid, setTimeout(tick, interval));
+      this.#monitors.set(record.guid, setTimeout(tick, interval));
     };
-    this.monitors.set(record.guid, setTimeout(tick, 0));
+    this.#monitors.set(record.guid, setTimeout(tick, 0));
   }
 
-  private async check(record: Record_, monitor: Monitor, address: string): Promise<boolean> {
+  async #check(record: Record_, monitor: Monitor, address: string): Promise<boolean> {
     try {
       if ('tcp' in monitor) {
         return await new Promise<boolean>((resolve) => {
@@ -375,7 +380,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       return await new Promise<boolean>((resolve) => {
         const child = spawn(
           'runc',
-          ['--root', this.options.runtime.store.dirs.runc, 'exec', uuid, ...monitor.command],
+          ['--root', this.#options.runtime.store.dirs.runc, 'exec', uuid, ...monitor.command],
           {
             stdio: 'ignore',
           },
@@ -388,38 +393,41 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         child.once('error', () => resolve(false));
       });
     } catch {
+      // catch-all: a check that cannot even run is a failed check; the monitor counts it as such.
       return false;
     }
   }
 
   /** The monitor gave up: stop the pod; its exit completes the container as crashed. */
-  private async kill(record: Record_, reason: string): Promise<void> {
+  async #kill(record: Record_, reason: string): Promise<void> {
     record.result = { failed: true, reason, kind: 'crashed' };
-    if (record.podUuid) await this.options.runtime.stop(record.podUuid, 0).catch(() => undefined);
+    // catch-all: a pod that will not stop now still ends; its exit or the poll completes the container.
+    if (record.podUuid) await this.#options.runtime.stop(record.podUuid, 0).catch(() => undefined);
   }
 
-  private onPodExit(guid: string): void {
-    const record = this.containers.get(guid);
+  #onPodExit(guid: string): void {
+    const record = this.#containers.get(guid);
     if (!record?.podUuid || record.state === 'COMPLETED') return;
     try {
-      const info = this.options.runtime.status(record.podUuid);
-      if (info.state !== 'running') this.complete(record, info);
+      const info = this.#options.runtime.status(record.podUuid);
+      if (info.state !== 'running') this.#complete(record, info);
     } catch {
-      // The pod was removed meanwhile (delete): nothing to report.
+      // catch-all: the pod was removed meanwhile (delete), or its status is unreadable for now:
+      // nothing to report this time; the next poll looks again.
     }
   }
 
-  private pollPods(): void {
-    for (const record of this.containers.values()) {
+  #pollPods(): void {
+    for (const record of this.#containers.values()) {
       if (record.podUuid && (record.state === 'CREATED' || record.state === 'RUNNING'))
-        this.onPodExit(record.guid);
+        this.#onPodExit(record.guid);
     }
   }
 
   /** Any state → COMPLETED with the result the pod's exit implies. */
-  private complete(record: Record_, pod: PodInfo): void {
-    clearTimeout(this.monitors.get(record.guid));
-    this.monitors.delete(record.guid);
+  #complete(record: Record_, pod: PodInfo): void {
+    clearTimeout(this.#monitors.get(record.guid));
+    this.#monitors.delete(record.guid);
     const code = pod.exit?.exit_code ?? null;
     record.exitCode = code;
     if (pod.exit?.finished_at) record.finishedAt = pod.exit.finished_at;
@@ -440,12 +448,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           };
     }
     if (record.spec?.result_file) {
-      record.taskResult = this.readResultFile(pod, record.spec.result_file);
+      record.taskResult = this.#readResultFile(pod, record.spec.result_file);
     }
     if (record.state === 'COMPLETED') return;
     // Adoption after a restart may find a pod that exited before it was ever seen running.
     if (record.state === 'RESERVED') record.state = 'INITIALIZING';
-    this.move(record, 'COMPLETED');
+    this.#move(record, 'COMPLETED');
   }
 
   /**
@@ -454,12 +462,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
    * the container owns every symlink of its upper dir (`ln -s /etc /b` must not make
    * `/b/shadow` the host's), so the path is walked with LayeredRoot, not joined onto host dirs.
    */
-  private readResultFile(pod: PodInfo, file: string): string {
+  #readResultFile(pod: PodInfo, file: string): string {
     try {
-      const content = readInLayeredRoot(this.options.runtime.store.rootLayers(pod), file, resultFileLimit);
+      const content = readInLayeredRoot(this.#options.runtime.store.rootLayers(pod), file, resultFileLimit);
       return content?.toString('utf8') ?? '';
     } catch {
-      // Unreadable (gone with the pod, or a file system error): no result, as for a missing file.
+      // catch-all: unreadable (gone with the pod, or a file system error): no result, as for a missing file.
       return '';
     }
   }
@@ -470,21 +478,21 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
    * the cell's memory (or for a string at all).
    */
   readLog(guid: string, maxBytes = defaultLogTailBytes): LogTail {
-    const record = this.containers.get(guid);
+    const record = this.#containers.get(guid);
     if (!record?.podUuid) return { text: '', size: 0, truncated: false };
-    return readLogTail(this.options.runtime.logDir(record.podUuid).dir, maxBytes);
+    return readLogTail(this.#options.runtime.logDir(record.podUuid).dir, maxBytes);
   }
 
   /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */
   writeSharedFile(guid: string, name: string, content: string): boolean {
-    const record = this.containers.get(guid);
+    const record = this.#containers.get(guid);
     if (!record?.podUuid || record.spec?.shared_files === undefined) return false;
     try {
-      this.options.runtime.writeSharedFile(record.podUuid, name, content);
+      this.#options.runtime.writeSharedFile(record.podUuid, name, content);
       return true;
     } catch (err) {
       // The pod moved on (exited and was collected) between the check and the write.
-      if (err instanceof BerthError && err.code === 'not_found') return false;
+      if (isNotFound(err)) return false;
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
@@ -492,40 +500,41 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
 
   /** What a container was launched with, for its history record. */
   spec(guid: string): ContainerRunSpec | undefined {
-    return this.containers.get(guid)?.spec;
+    return this.#containers.get(guid)?.spec;
   }
 
   /** Asks a container to stop; its completion then reads `shutdown`, not `crashed`. */
   async stopContainer(guid: string): Promise<void> {
-    const record = this.containers.get(guid);
+    const record = this.#containers.get(guid);
     if (!record) throw new NotFoundError('container', guid);
     record.stopRequested = true;
     if (record.state === 'RESERVED' || record.state === 'INITIALIZING') {
       record.result = { failed: false, reason: 'stopped before it started', kind: 'shutdown' };
       if (record.state === 'RESERVED') record.state = 'INITIALIZING';
-      this.move(record, 'COMPLETED');
+      this.#move(record, 'COMPLETED');
       return;
     }
     if (record.state === 'COMPLETED' || !record.podUuid) return;
-    const path = this.options.runtime.store.path(this.options.runtime.store.locate(record.podUuid));
+    const path = this.#options.runtime.store.path(this.#options.runtime.store.locate(record.podUuid));
     writeFileSync(join(path, 'stop-requested'), '');
-    await this.options.runtime
-      .stop(record.podUuid, this.options.stopTimeoutMs ?? 10_000)
+    await this.#options.runtime
+      .stop(record.podUuid, this.#options.stopTimeoutMs ?? 10_000)
+      // catch-all: whether it stopped is read from the pod right below.
       .catch(() => undefined);
-    this.onPodExit(guid);
+    this.#onPodExit(guid);
   }
 
   /** Deletes a container in any state: kills its pod if needed and removes it from disk. */
   async deleteContainer(guid: string): Promise<void> {
-    const record = this.containers.get(guid);
+    const record = this.#containers.get(guid);
     if (!record) return;
-    clearTimeout(this.monitors.get(guid));
-    this.monitors.delete(guid);
+    clearTimeout(this.#monitors.get(guid));
+    this.#monitors.delete(guid);
     const wasActive = record.state !== 'COMPLETED';
     record.state = 'COMPLETED';
     record.result ??= { failed: false, reason: 'deleted', kind: 'shutdown' };
     if (record.podUuid) {
-      const runtime = this.options.runtime;
+      const runtime = this.#options.runtime;
       try {
         if (wasActive && runtime.status(record.podUuid).state === 'running') {
           record.stopRequested = true;
@@ -533,11 +542,11 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         }
         await runtime.remove(record.podUuid);
       } catch (err) {
-        if (!(err instanceof BerthError && err.code === 'not_found')) throw err;
+        if (!isNotFound(err)) throw err;
       }
       const manifest = record.netInfo?.ports ?? [];
-      for (const p of manifest) this.usedPorts.delete(p.host_port);
+      for (const p of manifest) this.#usedPorts.delete(p.host_port);
     }
-    this.containers.delete(guid);
+    this.#containers.delete(guid);
   }
 }

@@ -94,10 +94,8 @@ describe('CellEventJournal', () => {
     const loop = journal.runDelivery({
       signal: controller.signal,
       random: () => 0,
-      backoff: { baseMs: 10, maxMs: 1000 },
-      sleep: async (ms) => {
-        delays.push(ms);
-      },
+      backoff: { initialMs: 10, capMs: 1000, jitter: true },
+      onError: (_err, retryInMs) => delays.push(retryInMs),
       post: async (batch) => {
         if (failures-- > 0) throw new Error('server unreachable');
         delivered.push(...batch);

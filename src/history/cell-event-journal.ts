@@ -11,7 +11,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { type BackoffPolicy, backoffMs, defaultBackoff } from './delivery-backoff.js';
+import { type BackoffPolicy, runLoop, Wakeup } from '../core/index.js';
 import type { ContainerLaunch } from './history-types.js';
 import type { EventRecord, FinalizationRecord, IngestRecord } from './ingest-records.js';
 
@@ -39,13 +39,23 @@ export interface DeliveryLoopOptions {
   /** Sends one batch; resolves once the server committed it, rejects otherwise. */
   readonly post: (batch: readonly IngestRecord[]) => Promise<void>;
   readonly signal: AbortSignal;
+  /** Default `deliveryBackoff`. */
   readonly backoff?: BackoffPolicy;
   /** Injected for tests; Math.random by default. */
   readonly random?: () => number;
-  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Called after each failed delivery with the error and the delay before the next try. */
   readonly onError?: (err: unknown, retryInMs: number) => void;
 }
+
+/**
+ * How a cell's (or a short-lived process's) history delivery backs off while the server is away:
+ * from 200 ms up to 30 s, jittered, so cells that lost the server together do not all come back in
+ * the same millisecond.
+ */
+export const deliveryBackoff: BackoffPolicy = { initialMs: 200, capMs: 30_000, jitter: true };
+
+/** A delivery loop woken by nothing still looks this often (a safety net, not the mechanism). */
+const idleDeliveryMs = 60_000;
 
 const segmentPattern = /^(\d{12})\.jsonl$/;
 
@@ -62,8 +72,8 @@ export class CellEventJournal {
   readonly #maxBatch: number;
   #segment: number;
   #fd: number | undefined;
-  #written = 0;
-  #waiters = new Set<() => void>();
+  /** Rung by every append, so a waiting delivery loop posts the new record at once. */
+  readonly #appended = new Wakeup();
   #delivering: Promise<number> | undefined;
 
   constructor(options: CellEventJournalOptions) {
@@ -110,8 +120,7 @@ export class CellEventJournal {
     }
     writeSync(this.#fd, `${JSON.stringify(record)}\n`);
     fdatasyncSync(this.#fd);
-    this.#written++;
-    for (const wake of this.#waiters) wake();
+    this.#appended.wake();
   }
 
   /** Records journaled and not yet acknowledged (reads the segments; for tests and status). */
@@ -143,6 +152,7 @@ export class CellEventJournal {
       return sent;
     };
     const previous = this.#delivering ?? Promise.resolve(0);
+    // catch-all: the earlier caller got its failure; this delivery starts afresh all the same.
     const next = previous.catch(() => 0).then(run);
     this.#delivering = next;
     return next;
@@ -152,41 +162,24 @@ export class CellEventJournal {
    * Delivers until `signal` aborts: right after each record (woken by `append`), and while the
    * server is unreachable, again after an exponential back-off.
    */
-  async runDelivery(options: DeliveryLoopOptions): Promise<void> {
-    const random = options.random ?? Math.random;
-    const sleep = options.sleep ?? abortableSleep;
-    let failures = 0;
-    while (!options.signal.aborted) {
-      const before = this.#written;
-      try {
+  runDelivery(options: DeliveryLoopOptions): Promise<void> {
+    return runLoop({
+      name: 'history journal delivery',
+      signal: options.signal,
+      intervalMs: idleDeliveryMs,
+      wakeup: this.#appended,
+      backoff: options.backoff ?? deliveryBackoff,
+      ...(options.random ? { random: options.random } : {}),
+      ...(options.onError ? { onError: options.onError } : {}),
+      round: async () => {
         await this.deliverOnce(options.post);
-        failures = 0;
-      } catch (err) {
-        failures++;
-        const delay = backoffMs(failures, random(), options.backoff ?? defaultBackoff);
-        options.onError?.(err, delay);
-        await sleep(delay, options.signal);
-        continue;
-      }
-      if (this.#written === before) await this.#nextAppend(options.signal);
-    }
+      },
+    });
   }
 
   close(): void {
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;
-  }
-
-  #nextAppend(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.#waiters.delete(done);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      this.#waiters.add(done);
-      signal.addEventListener('abort', done);
-    });
   }
 
   #rotate(): void {
@@ -220,7 +213,7 @@ function readSegment(path: string): IngestRecord[] {
     try {
       records.push(JSON.parse(line) as IngestRecord);
     } catch {
-      // torn write
+      // catch-all: a torn write (a crash mid-append) is the last line; the rest of it never came.
     }
   }
   return records;
@@ -233,16 +226,4 @@ function syncDir(dir: string): void {
   } finally {
     closeSync(fd);
   }
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done);
-  });
 }

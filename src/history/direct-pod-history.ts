@@ -1,6 +1,7 @@
 import { existsSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { errnoCode } from '../core/index.js';
 import { obituariesDir, podFiles } from '../runtime/pod-dirs.js';
 import { readLogTail } from '../runtime/pod-log-reader.js';
 import type { PodExit, PodManifest, PodObituary, PodStarted } from '../runtime/pod-manifest.js';
@@ -163,7 +164,7 @@ function markNoted(pod: PodFacts): void {
   try {
     linkSync(join(pod.dir, podFiles.exit), join(pod.dir, notedMarker));
   } catch {
-    // Already noted (EEXIST), or the pod moved on (gc): a second note is deduped by the server.
+    // catch-all: already noted (EEXIST), or the pod moved on (gc): a second note is deduped by the server.
   }
 }
 
@@ -176,21 +177,26 @@ export async function noteObituaries(dataDir: string, dropbox: RecordDropbox): P
   let names: string[];
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.json'));
-  } catch {
-    return 0;
+  } catch (err) {
+    // No pod was ever destroyed unnoted: the dir is made by the first obituary.
+    if (errnoCode(err) === 'ENOENT') return 0;
+    throw err;
   }
   for (const name of names) {
     const path = join(dir, name);
+    let o: PodObituary | undefined;
     try {
-      const o = JSON.parse(readFileSync(path, 'utf8')) as PodObituary;
+      o = JSON.parse(readFileSync(path, 'utf8')) as PodObituary;
+    } catch {
+      // catch-all: unreadable; written whole by rename, so not ours: dropped below like a noted one.
+    }
+    // A drop that fails throws before the unlink: the obituary stays for the next pass.
+    if (o)
       await noteExit(
         dropbox,
         { uuid: o.uuid, manifest: o.manifest, started: o.started, exit: o.exit, log: o.log },
         'service',
       );
-    } catch {
-      // Unreadable: written whole by rename, so not ours; dropped below like a delivered one.
-    }
     unlinkSync(path);
   }
   return names.length;
@@ -244,6 +250,7 @@ export async function noteExitedPods(
   for (const info of pods) {
     if (!info.exit) continue;
     const pod = factsOf(runtime, info);
+    // catch-all: its files went while we read them (collected): its obituary, if any, notes it.
     const records = await exitRecords(pod, 'service').catch(() => undefined);
     if (records === undefined) continue;
     batch.push(...records);

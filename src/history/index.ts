@@ -1,6 +1,5 @@
 export * from './cell-event-journal.js';
 export * from './container-status.js';
-export * from './delivery-backoff.js';
 export * from './direct-pod-history.js';
 export * from './finalization.js';
 export * from './history-client.js';

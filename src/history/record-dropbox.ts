@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../core/index.js';
-import { type BackoffPolicy, backoffMs, defaultBackoff } from './delivery-backoff.js';
+import { type BackoffPolicy, errnoCode, runLoop, writeFileAtomic } from '../core/index.js';
+import { deliveryBackoff } from './cell-event-journal.js';
 import type { IngestRecord } from './ingest-records.js';
 
 const dropPattern = /^\d{13}-\d+-[0-9a-f]{8}\.json$/;
@@ -44,7 +44,7 @@ export class RecordDropbox {
   }
 
   /** Delivers every `intervalMs` until aborted; after failures, with exponential back-off. */
-  async runDelivery(options: {
+  runDelivery(options: {
     readonly post: (batch: readonly IngestRecord[]) => Promise<void>;
     readonly signal: AbortSignal;
     readonly intervalMs?: number;
@@ -53,29 +53,17 @@ export class RecordDropbox {
     /** Runs before each pass (e.g. to turn other leftovers into drops). */
     readonly before?: () => Promise<unknown>;
   }): Promise<void> {
-    let failures = 0;
-    while (!options.signal.aborted) {
-      let delay = options.intervalMs ?? 2_000;
-      try {
+    return runLoop({
+      name: 'history dropbox delivery',
+      signal: options.signal,
+      intervalMs: options.intervalMs ?? 2_000,
+      backoff: options.backoff ?? deliveryBackoff,
+      ...(options.onError ? { onError: options.onError } : {}),
+      round: async () => {
         await options.before?.();
         await this.deliverOnce(options.post);
-        failures = 0;
-      } catch (err) {
-        failures++;
-        delay = backoffMs(failures, Math.random(), options.backoff ?? defaultBackoff);
-        options.onError?.(err);
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, delay);
-        options.signal.addEventListener('abort', done, { once: true });
-        function done() {
-          clearTimeout(timer);
-          // One listener per wait, removed again: a long-lived loop must not pile them up.
-          options.signal.removeEventListener('abort', done);
-          resolve();
-        }
-      });
-    }
+      },
+    });
   }
 
   #files(): string[] {
@@ -83,8 +71,10 @@ export class RecordDropbox {
       return readdirSync(this.dir)
         .filter((f) => dropPattern.test(f))
         .sort();
-    } catch {
-      return [];
+    } catch (err) {
+      // No drop yet: the dir is made by the first drop. Any other failure is the caller's to see.
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
     }
   }
 
@@ -92,7 +82,7 @@ export class RecordDropbox {
     try {
       return JSON.parse(readFileSync(join(this.dir, file), 'utf8')) as IngestRecord[];
     } catch {
-      // Written whole by rename, so unreadable means foreign or damaged: it is dropped, not retried.
+      // catch-all: written whole by rename, so unreadable means foreign or damaged: dropped, not retried.
       return [];
     }
   }

@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import {
   dockerEventStatuses,
   finalStatusFor,
-  isFinishingEvent,
   isTerminalStatus,
   mapRawStatus,
   statusMappingTable,
@@ -56,30 +55,6 @@ describe('seed 001 status mapping table', () => {
     // "Created" comes from the service-side "created" row, which neither vocabulary lists.
     produced.add(mapRawStatus('created'));
     assert.deepEqual([...produced].sort(), [...seedFinalSet].sort());
-  });
-});
-
-describe('finishing events (finalization triggers)', () => {
-  const rows: ReadonlyArray<[string, 'event' | 'service', boolean]> = [
-    ['kill', 'event', true],
-    ['die', 'event', true],
-    ['oom', 'event', true],
-    ['start', 'event', false],
-    ['destroy', 'event', false],
-    ['complete', 'service', true],
-    ['shutdown', 'service', true],
-    ['failed', 'service', true],
-    ['rejected', 'service', true],
-    ['running', 'service', false],
-    ['die', 'service', false],
-  ];
-  for (const [raw, source, finishing] of rows) {
-    it(`${raw} from ${source}: ${finishing ? 'finalize' : 'not finished'}`, () =>
-      assert.equal(isFinishingEvent(raw, source), finishing));
-  }
-  it('system and user items never trigger finalization', () => {
-    assert.equal(isFinishingEvent('die', 'system'), false);
-    assert.equal(isFinishingEvent('kill', 'user'), false);
   });
 });
 

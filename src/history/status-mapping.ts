@@ -1,4 +1,4 @@
-import type { ContainerStatus, EntityType } from './history-types.js';
+import type { ContainerStatus } from './history-types.js';
 
 /**
  * The seed's table, row for row: raw docker event statuses and swarm task states mapped to the
@@ -92,20 +92,6 @@ export function isTerminalStatus(status: ContainerStatus): boolean {
 /** `Object.hasOwn` so that `constructor` or `toString` never map to something inherited. */
 export function mapRawStatus(raw: string): ContainerStatus {
   return Object.hasOwn(statusMappingTable, raw) ? statusMappingTable[raw]! : raw;
-}
-
-/**
- * Raw values after which the seed finalizes the container: `kill`, `die`, `oom` from the events
- * API; `complete`, `shutdown`, `failed`, `rejected` from the service API.
- */
-const finishingBySource: Readonly<Record<'event' | 'service', ReadonlySet<string>>> = {
-  event: new Set(['kill', 'die', 'oom']),
-  service: new Set(['complete', 'shutdown', 'failed', 'rejected']),
-};
-
-export function isFinishingEvent(raw: string, entityType: EntityType): boolean {
-  if (entityType !== 'event' && entityType !== 'service') return false;
-  return finishingBySource[entityType].has(raw);
 }
 
 /** Finalization's verdict: exit code 0 or unknown (null) is a success. */

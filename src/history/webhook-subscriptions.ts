@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type BackoffPolicy,
+  backoffDelayMs,
   type CallbackTargetPolicy,
   checkCallbackUrl,
   InvalidArgumentError,
   NotFoundError,
   refusedCallbackTarget,
+  runLoop,
+  Wakeup,
 } from '../core/index.js';
-import { type BackoffPolicy, backoffMs } from './delivery-backoff.js';
 import type { HistoryStore } from './history-store.js';
 
 export interface Subscription {
@@ -51,7 +54,7 @@ export interface WebhookOptions {
   readonly allowPrivateTargets?: boolean;
 }
 
-const webhookBackoff: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000 };
+const webhookBackoff: BackoffPolicy = { initialMs: 1000, capMs: 5 * 60_000, jitter: true };
 
 /**
  * Webhook subscriptions to container status changes. The history store queues a delivery per
@@ -244,7 +247,9 @@ export class WebhookSubscriptions {
           : refused !== undefined || attempts >= this.#maxAttempts
             ? 'failed'
             : 'pending';
-      const next = new Date(at.getTime() + backoffMs(attempts, this.#random(), this.#backoff)).toISOString();
+      const next = new Date(
+        at.getTime() + backoffDelayMs(attempts, this.#backoff, this.#random()),
+      ).toISOString();
       await this.#history.write((db) =>
         db
           .updateTable('subscription_deliveries')
@@ -264,41 +269,26 @@ export class WebhookSubscriptions {
   }
 
   /** Delivers until `signal` aborts: right after `wake()` (a new item was recorded) or every `pollMs`. */
-  async run(options: {
-    signal: AbortSignal;
-    pollMs?: number;
-    onError?: (err: unknown) => void;
-  }): Promise<void> {
-    while (!options.signal.aborted) {
-      let sent = 0;
-      try {
-        sent = await this.deliverDue();
-      } catch (err) {
-        options.onError?.(err);
-      }
-      if (sent === 0) await this.#sleep(options.pollMs ?? 1000, options.signal);
-    }
+  run(options: { signal: AbortSignal; pollMs?: number; onError?: (err: unknown) => void }): Promise<void> {
+    const pollMs = options.pollMs ?? 1000;
+    return runLoop({
+      name: 'webhook delivery',
+      signal: options.signal,
+      intervalMs: pollMs,
+      wakeup: this.#newItems,
+      // A failed round (the history store unreachable) is tried again after the poll interval.
+      backoff: { initialMs: pollMs, capMs: pollMs },
+      ...(options.onError ? { onError: options.onError } : {}),
+      // A full batch means more may be due: go on at once.
+      round: async () => ((await this.deliverDue()) > 0 ? { nextInMs: 0 } : undefined),
+    });
   }
 
-  #wakers = new Set<() => void>();
+  readonly #newItems = new Wakeup();
 
   /** Called when new items were recorded in this process: deliver without waiting for the poll. */
   wake(): void {
-    for (const w of this.#wakers) w();
-  }
-
-  #sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wakers.delete(done);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#wakers.add(done);
-      signal.addEventListener('abort', done);
-    });
+    this.#newItems.wake();
   }
 }
 

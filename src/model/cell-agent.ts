@@ -1,3 +1,4 @@
+import { runLoop } from '../core/index.js';
 import { type AgentAction, cellAgentStep, unitAgentStep } from './agent-rules.js';
 import type { AgentActionResult } from './cell-agent-service.js';
 import { MemoryModel, type ModelData } from './memory-model-txn-runner.js';
@@ -55,8 +56,7 @@ export interface CellAgentPass {
  */
 export class CellAgent {
   readonly #options: CellAgentOptions;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #loop: { controller: AbortController; done: Promise<void> } | undefined;
   #stopped = false;
   #lastError = '';
   /** Last pass's refusals: one that repeats pass after pass is logged when it starts, not each second. */
@@ -67,25 +67,25 @@ export class CellAgent {
   }
 
   start(): void {
+    if (this.#loop) return;
     this.#stopped = false;
-    this.#schedule(0);
+    const controller = new AbortController();
+    const done = runLoop({
+      name: 'model agent',
+      signal: controller.signal,
+      intervalMs: this.#options.intervalMs ?? 1_000,
+      // #tick never throws: it reports a failed pass itself (once per distinct error).
+      round: () => this.#tick(),
+    });
+    this.#loop = { controller, done };
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#running;
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#running = this.#tick().finally(() => {
-        this.#running = undefined;
-        this.#schedule(this.#options.intervalMs ?? 1_000);
-      });
-    }, delayMs);
-    this.#timer.unref();
+    const loop = this.#loop;
+    this.#loop = undefined;
+    loop?.controller.abort();
+    await loop?.done;
   }
 
   async #tick(): Promise<void> {

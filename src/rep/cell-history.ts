@@ -18,63 +18,68 @@ export class CellHistory {
   readonly journal: CellEventJournal;
   /** What `berth run` & co. dropped for pods run directly on this data dir (src/cli/pod-history.ts). */
   readonly directPods: RecordDropbox;
-  private readonly controller = new AbortController();
-  private delivery: Promise<void> | undefined;
-  private directDelivery: Promise<void> | undefined;
-  private readonly launched = new Set<string>();
+  readonly #controller = new AbortController();
+  #delivery: Promise<void> | undefined;
+  #directDelivery: Promise<void> | undefined;
+  readonly #launched = new Set<string>();
 
-  constructor(
-    private readonly dataDir: string,
-    private readonly cellId: string,
-    private readonly executor: Executor,
-    private readonly log: (message: string) => void,
-  ) {
+  readonly #dataDir: string;
+  readonly #cellId: string;
+  readonly #executor: Executor;
+  readonly #log: (message: string) => void;
+
+  constructor(dataDir: string, cellId: string, executor: Executor, log: (message: string) => void) {
+    this.#dataDir = dataDir;
+    this.#cellId = cellId;
+    this.#executor = executor;
+    this.#log = log;
     this.journal = new CellEventJournal({ dir: join(dataDir, 'history-journal') });
     this.directPods = new RecordDropbox(join(dataDir, 'pod-history'));
   }
 
   start(post: (batch: readonly IngestRecord[]) => Promise<void>): void {
-    this.executor.on('container', (container) => {
+    this.#executor.on('container', (container) => {
       try {
-        this.observe(container);
+        this.#observe(container);
       } catch (err) {
-        this.log(`history: ${String(err)}`);
+        this.#log(`history: ${String(err)}`);
       }
     });
-    this.delivery = this.journal.runDelivery({
+    this.#delivery = this.journal.runDelivery({
       post,
-      signal: this.controller.signal,
+      signal: this.#controller.signal,
       onError: (err, retryInMs) =>
-        this.log(`history delivery failed, retrying in ${retryInMs} ms: ${String(err)}`),
+        this.#log(`history delivery failed, retrying in ${retryInMs} ms: ${String(err)}`),
     });
-    this.directDelivery = this.directPods.runDelivery({
+    this.#directDelivery = this.directPods.runDelivery({
       post,
       // Pods deleted the moment they ended (`berth run -d --rm`) left obituaries: note them first.
-      before: () => noteObituaries(this.dataDir, this.directPods),
-      signal: this.controller.signal,
+      before: () => noteObituaries(this.#dataDir, this.directPods),
+      signal: this.#controller.signal,
       intervalMs: 1_000,
-      onError: (err) => this.log(`history delivery of direct pods failed: ${String(err)}`),
+      onError: (err) => this.#log(`history delivery of direct pods failed: ${String(err)}`),
     });
   }
 
   async stop(): Promise<void> {
-    this.controller.abort();
-    await this.delivery?.catch(() => {});
-    await this.directDelivery?.catch(() => {});
+    this.#controller.abort();
+    // catch-all: each loop reports its own failures through onError; stop only waits for the end.
+    await this.#delivery?.catch(() => {});
+    await this.#directDelivery?.catch(() => {}); // catch-all: as above
   }
 
-  private observe(container: ExecutorContainer): void {
+  #observe(container: ExecutorContainer): void {
     const now = new Date().toISOString();
-    if (!this.launched.has(container.guid)) {
-      this.launched.add(container.guid);
-      const spec = this.executor.spec(container.guid);
+    if (!this.#launched.has(container.guid)) {
+      this.#launched.add(container.guid);
+      const spec = this.#executor.spec(container.guid);
       this.journal.recordLaunch(
         {
           id: container.guid,
           image: spec?.image ?? '',
           command: spec?.command ?? [],
           env_names: Object.keys(spec?.env ?? {}),
-          cell_id: this.cellId,
+          cell_id: this.#cellId,
           owner_kind: container.tags.kind,
           owner_id:
             container.tags.kind === 'lrp'
@@ -125,7 +130,7 @@ export class CellHistory {
     let logs: ReturnType<Executor['readLog']> | Error;
     try {
       // Now, while the pod is still there; bounded, so a flooding app cannot take the cell down.
-      logs = this.executor.readLog(container.guid);
+      logs = this.#executor.readLog(container.guid);
     } catch (err) {
       logs = err instanceof Error ? err : new Error(String(err));
     }
@@ -138,7 +143,7 @@ export class CellHistory {
       },
     }).then(
       (record) => this.journal.recordFinalization(record),
-      (err: unknown) => this.log(`history finalization: ${String(err)}`),
+      (err: unknown) => this.#log(`history finalization: ${String(err)}`),
     );
   }
 }

@@ -1,3 +1,5 @@
+import { actualLrpKey } from '../bbs/index.js';
+import { runLoop } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -44,7 +46,7 @@ export class RelationSync {
   readonly #options: RelationSyncOptions;
   readonly #byInstance = new Map<string, UnitRelations>();
   readonly #written = new Map<string, string>();
-  #timer: NodeJS.Timeout | undefined;
+  #loop: AbortController | undefined;
   #running: Promise<void> | undefined;
 
   constructor(options: RelationSyncOptions) {
@@ -52,12 +54,23 @@ export class RelationSync {
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.syncOnce(), this.#options.intervalMs ?? 2_000);
-    this.#timer.unref();
+    if (this.#loop) return;
+    this.#loop = new AbortController();
+    const intervalMs = this.#options.intervalMs ?? 2_000;
+    // A pass logs its own failures (the server away), so the loop's rounds never fail.
+    void runLoop({
+      name: 'relation sync',
+      signal: this.#loop.signal,
+      intervalMs,
+      firstRoundInMs: intervalMs,
+      fixedRate: true,
+      round: () => this.syncOnce(),
+    });
   }
 
   stop(): void {
-    clearInterval(this.#timer);
+    this.#loop?.abort();
+    this.#loop = undefined;
   }
 
   /**
@@ -68,7 +81,7 @@ export class RelationSync {
     processGuid: string,
     index: number,
   ): Promise<{ env: Record<string, string>; files: Record<string, string> }> {
-    let known = this.#byInstance.get(`${processGuid}#${index}`);
+    let known = this.#byInstance.get(actualLrpKey({ process_guid: processGuid, index }));
     try {
       known = (await this.#options.source.forInstance(processGuid, index)) ?? known;
     } catch (err) {
@@ -98,12 +111,12 @@ export class RelationSync {
       return;
     }
     this.#byInstance.clear();
-    for (const u of units) this.#byInstance.set(`${u.process_guid}#${u.index}`, u);
+    for (const u of units) this.#byInstance.set(actualLrpKey(u), u);
     const live = new Set<string>();
     for (const c of this.#options.executor.list()) {
       if (c.tags.kind !== 'lrp') continue;
       live.add(c.guid);
-      const known = this.#byInstance.get(`${c.tags.process_guid}#${c.tags.index}`);
+      const known = this.#byInstance.get(actualLrpKey(c.tags));
       const content = known ? render(known.file) : noRelations;
       if (this.#written.get(c.guid) === content) continue;
       try {

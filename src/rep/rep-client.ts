@@ -109,7 +109,7 @@ function errorFrom(url: string, status: number, text: string): BerthError {
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed === 'object' && parsed !== null) body = parsed as typeof body;
   } catch {
-    // Not a berth error body (a proxy's HTML page, say); the status decides.
+    // catch-all: not a berth error body (a proxy's HTML page, say); the status decides.
   }
   const message = typeof body.message === 'string' ? body.message : `HTTP ${status}`;
   const details = {

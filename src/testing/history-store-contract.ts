@@ -349,7 +349,7 @@ export function describeHistoryStoreContract(
       const webhooks = new WebhookSubscriptions(history, {
         now: clock.now,
         random: () => 0,
-        backoff: { baseMs: 1000, maxMs: 60_000 },
+        backoff: { initialMs: 1000, capMs: 60_000, jitter: true },
         maxAttempts: 5,
         send: async (url, body) => {
           if (failures-- > 0) return 503;
