@@ -103,7 +103,8 @@ export class SqlModelTxnRunner implements ModelTxnRunner {
         cache.version = version;
         return;
       } catch {
-        // The snapshot disagrees with the tables: drop it, the next read reloads.
+        // catch-all: the snapshot disagrees with the tables, which already hold the change: drop it,
+        // the next read reloads.
       }
     }
     this.cache = undefined;

@@ -56,7 +56,7 @@ function parseActionLog(text: string): string[] {
   try {
     value = JSON.parse(text);
   } catch {
-    // A log is for reading, never for deciding: an unreadable one must not fail its action's status.
+    // catch-all: a log is for reading, never for deciding: an unreadable one must not fail its action's status.
     return [];
   }
   return Array.isArray(value) ? value.filter((line): line is string => typeof line === 'string') : [];

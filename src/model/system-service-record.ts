@@ -76,6 +76,7 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
+    // catch-all: unparsable JSON reads as absent; the caller's check names the row.
     return undefined;
   }
 }

@@ -80,6 +80,9 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
         await client.query('COMMIT');
         return result;
       } catch (err) {
+        // The transaction's own error is the one to report; a ROLLBACK that fails on a broken
+        // connection is answered by releasing the client, which the pool then discards.
+        // catch-all: see above.
         await client.query('ROLLBACK').catch(() => {});
         throw err;
       } finally {
