@@ -1,3 +1,4 @@
+export * from './actual-lrp-key.js';
 export * from './actual-lrp-transitions.js';
 export * from './bbs-client.js';
 export * from './bbs-store.js';
@@ -9,6 +10,7 @@ export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-route
 export * from './http/bbs-schemas.js';
 export * from './open-bbs-store.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
+export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
 export * from './task-callback-log.js';
 export * from './task-callback-worker.js';
