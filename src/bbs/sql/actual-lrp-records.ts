@@ -1,14 +1,22 @@
 import { CompiledQuery } from 'kysely';
-import { BerthError, InvalidArgumentError, NotFoundError } from '../../core/index.js';
+import { BerthError, InvalidArgumentError } from '../../core/index.js';
 import { actualLrpKey } from '../actual-lrp-key.js';
 import type { ActualLRPFilter, ActualLRPRef, LRPStopRequest, RetireActualLRPResult } from '../bbs-store.js';
 import type { ActualLRP, ActualLRPInstanceKey, ModificationTag } from '../bbs-types.js';
-import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
+import { CasConflictError } from '../cas-conflict-error.js';
 import type { ActualLrpRow } from './bbs-database.js';
 import { loadDesired } from './desired-lrp-records.js';
 import { recordStop } from './request-outbox.js';
 import { actualToRow, rowToActual } from './row-mapping.js';
-import { type CasTarget, casWrite, type Db, nextTag, type Reader, type Tx } from './store-context.js';
+import {
+  type CasTarget,
+  casWrite,
+  type Db,
+  nextTag,
+  type Reader,
+  requireTag,
+  type Tx,
+} from './store-context.js';
 
 /*
  * ActualLRP rows as every mutation touches them: read (locked on PostgreSQL), created, replaced
@@ -50,12 +58,7 @@ export async function requireActual(
   ref: ActualLRPRef,
   expected: ModificationTag,
 ): Promise<ActualLRP> {
-  const current = await loadActual(tx, ref, false, true);
-  if (!current) throw new NotFoundError('ActualLRP', actualLrpKey(ref));
-  if (!tagsEqual(current.modification_tag, expected)) {
-    throw new CasConflictError('ActualLRP', actualLrpKey(ref), expected, current);
-  }
-  return current;
+  return requireTag(await loadActual(tx, ref, false, true), 'ActualLRP', actualLrpKey(ref), expected);
 }
 
 export async function domainFor(tx: Tx, req: ActualLRPRef & { readonly domain?: string }): Promise<string> {

@@ -17,7 +17,6 @@ import type {
   StartActualLRPRequest,
 } from '../bbs-store.js';
 import type { ActualLRP, PortMapping } from '../bbs-types.js';
-import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import {
   assertOwner,
   createActual,
@@ -32,7 +31,7 @@ import {
 import { loadDesired } from './desired-lrp-records.js';
 import { recordStartRequests, requestStartIfDesired } from './request-outbox.js';
 import { actualToRow, newUnclaimed, readAllActual, rowToActual } from './row-mapping.js';
-import { nextTag, type StoreContext, validatePage } from './store-context.js';
+import { nextTag, requireTag, type StoreContext, validatePage } from './store-context.js';
 
 /**
  * ActualLRPs: the reads, and every action of seed 002's lifecycle (claim, start, crash, fail,
@@ -290,11 +289,12 @@ export class ActualLrpStore {
 
   async removeEvacuatingActualLRP(req: RemoveEvacuatingActualLRPRequest): Promise<void> {
     await this.#ctx.mutate('removeEvacuatingActualLRP', async (tx) => {
-      const before = await loadActual(tx, req, true, this.#ctx.lockRows);
-      if (!before) throw new NotFoundError('evacuating ActualLRP', actualLrpKey(req));
-      if (!tagsEqual(before.modification_tag, req.expected)) {
-        throw new CasConflictError('evacuating ActualLRP', actualLrpKey(req), req.expected, before);
-      }
+      const before = requireTag(
+        await loadActual(tx, req, true, this.#ctx.lockRows),
+        'evacuating ActualLRP',
+        actualLrpKey(req),
+        req.expected,
+      );
       assertOwner(before, req.instance_key, 'remove the evacuating copy of');
       await deleteActual(tx, before);
     });

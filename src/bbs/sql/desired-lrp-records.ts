@@ -1,10 +1,9 @@
-import { InvalidArgumentError, NotFoundError } from '../../core/index.js';
+import { InvalidArgumentError } from '../../core/index.js';
 import type { DesiredLRPDefinition, DesiredLRPFilter } from '../bbs-store.js';
 import type { DesiredLRP, ModificationTag } from '../bbs-types.js';
-import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import { validateInstances } from '../definition-defaults.js';
 import { rowToDesired } from './row-mapping.js';
-import type { Db, Reader, Tx } from './store-context.js';
+import { type Db, type Reader, requireTag, type Tx } from './store-context.js';
 
 /** DesiredLRP rows as the other resources read them (start requests, evacuation, scaling). */
 export async function loadDesired(
@@ -24,12 +23,7 @@ export async function requireDesired(
   processGuid: string,
   expected: ModificationTag | undefined,
 ): Promise<DesiredLRP> {
-  const current = await loadDesired(tx, processGuid, true);
-  if (!current) throw new NotFoundError('DesiredLRP', processGuid);
-  if (expected && !tagsEqual(current.modification_tag, expected)) {
-    throw new CasConflictError('DesiredLRP', processGuid, expected, current);
-  }
-  return current;
+  return requireTag(await loadDesired(tx, processGuid, true), 'DesiredLRP', processGuid, expected);
 }
 
 export async function listDesired(db: Db, filter: DesiredLRPFilter): Promise<DesiredLRP[]> {

@@ -1,5 +1,4 @@
-import type { SqlBackend } from '../../db/index.js';
-import { SqlDatabase } from '../../db/index.js';
+import type { SqlBackend, SqlDatabase } from '../../db/index.js';
 import type {
   AckRequestsRequest,
   AcquireLeaseRequest,
@@ -95,17 +94,16 @@ export class SqlBbsStore implements BbsStore {
     this.#events = new EventStore(ctx);
   }
 
-  /** Opens the store and applies the BBS's pending migrations under the migration lock. */
-  static async open(
-    database: SqlDatabase | SqlBackend,
-    options: SqlBbsStoreOptions = {},
-  ): Promise<SqlBbsStore> {
-    const db = database instanceof SqlDatabase ? database : new SqlDatabase(database);
-    const store = new SqlBbsStore(db, options);
+  /**
+   * Opens the store on a database handle (db's `openSqlDatabase`) and applies the BBS's pending
+   * migrations under the migration lock; on failure the handle is closed.
+   */
+  static async open(database: SqlDatabase, options: SqlBbsStoreOptions = {}): Promise<SqlBbsStore> {
+    const store = new SqlBbsStore(database, options);
     try {
-      await db.migrate([bbsMigrationList], (options.now ?? (() => new Date()))());
+      await database.migrate([bbsMigrationList], (options.now ?? (() => new Date()))());
     } catch (err) {
-      await db.close();
+      await database.close();
       throw err;
     }
     return store;

@@ -3,7 +3,7 @@ import { InvalidArgumentError, NotFoundError } from '../../core/index.js';
 import type { SqlBackend, SqlDatabase } from '../../db/index.js';
 import type { BbsEventBody, ListPage } from '../bbs-store.js';
 import type { ModificationTag } from '../bbs-types.js';
-import { CasConflictError } from '../cas-conflict-error.js';
+import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import type { BbsDatabase } from './bbs-database.js';
 import { hotSqlByKind } from './hot-statements.js';
 
@@ -101,6 +101,23 @@ export async function casWrite<R>(write: () => Promise<bigint>, target: CasTarge
   const current = await target.reload();
   if (current === undefined) throw new NotFoundError(target.kind, target.id);
   throw new CasConflictError(target.kind, target.id, target.expected, current);
+}
+
+/**
+ * The precondition half of a CAS: the record a mutation decides on, read (and locked) in its
+ * transaction, must exist and, when the caller gave a tag, carry it.
+ */
+export function requireTag<R extends { readonly modification_tag: ModificationTag }>(
+  current: R | undefined,
+  kind: string,
+  id: string,
+  expected: ModificationTag | undefined,
+): R {
+  if (current === undefined) throw new NotFoundError(kind, id);
+  if (expected && !tagsEqual(current.modification_tag, expected)) {
+    throw new CasConflictError(kind, id, expected, current);
+  }
+  return current;
 }
 
 /** A page size is a positive integer: anything else would read everything or nothing. */

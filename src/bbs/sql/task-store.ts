@@ -11,7 +11,6 @@ import type {
   TaskGuidRequest,
 } from '../bbs-store.js';
 import type { ModificationTag, Task } from '../bbs-types.js';
-import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import { taskWithDefaults } from '../definition-defaults.js';
 import { assertTaskTransition, taskDeletableStates } from '../task-transitions.js';
 import { recordStop } from './request-outbox.js';
@@ -21,6 +20,7 @@ import {
   casWrite,
   nextTag,
   type Reader,
+  requireTag,
   type StoreContext,
   stripUndefined,
   type Tx,
@@ -249,12 +249,7 @@ async function loadTask(reader: Reader, taskGuid: string, lock: boolean): Promis
 }
 
 async function requireTask(tx: Tx, taskGuid: string, expected: ModificationTag | undefined): Promise<Task> {
-  const current = await loadTask(tx, taskGuid, true);
-  if (!current) throw new NotFoundError('Task', taskGuid);
-  if (expected && !tagsEqual(current.modification_tag, expected)) {
-    throw new CasConflictError('Task', taskGuid, expected, current);
-  }
-  return current;
+  return requireTag(await loadTask(tx, taskGuid, true), 'Task', taskGuid, expected);
 }
 
 function taskCasTarget(tx: Tx, taskGuid: string, expected: ModificationTag): CasTarget<Task> {
