@@ -1,5 +1,6 @@
 import { BerthError } from '../core/index.js';
 import { assertLifeMove, type EntityKind, type Life } from './life.js';
+import { entityLife, failedAssert } from './model-asserts.js';
 import { TxnAbortedError } from './model-errors.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
 import type {
@@ -167,49 +168,12 @@ export class MemoryModel implements ModelView {
   }
 
   lifeOf(entity: EntityRef): Life | undefined {
-    return this.docOf(entity)?.life;
-  }
-
-  private docOf(entity: EntityRef): { readonly life: Life } | undefined {
-    switch (entity.kind) {
-      case 'cell':
-        return this.cellDocs.get(entity.id);
-      case 'service':
-        return this.serviceDocs.get(entity.id);
-      case 'unit':
-        return this.unitDocs.get(entity.id);
-      case 'relation':
-        return this.relationDocs.get(entity.id);
-    }
+    return entityLife(this, entity);
   }
 
   /** Describes the first assert that does not hold, or returns null when all hold. */
   failedAssert(asserts: readonly Assert[]): string | null {
-    for (const a of asserts) if (!this.holds(a)) return describeAssert(a);
-    return null;
-  }
-
-  private holds(a: Assert): boolean {
-    switch (a.kind) {
-      case 'life': {
-        const life = this.lifeOf(a.entity);
-        return life !== undefined && a.in.includes(life);
-      }
-      case 'absent':
-        return this.docOf(a.entity) === undefined;
-      case 'count': {
-        const n = this.count(a.of, a.id);
-        return a.op === 'eq' ? n === a.value : n > a.value;
-      }
-      case 'in-scope':
-        return this.isInScope(a.relation, a.unit) === a.is;
-      case 'unit-cell': {
-        const unit = this.unitDocs.get(a.unit);
-        return unit !== undefined && unit.cell_id === a.cell_id;
-      }
-      case 'any':
-        return a.of.some((x) => this.holds(x));
-    }
+    return failedAssert(this, asserts);
   }
 
   /** Applies one op, returning how to take it back; throws on an op no assert protected. */
@@ -420,23 +384,6 @@ function countWhere<T>(items: Iterable<T>, pred: (t: T) => boolean): number {
   let n = 0;
   for (const item of items) if (pred(item)) n++;
   return n;
-}
-
-function describeAssert(a: Assert): string {
-  switch (a.kind) {
-    case 'life':
-      return `${a.entity.kind} ${a.entity.id} is not ${a.in.join(' or ')}`;
-    case 'absent':
-      return `${a.entity.kind} ${a.entity.id} exists`;
-    case 'count':
-      return `${a.of} of ${a.id} is not ${a.op === 'eq' ? '' : '> '}${a.value}`;
-    case 'in-scope':
-      return `${a.unit} is ${a.is ? 'not ' : ''}in scope of ${a.relation}`;
-    case 'unit-cell':
-      return `unit ${a.unit} is not on ${a.cell_id ?? 'no cell'}`;
-    case 'any':
-      return `none of [${a.of.map(describeAssert).join('; ')}]`;
-  }
 }
 
 /** Statistics a benchmark or a test may read. */

@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import { ModelBuilder } from './model-builder.js';
 import { relationEnv, type UnitAddress, unitRelationData } from './relation-data.js';
 import { destroyRelation } from './relation-rules.js';
-import { serviceProcessGuid, sidecarUnitGuid, unitOfInstance } from './system-deployer.js';
 import { relationId, unitName } from './txn-parts.js';
 
 const at = (n: number): UnitAddress => ({ address: `10.0.0.${n}`, ports: { '5432': 61000 + n } });
@@ -116,17 +115,5 @@ describe('relation data delivered to containers', () => {
       BERTH_RELATION_DB_PRIMARY_STORE: '10.0.0.1:61001,10.0.0.2',
       BERTH_RELATION_LOG: '',
     });
-  });
-
-  it('an instance maps to its unit from the guid alone (principals by index, sidecars by .uN)', () => {
-    const guid = serviceProcessGuid('shop', '/web/api', 'abc123def456');
-    assert.equal(unitOfInstance('shop', guid, 2), 'shop:/web/api#2');
-    assert.equal(
-      unitOfInstance('shop', sidecarUnitGuid(serviceProcessGuid('shop', '/u1', '0f0f0f0f0f0f'), 3), 0),
-      'shop:/u1#3',
-    );
-    assert.equal(unitOfInstance('shop', serviceProcessGuid('shop', '/u1', '0f0f0f0f0f0f'), 4), 'shop:/u1#4');
-    assert.equal(unitOfInstance('shop', 'shopping.web.abc', 0), undefined);
-    assert.equal(unitOfInstance('shop', 'shop.abc', 0), undefined);
   });
 });

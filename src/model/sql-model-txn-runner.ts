@@ -3,6 +3,7 @@ import { BerthError } from '../core/index.js';
 import { runMigrations, type SqlBackend } from '../db/index.js';
 import { assertLifeMove, type EntityKind, type Life } from './life.js';
 import { MemoryModel, MemoryModelTxnRunner, type ModelData } from './memory-model-txn-runner.js';
+import { describeAssert } from './model-asserts.js';
 import { TxnAbortedError } from './model-errors.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
 import type { Assert, CountKind, EntityRef, ModelTxn, ModelView, Op, RelationScope } from './model-types.js';
@@ -288,23 +289,6 @@ async function holdsLive(db: ModelDb, a: Assert): Promise<boolean> {
       return (await lifeOf(db, a.entity)) === undefined;
     default:
       return (await firstFailedAssert(db, [a])) === null;
-  }
-}
-
-function describeAssert(a: Assert): string {
-  switch (a.kind) {
-    case 'life':
-      return `${a.entity.kind} ${a.entity.id} is not ${a.in.join(' or ')}`;
-    case 'absent':
-      return `${a.entity.kind} ${a.entity.id} exists`;
-    case 'count':
-      return `${a.of} of ${a.id} is not ${a.op === 'eq' ? '' : '> '}${a.value}`;
-    case 'in-scope':
-      return `${a.unit} is ${a.is ? 'not ' : ''}in scope of ${a.relation}`;
-    case 'unit-cell':
-      return `unit ${a.unit} is not on ${a.cell_id ?? 'no cell'}`;
-    case 'any':
-      return `none of [${a.of.map(describeAssert).join('; ')}]`;
   }
 }
 

@@ -1,8 +1,14 @@
 import { BerthError, NotFoundError } from '../core/index.js';
 import { checkLocks, type LifecycleAction, type LockMode, type LockRow, lockRowsFor } from './lock-table.js';
-import type { ActionRow, ModelDb, SystemRow, SystemServiceRow } from './sql-model-schema.js';
+import type { ActionRow, ModelDb, SystemRow } from './sql-model-schema.js';
 import { modelRead, modelWrite, type SqlBackend } from './sql-model-txn-runner.js';
 import type { SystemDefinition } from './system-definition.js';
+import {
+  parseServiceRow,
+  parseStoredDefinition,
+  type SystemServiceRecord,
+  serviceRowOf,
+} from './system-service-record.js';
 
 export type ActionKind = 'deploy' | 'teardown';
 export type ActionState = 'running' | 'succeeded' | 'failed';
@@ -36,23 +42,24 @@ export interface SystemRecord {
   readonly updated_at: string;
 }
 
-export interface SystemServiceRecord {
-  readonly system: string;
-  readonly path: string;
-  readonly kind: 'service' | 'job';
-  readonly model_name: string;
-  readonly version: string;
-  readonly spec: unknown;
-  readonly process_guid: string;
-  readonly old_process_guid: string | null;
-}
-
 export interface AcceptActionRequest {
   readonly id: string;
   readonly system: string;
   readonly action: LifecycleAction;
   readonly definition?: SystemDefinition;
   readonly owner: string;
+}
+
+/** An action's log column: a JSON array of lines that berth wrote; anything else reads as no lines. */
+function parseActionLog(text: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // A log is for reading, never for deciding: an unreadable one must not fail its action's status.
+    return [];
+  }
+  return Array.isArray(value) ? value.filter((line): line is string => typeof line === 'string') : [];
 }
 
 function toAction(row: ActionRow): ActionRecord {
@@ -67,17 +74,8 @@ function toAction(row: ActionRow): ActionRecord {
     created_at: row.created_at,
     updated_at: row.updated_at,
     finished_at: row.finished_at,
-    log: JSON.parse(row.log) as string[],
+    log: parseActionLog(row.log),
   };
-}
-
-/** Unreadable (a row an older or broken writer left): null, and the deploy fails saying so. */
-function parseStoredDefinition(text: string): SystemDefinition | null {
-  try {
-    return JSON.parse(text) as SystemDefinition;
-  } catch {
-    return null;
-  }
 }
 
 function toWork(row: ActionRow): ActionWork {
@@ -89,10 +87,6 @@ function toWork(row: ActionRow): ActionWork {
 
 function toSystem(row: SystemRow): SystemRecord {
   return { ...row, phase: row.phase as SystemRecord['phase'] };
-}
-
-function toService(row: SystemServiceRow): SystemServiceRecord {
-  return { ...row, kind: row.kind as 'service' | 'job', spec: JSON.parse(row.spec) };
 }
 
 async function heldLocks(db: ModelDb, system: string): Promise<LockRow[]> {
@@ -250,7 +244,7 @@ export class SqlSystemStore {
         .where('owner', '=', owner)
         .executeTakeFirst();
       if (!row) return;
-      const log = [...(JSON.parse(row.log) as string[]), `${this.#now().toISOString()} ${line}`].slice(-200);
+      const log = [...parseActionLog(row.log), `${this.#now().toISOString()} ${line}`].slice(-200);
       await db
         .updateTable('model_actions')
         .set({ log: JSON.stringify(log), updated_at: this.#now().toISOString() })
@@ -347,12 +341,12 @@ export class SqlSystemStore {
         .orderBy('path')
         .execute(),
     );
-    return rows.map(toService);
+    return rows.map(parseServiceRow);
   }
 
   async putService(row: SystemServiceRecord): Promise<void> {
     await modelWrite(this.backend, async (db) => {
-      const values: SystemServiceRow = { ...row, spec: JSON.stringify(row.spec) };
+      const values = serviceRowOf(row);
       await db
         .insertInto('model_system_services')
         .values(values)

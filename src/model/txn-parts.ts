@@ -62,13 +62,18 @@ export function take<T>(items: Iterable<T>, limit: number): T[] {
   return out;
 }
 
-export function unitName(service: string, index: number): string {
-  return `${service}#${index}`;
-}
+// The rules build unit names here; the one spelling lives with every other name.
+export { unitName } from './instance-names.js';
 
 /** One relation per pair of services: the id is the sorted pair, like Juju's relation key. */
 export function relationId(a: string, b: string): string {
   return a < b ? `${a} ${b}` : `${b} ${a}`;
+}
+
+/** A relation id's two service names, sorted (the inverse of `relationId`). */
+export function relationEndpoints(id: string): readonly [string, string] {
+  const space = id.indexOf(' ');
+  return [id.slice(0, space), id.slice(space + 1)];
 }
 
 export function cleanupId(kind: string, target: string, backstop = false): string {

@@ -5,7 +5,10 @@ import { BerthError, errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
 import { endStdin, type NativeChild, spawnNative } from './native-process.js';
 import { bridgeName, ensurePodNetworkRules, podSubnet } from './pod-firewall.js';
+import { cniNetworkName, legacyIpamDataDir, reservationSlice, sliceIpamDataDir } from './pod-ipam.js';
+import { podSlice, sliceOf } from './pod-isolation.js';
 import type { Masquerade } from './pod-manifest.js';
+import { forgetNeighbour } from './pod-neighbour.js';
 
 /**
  * `--net private`: each pod gets its own network namespace attached to a host bridge through
@@ -32,6 +35,8 @@ export interface NetworkAttachment {
   readonly masquerade: Masquerade;
   /** The host's end of the pod's veth pair, on the bridge (for `ip link show`). */
   readonly hostInterface?: string;
+  /** The slice of the subnet the pod's address came from (pod-isolation.ts); absent: none. */
+  readonly slice?: number;
 }
 
 /** The named netns of a pod; runc joins it by path, so it exists before the container does. */
@@ -46,8 +51,19 @@ export function netnsPath(uuid: string): string {
   return `${netnsDir}/${netnsName(uuid)}`;
 }
 
-function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
+function sliceRange(subnet: string, index: number) {
+  const { rangeStart, rangeEnd, gateway } = sliceOf(index, subnet);
+  return { subnet, rangeStart, rangeEnd, gateway };
+}
+
+/**
+ * `slice`: the subnet slice the pod's address comes from (pod-isolation.ts), with its own
+ * host-local store (pod-ipam.ts); DEL must name the same store, or host-local releases nothing.
+ * `undefined`: the whole subnet and host-local's default store, as berth attached pods before slices.
+ */
+function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade, slice: number | undefined) {
   const subnet = podSubnet();
+  const range = slice === undefined ? { subnet } : sliceRange(subnet, slice);
   const portmap = {
     type: 'portmap',
     capabilities: { portMappings: true },
@@ -62,7 +78,7 @@ function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
   };
   return {
     cniVersion: '1.0.0',
-    name: 'berth',
+    name: cniNetworkName,
     plugins: [
       {
         type: 'bridge',
@@ -72,10 +88,9 @@ function networkConfig(ports: readonly PortPublish[], masquerade: Masquerade) {
         hairpinMode: true,
         ipam: {
           type: 'host-local',
-          ranges: [[{ subnet }]],
+          ranges: [[range]],
           routes: [{ dst: '0.0.0.0/0' }],
-          // The bridge and its subnet are the host's, shared by every data dir on it, so the
-          // address allocations must be too (host-local's default, /var/lib/cni/networks).
+          dataDir: slice === undefined ? legacyIpamDataDir() : sliceIpamDataDir(slice),
         },
       },
       ...(ports.length > 0 ? [portmap] : []),
@@ -184,6 +199,7 @@ function pluginEnv(uuid: string): Record<string, string> {
 
 function* attachSteps(
   uuid: string,
+  dataDir: string | undefined,
   ports: readonly PortPublish[],
   masquerade: Masquerade,
 ): Steps<NetworkAttachment> {
@@ -193,8 +209,10 @@ function* attachSteps(
       `Cannot set up --net private: no CNI plugins in ${cniPluginDir} (install containernetworking-plugins)`,
     );
   }
-  // Every pod, whatever its NAT: the host guard is the bridge's (one existsSync once set up).
+  // Every pod, whatever its NAT: the host guard and the isolation are the bridge's (one existsSync
+  // each once set up).
   ensurePodNetworkRules();
+  const slice = dataDir === undefined ? undefined : podSlice(dataDir).index;
   try {
     nativeAddon().createNetns(netnsDir, netnsName(uuid));
   } catch (err) {
@@ -205,7 +223,7 @@ function* attachSteps(
         `Cannot create network namespace for pod ${uuid}: ${err instanceof Error ? err.message : String(err)}`,
       );
   }
-  const config = networkConfig(ports, masquerade);
+  const config = networkConfig(ports, masquerade, slice);
   const env = pluginEnv(uuid);
   let prevResult: unknown;
   for (const plugin of config.plugins) {
@@ -217,7 +235,7 @@ function* attachSteps(
     });
     const { code, stdout } = yield { command: 'ADD', plugin, env, stdin };
     if (code !== 0) {
-      yield* detachSteps(uuid, ports, masquerade);
+      yield* detachSteps(uuid, ports, masquerade, { slice });
       let message = stdout.trim();
       try {
         const parsed = JSON.parse(stdout) as { msg?: string; details?: string };
@@ -235,8 +253,25 @@ function* attachSteps(
   const result = prevResult as CniResult | undefined;
   const address = (result?.ips?.[0]?.address ?? '').split('/')[0] ?? '';
   const hostInterface = result?.interfaces?.find((i) => !i.sandbox && i.name !== bridgeName())?.name;
-  return { netns: netnsPath(uuid), address, ports, masquerade, ...(hostInterface ? { hostInterface } : {}) };
+  // The address may have been another pod's a moment ago: the host must not keep sending to it.
+  if (address !== '') forgetNeighbour(address, bridgeName());
+  return {
+    netns: netnsPath(uuid),
+    address,
+    ports,
+    masquerade,
+    ...(slice !== undefined ? { slice } : {}),
+    ...(hostInterface ? { hostInterface } : {}),
+  };
 }
+
+/**
+ * Where a pod's address was reserved, for DEL: `{ slice: n }` as recorded at attach (network.json),
+ * `{ slice: undefined }` for a pod attached in no slice; `'unrecorded'` when nothing says (a pod of
+ * a berth from before slices, or a holder that died before writing network.json): the stores are
+ * searched for the pod's reservation (pod-ipam.ts).
+ */
+export type ReservedIn = { readonly slice: number | undefined } | 'unrecorded';
 
 /*
  * Teardown removes the netns before the bridge plugin's DEL: the kernel drops the veth pair with
@@ -246,8 +281,14 @@ function* attachSteps(
  * Pods with a NAT chain of their own (`per-pod`) keep the old order: the plugin removes that chain
  * only while the netns still exists.
  */
-function* detachSteps(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): Steps<void> {
-  const config = networkConfig(ports, masquerade);
+function* detachSteps(
+  uuid: string,
+  ports: readonly PortPublish[],
+  masquerade: Masquerade,
+  reservedIn: ReservedIn,
+): Steps<void> {
+  const slice = reservedIn === 'unrecorded' ? reservationSlice(uuid) : reservedIn.slice;
+  const config = networkConfig(ports, masquerade, slice);
   const env = pluginEnv(uuid);
   const removeNetns = () => nativeAddon().deleteNetns(netnsPath(uuid));
   for (const plugin of [...config.plugins].reverse()) {
@@ -259,31 +300,44 @@ function* detachSteps(uuid: string, ports: readonly PortPublish[], masquerade: M
 }
 
 /**
- * Creates the pod's netns and runs CNI ADD through the plugin chain. `per-pod` masquerade is how
- * berth attached pods before the subnet rule; kept so that path's teardown stays testable.
+ * Creates the pod's netns and runs CNI ADD through the plugin chain, in the data dir's slice.
+ * `per-pod` masquerade is how berth attached pods before the subnet rule, and no `dataDir` how it
+ * attached them before slices (the whole subnet, host-local's default store); both kept so that
+ * their teardown stays testable.
  */
 export function attachNetwork(
   uuid: string,
+  dataDir: string | undefined,
   ports: readonly PortPublish[],
   masquerade: Masquerade = 'subnet',
 ): NetworkAttachment {
-  return runNow(attachSteps(uuid, ports, masquerade));
+  return runNow(attachSteps(uuid, dataDir, ports, masquerade));
 }
 
 /** attachNetwork with the plugins run as child processes while the caller goes on. */
 export function attachNetworkInBackground(
   uuid: string,
+  dataDir: string,
   ports: readonly PortPublish[],
 ): Promise<NetworkAttachment> {
-  return runInBackground(attachSteps(uuid, ports, 'subnet'));
+  return runInBackground(attachSteps(uuid, dataDir, ports, 'subnet'));
 }
 
 /** CNI DEL in reverse order, and the netns removed. Idempotent: safe for gc to repeat. */
-export function detachNetwork(uuid: string, ports: readonly PortPublish[], masquerade: Masquerade): void {
-  runNow(detachSteps(uuid, ports, masquerade));
+export function detachNetwork(
+  uuid: string,
+  ports: readonly PortPublish[],
+  masquerade: Masquerade,
+  reservedIn: ReservedIn,
+): void {
+  runNow(detachSteps(uuid, ports, masquerade, reservedIn));
 }
 
 /** detachNetwork with the plugins run as child processes while the caller goes on. */
-export function detachNetworkInBackground(uuid: string, ports: readonly PortPublish[]): Promise<void> {
-  return runInBackground(detachSteps(uuid, ports, 'subnet'));
+export function detachNetworkInBackground(
+  uuid: string,
+  ports: readonly PortPublish[],
+  reservedIn: ReservedIn,
+): Promise<void> {
+  return runInBackground(detachSteps(uuid, ports, 'subnet', reservedIn));
 }

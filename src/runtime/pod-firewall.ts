@@ -1,7 +1,17 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError } from '../core/index.js';
+import {
+  bridgeName,
+  ensureRule,
+  type Family,
+  fileSafe,
+  loadChain,
+  netRunDir,
+  podSubnet,
+} from './netfilter.js';
+import { ensurePodIsolation, recheckPodIsolation } from './pod-isolation.js';
+
+export { bridgeName, podSubnet };
 
 /**
  * The host's firewall rules for `--net private` pods, installed once per boot (not once per pod)
@@ -16,27 +26,15 @@ import { BerthError } from '../core/index.js';
  *   routing, so they are forwarded to their pod and never reach INPUT, also from another pod.
  */
 
-export function podSubnet(): string {
-  return process.env.BERTH_SUBNET ?? '10.213.0.0/16';
-}
-
-/** The host bridge every pod is attached to. */
-export function bridgeName(): string {
-  return process.env.BERTH_BRIDGE ?? 'berth0';
-}
-
 /**
  * Where the rules are known to be in place: /run is cleared at boot, as iptables rules are, so the
  * check (a few iptables execs) runs once per boot, not once per pod. `berth gc` checks again
  * whatever the marker says, for a host whose rules were flushed while it ran.
  */
-const markerDir = process.env.BERTH_NET_RUN_DIR ?? '/run/berth';
-
 function marker(): string {
-  const safe = (text: string) => text.replace(/[^0-9a-zA-Z.]/g, '_');
   // The bridge is in the name: the guard is the bridge's; "v2" since the guard came (a marker of
   // a berth before it says nothing of the guard).
-  return join(markerDir, `pod-rules-v2-${safe(bridgeName())}-${safe(podSubnet())}`);
+  return join(netRunDir(), `pod-rules-v2-${fileSafe(bridgeName())}-${fileSafe(podSubnet())}`);
 }
 
 export function masqueradeRule(subnet: string): string[] {
@@ -66,8 +64,6 @@ export function hostGuardJump(bridge: string): string[] {
   return ['INPUT', '-i', bridge, '-j', hostGuardChain(bridge)];
 }
 
-type Family = 'ipv4' | 'ipv6';
-
 /**
  * The guard's chain, for `iptables-restore --noflush`: declaring a chain that exists flushes it,
  * so loading this again replaces its rules instead of adding copies. ICMPv6 stays open: neighbour
@@ -91,58 +87,17 @@ function hostGuardRestore(bridge: string, family: Family): string {
   ].join('\n');
 }
 
-function tool(family: Family, restore = false): string {
-  return `${family === 'ipv4' ? 'iptables' : 'ip6tables'}${restore ? '-restore' : ''}`;
-}
-
-function fail(what: string, result: ReturnType<typeof spawnSync>): never {
-  const stderr = typeof result.stderr === 'string' ? result.stderr.trim() : '';
-  throw new BerthError(
-    'internal',
-    `Cannot ${what}: ${result.error?.message ?? (stderr || `exited ${result.status}`)}`,
-  );
-}
-
-/** Adds `rule` to `table` unless `-C` finds it; says whether it had to. */
-function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
-  const run = (op: string) =>
-    spawnSync(tool(family), ['--wait', '-t', table, op, ...rule], { encoding: 'utf8' });
-  const check = run('-C');
-  if (check.error)
-    throw new BerthError(
-      'unavailable',
-      `Cannot set up --net private: ${tool(family)}: ${check.error.message}`,
-    );
-  if (check.status === 0) return false;
-  const add = run(insert ? '-I' : '-A');
-  if (add.status !== 0) fail(`add ${tool(family)} rule "${rule.join(' ')}"`, add);
-  return true;
-}
-
 /** Loads the guard's chain and makes INPUT jump to it, first; says whether the jump was missing. */
 function ensureHostGuard(family: Family): boolean {
   const bridge = bridgeName();
-  const load = spawnSync(tool(family, true), ['--wait', '--noflush'], {
-    input: hostGuardRestore(bridge, family),
-    encoding: 'utf8',
-  });
-  if (load.error)
-    throw new BerthError(
-      'unavailable',
-      `Cannot set up --net private: ${tool(family, true)}: ${load.error.message}`,
-    );
-  if (load.status !== 0) fail(`load the pod host guard (${tool(family, true)})`, load);
+  loadChain(family, hostGuardRestore(bridge, family), 'the pod host guard');
   return ensureRule(family, 'filter', hostGuardJump(bridge), true);
 }
 
 export type PodRulesFound = 'known' | 'present' | 'added';
 
-/**
- * Makes sure the subnet's masquerade rule and the bridge's host guard are in place (adding what is
- * missing), unless the marker says they were checked this boot. Returns `known` (marker), `present`
- * or `added` (something was missing).
- */
-export function ensurePodNetworkRules(force = false): PodRulesFound {
+/** The masquerade rule and the host guard, unless the marker says they were checked this boot. */
+function ensureNatAndGuard(force: boolean): PodRulesFound {
   const path = marker();
   if (!force && existsSync(path)) return 'known';
   let added = ensureRule('ipv4', 'nat', masqueradeRule(podSubnet()), false);
@@ -150,17 +105,34 @@ export function ensurePodNetworkRules(force = false): PodRulesFound {
   // Pods get IPv6 link-local addresses, and the host's bridge has one: a service of the host
   // listening on `::` would answer there.
   if (existsSync('/proc/sys/net/ipv6')) added = ensureHostGuard('ipv6') || added;
-  mkdirSync(markerDir, { recursive: true });
+  mkdirSync(netRunDir(), { recursive: true });
   writeFileSync(path, `${bridgeName()} ${podSubnet()}\n`);
   return added ? 'added' : 'present';
 }
 
+function either(a: PodRulesFound, b: PodRulesFound): PodRulesFound {
+  if (a === 'added' || b === 'added') return 'added';
+  return a === 'known' && b === 'known' ? 'known' : 'present';
+}
+
+/**
+ * Makes sure the subnet's masquerade rule, the bridge's host guard and the isolation between data
+ * dirs (pod-isolation.ts) are in place (adding what is missing), unless their markers say they were
+ * checked this boot. Returns `known` (markers), `present` or `added` (something was missing).
+ */
+export function ensurePodNetworkRules(force = false): PodRulesFound {
+  return either(ensureNatAndGuard(force), ensurePodIsolation(force));
+}
+
 /**
  * For `berth gc`: when pods have used `--net private` since boot, checks the rules are still there
- * (a firewall reload may have flushed them) and restores them. `unused`: nothing to check.
+ * (a firewall reload may have flushed them) and restores them. `unused`: nothing to check. Each
+ * part is checked only if its marker says it was set up: a host that ran pods under a berth from
+ * before the isolation gets it with its next pod, not from gc claiming it had been flushed.
  */
 export function recheckPodNetworkRules(): 'unused' | 'present' | 'added' {
-  if (!existsSync(marker())) return 'unused';
-  const found = ensurePodNetworkRules(true);
-  return found === 'known' ? 'present' : found;
+  const natAndGuard = existsSync(marker()) ? ensureNatAndGuard(true) : 'unused';
+  const isolation = recheckPodIsolation();
+  if (natAndGuard === 'unused' && isolation === 'unused') return 'unused';
+  return natAndGuard === 'added' || isolation === 'added' ? 'added' : 'present';
 }

@@ -23,6 +23,7 @@ import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
 import { masqueradeRule, podSubnet } from './pod-firewall.js';
 import { collectGarbage } from './pod-gc.js';
+import { cniNetworkName, sliceIpamDataDir } from './pod-ipam.js';
 import type { PodExit } from './pod-manifest.js';
 import { holderEntry, PodRuntime } from './pod-runtime.js';
 import type { PodLocation } from './pod-store.js';
@@ -559,12 +560,14 @@ describe('networking', () => {
     const hostInterface = info.network?.host_interface;
     assert.match(hostInterface ?? '', /^veth/, 'network.json names the host end of the veth pair');
     assert.ok(existsSync(`/sys/class/net/${hostInterface}`));
+    // Reserved in the store of the data dir's slice (pod-ipam.ts), which network.json names.
+    const slice = info.network?.slice;
+    assert.equal(typeof slice, 'number', 'network.json records the slice');
+    const reservation = join(sliceIpamDataDir(slice ?? -1), cniNetworkName, info.network?.address ?? '');
+    assert.ok(existsSync(reservation), "the address is reserved in the slice's store");
     await runtime.stop(uuid, 1000);
     assert.ok(!existsSync(`/var/run/netns/berth-${uuid}`), 'the netns is gone');
-    assert.ok(
-      !existsSync(`/var/lib/cni/networks/berth/${info.network?.address}`),
-      'the address went back to host-local',
-    );
+    assert.ok(!existsSync(reservation), 'the address went back to host-local');
     await assert.rejects(
       fetch(`http://127.0.0.1:${hostPort}/hostname`, { signal: AbortSignal.timeout(2000) }),
     );
@@ -598,13 +601,13 @@ describe('networking', () => {
 
   it('pods attached with a NAT chain of their own (older berth) lose it on teardown', async () => {
     const uuid = crypto.randomUUID();
-    const attached = attachNetwork(uuid, [], 'per-pod');
+    const attached = attachNetwork(uuid, newRuntime().dataDir, [], 'per-pod');
     const podRule = `-s ${attached.address}/32`;
     assert.ok(
       spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.includes(podRule),
       'the bridge plugin made the pod its own NAT rule',
     );
-    detachNetwork(uuid, [], 'per-pod');
+    detachNetwork(uuid, [], 'per-pod', { slice: attached.slice });
     assert.ok(
       !spawnSync('iptables', ['--wait', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.includes(podRule),
       'and its teardown removed it',

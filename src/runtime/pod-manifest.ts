@@ -55,6 +55,8 @@ export interface PodNetwork {
   readonly masquerade?: Masquerade;
   /** The host's end of the pod's veth pair (absent in pods attached by an older berth). */
   readonly host_interface?: string;
+  /** The subnet slice of the pod's data dir (absent in pods attached before slices). */
+  readonly slice?: number;
 }
 
 /** Written by the stage-1 holder once runc has started the app. */

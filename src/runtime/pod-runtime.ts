@@ -199,7 +199,7 @@ export class PodRuntime {
     const ports = options.ports ?? [];
     const network =
       options.attachNetworkNow && (options.net ?? 'private') === 'private'
-        ? attachNetworkInBackground(uuid, ports)
+        ? attachNetworkInBackground(uuid, this.store.dirs.root, ports)
         : undefined;
     try {
       const path = this.store.path(location);
@@ -241,8 +241,8 @@ export class PodRuntime {
       return { location, manifest, lockFd, ...(network ? { network } : {}) };
     } catch (err) {
       if (network) {
-        await network.catch(() => undefined);
-        detachNetwork(uuid, ports, 'subnet');
+        const attached = await network.catch(() => undefined);
+        detachNetwork(uuid, ports, 'subnet', attached ? { slice: attached.slice } : 'unrecorded');
       }
       closeSync(lockFd); // unlocked in prepare/ = prepare-failed, exactly as the seed says
       throw err;
@@ -536,9 +536,11 @@ export class PodRuntime {
     if (leftovers.hasNetns(location.uuid)) {
       // network.json without `masquerade`: attached by an older berth, with a NAT chain of its own.
       // No network.json at all: the holder died between attaching and recording it, so this berth.
+      // No slice in it (a berth from before slices) or no network.json: DEL searches the stores.
       const network = this.store.readNetwork(location);
       const masquerade = network === undefined ? 'subnet' : (network.masquerade ?? 'per-pod');
-      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade);
+      const reservedIn = network?.slice === undefined ? 'unrecorded' : { slice: network.slice };
+      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade, reservedIn);
     }
     if (leftovers.hasRuncState(location.uuid)) {
       spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {

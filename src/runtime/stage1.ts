@@ -7,6 +7,7 @@ import {
   detachNetwork,
   detachNetworkInBackground,
   type NetworkAttachment,
+  type ReservedIn,
 } from './cni-network.js';
 import { endStdin, type NativeChild, type ProcessEnd, spawnNative } from './native-process.js';
 import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
@@ -84,17 +85,21 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
 
   const attaching =
     manifest.net === 'private'
-      ? (options.network ?? attachNetworkInBackground(manifest.uuid, manifest.ports))
+      ? (options.network ?? attachNetworkInBackground(manifest.uuid, dirs.root, manifest.ports))
       : undefined;
+  // Where the address was reserved: known once attached, searched for if attaching failed midway.
+  let reservedIn: ReservedIn = 'unrecorded';
   let watcher: NativeChild;
   try {
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
     if (attaching) {
       const attached = await attaching;
+      reservedIn = { slice: attached.slice };
       const network: PodNetwork = {
         address: attached.address,
         ports: attached.ports,
         masquerade: attached.masquerade,
+        ...(attached.slice !== undefined ? { slice: attached.slice } : {}),
         ...(attached.hostInterface ? { host_interface: attached.hostInterface } : {}),
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
@@ -111,7 +116,12 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       },
     );
   } catch (err) {
-    if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet');
+    if (attaching && reservedIn === 'unrecorded') {
+      // Something else failed while the plugins ran: let them finish, so DEL finds what ADD made.
+      const attached = await attaching.catch(() => undefined);
+      if (attached) reservedIn = { slice: attached.slice };
+    }
+    if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet', reservedIn);
     removePodCgroup(manifest.uuid);
     options.onStarted?.(false);
     return finish({
@@ -222,7 +232,9 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // The exit record is down: the network goes (its plugins run meanwhile), then the cgroup, and
   // the watcher may go. The root overlay went with the container's mount namespace.
   const detaching =
-    manifest.net === 'private' ? detachNetworkInBackground(manifest.uuid, manifest.ports) : undefined;
+    manifest.net === 'private'
+      ? detachNetworkInBackground(manifest.uuid, manifest.ports, reservedIn)
+      : undefined;
   removePodCgroup(manifest.uuid);
   if (watcher.stdin !== undefined) endStdin(watcher.stdin, 'done\n');
   await detaching;
