@@ -2,7 +2,7 @@
  * Layer rules of DESIGN.md: lower layers never import upper ones, and other layers import a layer
  * only through its index.ts. `npm run deps` (and scripts/test) fail on a violation.
  */
-const order = ['core', 'runtime', 'bbs', 'history', 'executor', 'rep', 'auctioneer', 'converger', 'registry', 'model', 'api', 'cli'];
+const order = ['core', 'db', 'runtime', 'bbs', 'history', 'executor', 'rep', 'auctioneer', 'converger', 'registry', 'model', 'api', 'cli'];
 const forbidden = [];
 order.forEach((layer, i) => {
   const upper = order.slice(i + 1);

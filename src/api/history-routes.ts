@@ -371,7 +371,10 @@ export async function createHistoryServerParts(
   } = { auth: 'tokens' },
 ): Promise<HistoryServerParts> {
   let webhooks: WebhookSubscriptions | undefined;
-  const history = new HistoryStore(store, { ...options.history, onRecorded: () => webhooks?.wake() });
+  const history = await HistoryStore.open(store.database, {
+    ...options.history,
+    onRecorded: () => webhooks?.wake(),
+  });
   webhooks = new WebhookSubscriptions(history, {
     allowPrivateTargets: options.allowPrivateCallbacks === true,
   });

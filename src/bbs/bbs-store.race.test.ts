@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { desiredDefinition } from '../testing/bbs-store-contract.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
-import { openBbsStore } from './index.js';
+import { type BbsDatabase, openBbsStore } from './index.js';
 import { bbsMigrations } from './sql/bbs-migrations.js';
 
 const run = promisify(execFile);
@@ -50,7 +50,11 @@ async function migrateAtOnce(db: string): Promise<void> {
     Array.from({ length: writers }, () => run(process.execPath, ['--input-type=module', '-e', script, db])),
   );
   const store = await openBbsStore(db);
-  const versions = await store.backend.db.selectFrom('bbs_schema_migrations').select('version').execute();
+  const versions = await store.backend.db
+    .withTables<BbsDatabase>()
+    .selectFrom('bbs_schema_migrations')
+    .select('version')
+    .execute();
   await store.close();
   assert.deepEqual(
     versions.map((v) => v.version),

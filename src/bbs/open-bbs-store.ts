@@ -1,6 +1,6 @@
-import { openPostgresBackend } from './sql/postgres-backend.js';
+import { openSqlDatabase } from '../db/index.js';
+import { preparedPostgresStatements } from './sql/hot-statements.js';
 import { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
-import { openSqliteBackend } from './sql/sqlite-backend.js';
 
 export interface OpenBbsStoreOptions extends SqlBbsStoreOptions {
   /** PostgreSQL connections per server. */
@@ -9,18 +9,15 @@ export interface OpenBbsStoreOptions extends SqlBbsStoreOptions {
 
 /**
  * Opens the BBS on `db`: a `postgres://` or `postgresql://` URL, or else a SQLite file path
- * (":memory:" for tests). Migrations are applied before it returns.
+ * (":memory:" for tests). The BBS's migrations are applied before it returns; history and the
+ * model migrate their own tables when they open on `store.database`.
  */
 export async function openBbsStore(db: string, options: OpenBbsStoreOptions = {}): Promise<SqlBbsStore> {
-  const backend = isPostgresUrl(db)
-    ? openPostgresBackend({
-        url: db,
-        ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
-      })
-    : openSqliteBackend({ path: db });
-  return SqlBbsStore.open(backend, options);
+  const database = openSqlDatabase(db, {
+    ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+    preparedStatements: preparedPostgresStatements,
+  });
+  return SqlBbsStore.open(database, options);
 }
 
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(ql)?:\/\//.test(db);
-}
+export { isPostgresUrl } from '../db/index.js';

@@ -107,13 +107,13 @@ export class SqlTaskDeliveryLog implements TaskDeliveryLog {
   }
 
   get #db(): DeliveryDb {
-    return this.#backend.db.withTables<DeliveryTables>();
+    return this.#backend.db.withTables<BbsDatabase & DeliveryTables>();
   }
 
   async record(entry: TaskDeliveryRecord): Promise<void> {
     await this.#backend.write(async (tx) => {
       await tx
-        .withTables<DeliveryTables>()
+        .withTables<BbsDatabase & DeliveryTables>()
         .insertInto('task_deliveries')
         .values({
           task_guid: entry.task_guid,
@@ -165,7 +165,7 @@ export class SqlTaskDeliveryLog implements TaskDeliveryLog {
 
   async prune(req: { readonly before: string }): Promise<number> {
     return this.#backend.write(async (tx) => {
-      const db = tx.withTables<DeliveryTables>();
+      const db = tx.withTables<BbsDatabase & DeliveryTables>();
       const result = await db
         .deleteFrom('task_deliveries')
         .where('at', '<', req.before)

@@ -1,9 +1,9 @@
 import type { Generated, Kysely } from 'kysely';
-import type { BbsDatabase } from '../bbs/index.js';
+import type { DbTables } from '../db/index.js';
 
 /**
- * The history tables (migration 2 in src/bbs/sql/bbs-migrations.ts) as kysely sees them. They live
- * in the BBS database, so a history write and its bus event (a row of `events`) commit together.
+ * The history tables (history-migrations.ts) as kysely sees them. They live in the BBS's database,
+ * so a history write and its bus event (a row of `events`, written by db's EventLog) commit together.
  */
 // A type alias, not an interface: kysely's withTables wants an index-signature-compatible shape.
 export type HistoryTables = {
@@ -15,7 +15,7 @@ export type HistoryTables = {
   subscription_deliveries: DeliveryRow;
 };
 
-export type HistoryDb = Kysely<BbsDatabase & HistoryTables>;
+export type HistoryDb = Kysely<DbTables & HistoryTables>;
 
 export interface ContainerRow {
   seq: Generated<number | string>;

@@ -8,7 +8,11 @@ const maxLogChars = 6;
 
 describeHistoryStoreContract('SQLite', async (clock) => {
   const bbs = await openBbsStore(':memory:', { now: clock.now });
-  return { bbs, history: new HistoryStore(bbs, { now: clock.now, maxLogChars }), close: () => bbs.close() };
+  return {
+    bbs,
+    history: await HistoryStore.open(bbs.database, { now: clock.now, maxLogChars }),
+    close: () => bbs.close(),
+  };
 });
 
 describeHistoryStoreContract(
@@ -18,7 +22,7 @@ describeHistoryStoreContract(
     const bbs = await openBbsStore(server.url, { now: clock.now });
     return {
       bbs,
-      history: new HistoryStore(bbs, { now: clock.now, maxLogChars }),
+      history: await HistoryStore.open(bbs.database, { now: clock.now, maxLogChars }),
       close: async () => {
         await bbs.close();
         await server.stop();

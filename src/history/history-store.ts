@@ -1,17 +1,17 @@
 import type { Insertable, Selectable } from 'kysely';
-import type { SqlBbsStore } from '../bbs/index.js';
-import { InvalidArgumentError, limits, NotFoundError } from '../core/index.js';
+import { InvalidArgumentError, NotFoundError } from '../core/index.js';
+import type { SqlBackend, SqlDatabase } from '../db/index.js';
 import {
   canonicalTimestamp,
   compareIds,
   compareItems,
-  dedupeKey,
   effectiveTime,
   foldStatus,
   stepStatus,
   type TopLevelStatus,
 } from './container-status.js';
 import type { ContainerRow, HistoryDb, HistoryRow, HistoryTables } from './history-database.js';
+import { historyMigrationList } from './history-migrations.js';
 import type {
   ContainerLaunch,
   ContainerOutput,
@@ -21,9 +21,9 @@ import type {
   HistoryItem,
   OwnerKind,
 } from './history-types.js';
-import { entityTypes, ownerKinds } from './history-types.js';
+import { pending, prepareIngest } from './ingest-preparation.js';
 import type { IngestRecord, IngestResult } from './ingest-records.js';
-import { finalStatusFor, mapRawStatus } from './status-mapping.js';
+import { finalStatusFor } from './status-mapping.js';
 
 /** The bus event every newly recorded history item puts on `GET /v1/events`. */
 export const containerEventType = 'container_status_changed';
@@ -72,29 +72,6 @@ const defaultMaxLogChars = 1024 * 1024;
 const insertChunk = 200;
 const maxPage = 1000;
 
-interface PendingItem {
-  readonly container_id: string;
-  readonly status: string;
-  readonly external_timestamp: string | null;
-  readonly exit_code: number | null;
-  readonly entity_type: EntityType;
-  readonly entity_id: string | null;
-  readonly message: string | null;
-  readonly dedupe_key: string;
-}
-
-interface ContainerChange {
-  launch?: ContainerLaunch;
-  finalization?: {
-    exit_code: number | null;
-    logs: string;
-    logs_size: number;
-    truncated: boolean;
-    outputs: readonly ContainerOutput[];
-    error: string | null;
-  };
-}
-
 /**
  * Container records and their history on the BBS database (SQLite or PostgreSQL). One `ingest`
  * is one transaction: items are inserted with ON CONFLICT DO NOTHING on their dedupe key (so
@@ -102,16 +79,24 @@ interface ContainerChange {
  * out of order), and every new item becomes a bus event and webhook deliveries in the same commit.
  */
 export class HistoryStore {
-  readonly #backend: SqlBbsStore['backend'];
+  readonly #database: SqlDatabase;
+  readonly #backend: SqlBackend;
   readonly #now: () => Date;
   readonly #maxLogChars: number;
   readonly #onRecorded: () => void;
 
-  constructor(bbs: SqlBbsStore, options: HistoryStoreOptions = {}) {
-    this.#backend = bbs.backend;
+  private constructor(database: SqlDatabase, options: HistoryStoreOptions) {
+    this.#database = database;
+    this.#backend = database.backend;
     this.#now = options.now ?? (() => new Date());
     this.#maxLogChars = options.maxLogChars ?? defaultMaxLogChars;
     this.#onRecorded = options.onRecorded ?? (() => {});
+  }
+
+  /** Opens history on the shared database handle and applies history's pending migrations. */
+  static async open(database: SqlDatabase, options: HistoryStoreOptions = {}): Promise<HistoryStore> {
+    await database.migrate([historyMigrationList], (options.now ?? (() => new Date()))());
+    return new HistoryStore(database, options);
   }
 
   get dialect(): 'sqlite' | 'postgres' {
@@ -129,171 +114,167 @@ export class HistoryStore {
 
   async ingest(records: readonly IngestRecord[]): Promise<IngestResult> {
     if (records.length === 0) return { recorded: 0, duplicates: 0 };
-    const { items, changes } = this.#prepare(records);
-    const result = await this.write(async (db) => {
-      const date = this.#now();
-      const now = date.toISOString();
-      const ids = [...new Set([...items.map((i) => i.container_id), ...changes.keys()])].sort();
-      // Placeholders first, then lock: two servers recording for one new container both insert,
-      // one wins, and the other waits on the row lock instead of computing from a stale read.
-      for (let i = 0; i < ids.length; i += insertChunk) {
-        await db
-          .insertInto('containers')
-          .values(ids.slice(i, i + insertChunk).map((id) => placeholderRow(id, now)))
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-      }
-      const current = new Map<string, Selectable<ContainerRow>>();
-      for (let i = 0; i < ids.length; i += insertChunk) {
-        let query = db
-          .selectFrom('containers')
-          .selectAll()
-          .where('id', 'in', ids.slice(i, i + insertChunk));
-        if (this.#backend.lockRows) query = query.forUpdate();
-        for (const row of await query.execute()) current.set(row.id, row);
-      }
-      const allItems = [...items];
-      for (const [id, change] of changes) {
-        const row = current.get(id)!;
-        const fin = change.finalization;
-        // Finalized once: a re-delivered finalization must not add a second Complete/Failed.
-        if (fin && row.finalized_at === null) {
-          const status = fin.error ? 'Failed' : finalStatusFor(fin.exit_code);
-          const message = fin.error ? `Finalization failed: ${fin.error}` : null;
-          allItems.push(pending(id, status, null, fin.exit_code, 'system', null, message));
-        } else if (fin) {
-          changes.set(id, { ...(change.launch ? { launch: change.launch } : {}) });
-        }
-      }
-      const inserted: HistoryItem[] = [];
-      const byContainer = new Map<string, HistoryItem[]>();
-      for (let i = 0; i < allItems.length; i += insertChunk) {
-        const rows = await db
-          .insertInto('container_history')
-          .values(allItems.slice(i, i + insertChunk).map((item) => ({ ...item, time_recorded: now })))
-          .onConflict((oc) => oc.columns(['container_id', 'dedupe_key']).doNothing())
-          .returningAll()
-          .execute();
-        for (const row of rows) {
-          const item = toItem(row);
-          inserted.push(item);
-          const list = byContainer.get(row.container_id) ?? [];
-          list.push(item);
-          byContainer.set(row.container_id, list);
-        }
-      }
-      const events: { type: string; data: string; created_at: string }[] = [];
-      const subscriptions = inserted.length > 0 ? await activeSubscriptions(db) : [];
-      const deliveries: { subscription_id: string; payload: string }[] = [];
-      for (const id of ids) {
-        const row = current.get(id)!;
-        const fresh = (byContainer.get(id) ?? []).sort(compareItems);
-        const change = changes.get(id);
-        if (fresh.length === 0 && !change?.launch && !change?.finalization) continue;
-        let status: TopLevelStatus | undefined =
-          row.status === '' ? undefined : { status: row.status, status_time: row.status_time };
-        let newest = { time: row.newest_time, id: String(row.newest_id) };
-        const first = fresh[0];
-        // The container's status right after each new item, for its bus event.
-        const after = new Map<HistoryItem, TopLevelStatus>();
-        if (first && isNewer(first, newest)) {
-          for (const item of fresh) {
-            status = stepStatus(status, item);
-            after.set(item, status);
-          }
-        } else if (first) {
-          // An item older than what is recorded: the fold over the whole history is the truth.
-          const all = await db
-            .selectFrom('container_history')
-            .select(['id', 'status', 'time_recorded', 'external_timestamp'])
-            .where('container_id', '=', id)
-            .execute();
-          status = foldStatus(all.map((r) => ({ ...r, id: String(r.id) })));
-        }
-        const last = fresh.at(-1);
-        if (last && isNewer(last, newest)) newest = { time: effectiveTime(last), id: last.id };
-        const launch = change?.launch;
-        const fin = change?.finalization;
-        const logs = fin ? this.#capLogs(fin.logs) : undefined;
-        await db
-          .updateTable('containers')
-          .set({
-            ...(status ? { status: status.status, status_time: status.status_time } : {}),
-            ...(fresh.length > 0 ? { updated_at: now } : {}),
-            newest_time: newest.time,
-            newest_id: newest.id,
-            ...(launch ? launchColumns(launch) : {}),
-            ...(fin && logs
-              ? {
-                  exit_code: fin.exit_code,
-                  finalized_at: now,
-                  outputs: JSON.stringify(fin.outputs),
-                  logs_size: fin.logs_size,
-                  logs_truncated: fin.truncated || logs.truncated ? 1 : 0,
-                }
-              : {}),
-          })
-          .where('id', '=', id)
-          .execute();
-        if (fin && logs) {
+    const { items, changes } = prepareIngest(records);
+    // db's EventLog writes the bus events with the items and wakes event streams once committed.
+    const result = await this.#database.events.write(
+      this.#now,
+      async (tx, at, events: ContainerStatusEvent[]) => {
+        const db = tx.withTables<HistoryTables>();
+        const now = at.toISOString();
+        const ids = [...new Set([...items.map((i) => i.container_id), ...changes.keys()])].sort();
+        // Placeholders first, then lock: two servers recording for one new container both insert,
+        // one wins, and the other waits on the row lock instead of computing from a stale read.
+        for (let i = 0; i < ids.length; i += insertChunk) {
           await db
-            .insertInto('container_logs')
-            .values({ container_id: id, text: logs.text })
-            .onConflict((oc) => oc.column('container_id').doUpdateSet({ text: logs.text }))
+            .insertInto('containers')
+            .values(ids.slice(i, i + insertChunk).map((id) => placeholderRow(id, now)))
+            .onConflict((oc) => oc.column('id').doNothing())
             .execute();
         }
-        const meta = { ...row, ...(launch ? launchColumns(launch) : {}) };
-        for (const item of fresh) {
-          const event: Omit<ContainerStatusEvent, 'type'> = {
-            container: {
-              id,
-              image: meta.image,
-              cell_id: meta.cell_id,
-              owner_kind: meta.owner_kind as OwnerKind,
-              owner_id: meta.owner_id,
-              system: meta.system,
-              status: (after.get(item) ?? status)?.status ?? item.status,
-              status_time: (after.get(item) ?? status)?.status_time ?? item.time_recorded,
-            },
-            item,
-          };
-          const data = JSON.stringify(event);
-          events.push({ type: containerEventType, data, created_at: now });
-          for (const sub of subscriptions) {
-            if (sub.statuses.size === 0 || sub.statuses.has(item.status)) {
-              deliveries.push({
-                subscription_id: sub.id,
-                payload: JSON.stringify({ type: containerEventType, subscription_id: sub.id, ...event }),
-              });
+        const current = new Map<string, Selectable<ContainerRow>>();
+        for (let i = 0; i < ids.length; i += insertChunk) {
+          let query = db
+            .selectFrom('containers')
+            .selectAll()
+            .where('id', 'in', ids.slice(i, i + insertChunk));
+          if (this.#backend.lockRows) query = query.forUpdate();
+          for (const row of await query.execute()) current.set(row.id, row);
+        }
+        const allItems = [...items];
+        for (const [id, change] of changes) {
+          const row = current.get(id)!;
+          const fin = change.finalization;
+          // Finalized once: a re-delivered finalization must not add a second Complete/Failed.
+          if (fin && row.finalized_at === null) {
+            const status = fin.error ? 'Failed' : finalStatusFor(fin.exit_code);
+            const message = fin.error ? `Finalization failed: ${fin.error}` : null;
+            allItems.push(pending(id, status, null, fin.exit_code, 'system', null, message));
+          } else if (fin) {
+            changes.set(id, { ...(change.launch ? { launch: change.launch } : {}) });
+          }
+        }
+        const inserted: HistoryItem[] = [];
+        const byContainer = new Map<string, HistoryItem[]>();
+        for (let i = 0; i < allItems.length; i += insertChunk) {
+          const rows = await db
+            .insertInto('container_history')
+            .values(allItems.slice(i, i + insertChunk).map((item) => ({ ...item, time_recorded: now })))
+            .onConflict((oc) => oc.columns(['container_id', 'dedupe_key']).doNothing())
+            .returningAll()
+            .execute();
+          for (const row of rows) {
+            const item = toItem(row);
+            inserted.push(item);
+            const list = byContainer.get(row.container_id) ?? [];
+            list.push(item);
+            byContainer.set(row.container_id, list);
+          }
+        }
+        const subscriptions = inserted.length > 0 ? await activeSubscriptions(db) : [];
+        const deliveries: { subscription_id: string; payload: string }[] = [];
+        for (const id of ids) {
+          const row = current.get(id)!;
+          const fresh = (byContainer.get(id) ?? []).sort(compareItems);
+          const change = changes.get(id);
+          if (fresh.length === 0 && !change?.launch && !change?.finalization) continue;
+          let status: TopLevelStatus | undefined =
+            row.status === '' ? undefined : { status: row.status, status_time: row.status_time };
+          let newest = { time: row.newest_time, id: String(row.newest_id) };
+          const first = fresh[0];
+          // The container's status right after each new item, for its bus event.
+          const after = new Map<HistoryItem, TopLevelStatus>();
+          if (first && isNewer(first, newest)) {
+            for (const item of fresh) {
+              status = stepStatus(status, item);
+              after.set(item, status);
+            }
+          } else if (first) {
+            // An item older than what is recorded: the fold over the whole history is the truth.
+            const all = await db
+              .selectFrom('container_history')
+              .select(['id', 'status', 'time_recorded', 'external_timestamp'])
+              .where('container_id', '=', id)
+              .execute();
+            status = foldStatus(all.map((r) => ({ ...r, id: String(r.id) })));
+          }
+          const last = fresh.at(-1);
+          if (last && isNewer(last, newest)) newest = { time: effectiveTime(last), id: last.id };
+          const launch = change?.launch;
+          const fin = change?.finalization;
+          const logs = fin ? this.#capLogs(fin.logs) : undefined;
+          await db
+            .updateTable('containers')
+            .set({
+              ...(status ? { status: status.status, status_time: status.status_time } : {}),
+              ...(fresh.length > 0 ? { updated_at: now } : {}),
+              newest_time: newest.time,
+              newest_id: newest.id,
+              ...(launch ? launchColumns(launch) : {}),
+              ...(fin && logs
+                ? {
+                    exit_code: fin.exit_code,
+                    finalized_at: now,
+                    outputs: JSON.stringify(fin.outputs),
+                    logs_size: fin.logs_size,
+                    logs_truncated: fin.truncated || logs.truncated ? 1 : 0,
+                  }
+                : {}),
+            })
+            .where('id', '=', id)
+            .execute();
+          if (fin && logs) {
+            await db
+              .insertInto('container_logs')
+              .values({ container_id: id, text: logs.text })
+              .onConflict((oc) => oc.column('container_id').doUpdateSet({ text: logs.text }))
+              .execute();
+          }
+          const meta = { ...row, ...(launch ? launchColumns(launch) : {}) };
+          for (const item of fresh) {
+            const event: Omit<ContainerStatusEvent, 'type'> = {
+              container: {
+                id,
+                image: meta.image,
+                cell_id: meta.cell_id,
+                owner_kind: meta.owner_kind as OwnerKind,
+                owner_id: meta.owner_id,
+                system: meta.system,
+                status: (after.get(item) ?? status)?.status ?? item.status,
+                status_time: (after.get(item) ?? status)?.status_time ?? item.time_recorded,
+              },
+              item,
+            };
+            events.push({ type: containerEventType, ...event });
+            for (const sub of subscriptions) {
+              if (sub.statuses.size === 0 || sub.statuses.has(item.status)) {
+                deliveries.push({
+                  subscription_id: sub.id,
+                  payload: JSON.stringify({ type: containerEventType, subscription_id: sub.id, ...event }),
+                });
+              }
             }
           }
         }
-      }
-      for (let i = 0; i < events.length; i += insertChunk) {
-        await db
-          .insertInto('events')
-          .values(events.slice(i, i + insertChunk))
-          .execute();
-      }
-      for (let i = 0; i < deliveries.length; i += insertChunk) {
-        await db
-          .insertInto('subscription_deliveries')
-          .values(
-            deliveries.slice(i, i + insertChunk).map((d) => ({
-              ...d,
-              state: 'pending',
-              attempts: 0,
-              next_attempt_at: now,
-              last_status: null,
-              last_error: null,
-              created_at: now,
-              updated_at: now,
-            })),
-          )
-          .execute();
-      }
-      return { recorded: inserted.length, duplicates: allItems.length - inserted.length };
-    });
+        for (let i = 0; i < deliveries.length; i += insertChunk) {
+          await db
+            .insertInto('subscription_deliveries')
+            .values(
+              deliveries.slice(i, i + insertChunk).map((d) => ({
+                ...d,
+                state: 'pending',
+                attempts: 0,
+                next_attempt_at: now,
+                last_status: null,
+                last_error: null,
+                created_at: now,
+                updated_at: now,
+              })),
+            )
+            .execute();
+        }
+        return { recorded: inserted.length, duplicates: allItems.length - inserted.length };
+      },
+    );
     if (result.recorded > 0) this.#onRecorded();
     return result;
   }
@@ -361,143 +342,6 @@ export class HistoryStore {
     if (text.length <= this.#maxLogChars) return { text, truncated: false };
     return { text: text.slice(text.length - this.#maxLogChars), truncated: true };
   }
-
-  /** Validates and normalizes records into history items and per-container changes. */
-  #prepare(records: readonly IngestRecord[]): {
-    items: PendingItem[];
-    changes: Map<string, ContainerChange>;
-  } {
-    const items: PendingItem[] = [];
-    const seen = new Set<string>();
-    const changes = new Map<string, ContainerChange>();
-    const change = (id: string) => {
-      const existing = changes.get(id);
-      if (existing) return existing;
-      const created: ContainerChange = {};
-      changes.set(id, created);
-      return created;
-    };
-    const push = (item: PendingItem) => {
-      const key = `${item.container_id}\u0000${item.dedupe_key}`;
-      if (seen.has(key)) return;
-      seen.add(key);
-      items.push(item);
-    };
-    records.forEach((record, index) => {
-      const where = `records[${index}]`;
-      switch (record.type) {
-        case 'launch': {
-          const c = record.container;
-          requireId(c.id, `${where}.container.id`);
-          if (!ownerKinds.includes(c.owner_kind)) {
-            throw new InvalidArgumentError(
-              `Invalid ${where}.container.owner_kind "${c.owner_kind}": expected one of ${ownerKinds.join(', ')}`,
-              { field: `${where}.container.owner_kind` },
-            );
-          }
-          const launch = {
-            ...c,
-            external_timestamp: timestamp(record.external_timestamp, `${where}.external_timestamp`),
-          };
-          change(c.id).launch = { ...c, system: c.system ?? null };
-          // The Created item carries who launched it; the launch time keeps it idempotent.
-          push(
-            pending(
-              c.id,
-              'Created',
-              launch.external_timestamp,
-              null,
-              record.entity_type ?? 'system',
-              record.entity_id ?? null,
-              record.entity_type === 'user' ? null : `Launched on cell ${c.cell_id}`,
-            ),
-          );
-          break;
-        }
-        case 'event': {
-          requireId(record.container_id, `${where}.container_id`);
-          if (record.entity_type !== 'event' && record.entity_type !== 'service') {
-            throw new InvalidArgumentError(
-              `Invalid ${where}.entity_type "${String(record.entity_type)}": runtime observations are "event" or "service"`,
-              { field: `${where}.entity_type` },
-            );
-          }
-          push(
-            pending(
-              record.container_id,
-              mapRawStatus(record.event),
-              nullableTimestamp(record.external_timestamp, `${where}.external_timestamp`),
-              record.exit_code ?? null,
-              record.entity_type,
-              null,
-              record.message ?? null,
-            ),
-          );
-          break;
-        }
-        case 'item': {
-          requireId(record.container_id, `${where}.container_id`);
-          if (!entityTypes.includes(record.entity_type)) {
-            throw new InvalidArgumentError(`Invalid ${where}.entity_type "${String(record.entity_type)}"`, {
-              field: `${where}.entity_type`,
-            });
-          }
-          if (record.status === '')
-            throw new InvalidArgumentError(`Invalid ${where}.status: empty`, { field: `${where}.status` });
-          push(
-            pending(
-              record.container_id,
-              record.status,
-              nullableTimestamp(record.external_timestamp ?? null, `${where}.external_timestamp`),
-              record.exit_code ?? null,
-              record.entity_type,
-              record.entity_id ?? null,
-              record.message ?? null,
-            ),
-          );
-          break;
-        }
-        case 'finalization': {
-          requireId(record.container_id, `${where}.container_id`);
-          change(record.container_id).finalization = {
-            exit_code: record.exit_code,
-            logs: record.logs,
-            // The column is a PostgreSQL INTEGER: a log past 2 GiB is recorded as the most it holds
-            // (its text is capped on the cell anyway), never refused, so the final status lands.
-            logs_size: Math.min(record.logs_size, limits.maxInt32),
-            truncated: record.logs_truncated,
-            outputs: record.outputs,
-            error: record.error,
-          };
-          break;
-        }
-        default:
-          throw new InvalidArgumentError(`Invalid ${where}.type`, { field: `${where}.type` });
-      }
-    });
-    return { items, changes };
-  }
-}
-
-function pending(
-  container_id: string,
-  status: string,
-  external_timestamp: string | null,
-  exit_code: number | null,
-  entity_type: EntityType,
-  entity_id: string | null,
-  message: string | null,
-): PendingItem {
-  return {
-    container_id,
-    status,
-    external_timestamp,
-    exit_code,
-    entity_type,
-    entity_id,
-    message,
-    dedupe_key: dedupeKey({ status, message, external_timestamp }),
-  };
 }
 
 function isNewer(item: HistoryItem, newest: { time: string; id: string }): boolean {
@@ -589,22 +433,6 @@ function toRecord(row: Selectable<ContainerRow>): ContainerRecord {
     logs_size: Number(row.logs_size),
     logs_truncated: Number(row.logs_truncated) === 1,
   };
-}
-
-function requireId(id: unknown, field: string): void {
-  if (typeof id !== 'string' || id === '')
-    throw new InvalidArgumentError(`Invalid ${field}: a non-empty container id is required`, { field });
-}
-
-function timestamp(text: string, field: string): string {
-  const canonical = canonicalTimestamp(text);
-  if (canonical === undefined)
-    throw new InvalidArgumentError(`Invalid ${field} "${text}": expected an ISO-8601 time`, { field });
-  return canonical;
-}
-
-function nullableTimestamp(text: string | null, field: string): string | null {
-  return text === null ? null : timestamp(text, field);
 }
 
 function parseCursor(cursor: string): number {

@@ -126,7 +126,7 @@ describe('instance names: one spelling, formatted and parsed here', () => {
   });
 
   it('an instance key names a guid and an index', () => {
-    assert.equal(instanceKey('shop.web.v', 3), 'shop.web.v#3');
+    assert.equal(instanceKey('shop.web.v', 3), 'shop.web.v/3');
   });
 
   it('a relation id round-trips to its two services, sorted', () => {

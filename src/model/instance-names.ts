@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { actualLrpKey } from '../bbs/index.js';
 import type { JobDefinition } from './system-definition.js';
 
 /**
@@ -103,9 +104,9 @@ export function jobTaskGuid(system: string, job: JobDefinition): string {
   return serviceProcessGuid(system, job.path, jobVersion(job));
 }
 
-/** A key for one instance of a process guid (maps of instances by unit). */
+/** A key for one instance of a process guid (maps of instances by unit): the BBS's one spelling. */
 export function instanceKey(processGuid: string, index: number): string {
-  return `${processGuid}#${index}`;
+  return actualLrpKey({ process_guid: processGuid, index });
 }
 
 /**

@@ -1,10 +1,10 @@
-import { type Kysely, sql } from 'kysely';
-import type { BbsDatabase } from '../bbs/index.js';
+import type { Kysely } from 'kysely';
+import { type DbTables, type MigrationList, portable } from '../db/index.js';
 
 /**
  * The model's tables, beside the BBS's in the same database. They have their own migration list
- * (`model_schema_migrations`), applied under the BBS's migration lock, so the model's schema can
- * grow without editing the BBS's list; like it, this list only ever appends.
+ * and ledger (`model_schema_migrations`), applied by db's one runner under its one lock, so the
+ * model's schema can grow without editing the BBS's list; like it, this list only ever appends.
  */
 export type ModelDatabase = {
   model_schema_migrations: { version: number; name: string; applied_at: string };
@@ -85,20 +85,14 @@ export type LockRowRecord = {
   action_path: string;
 };
 
-export type ModelDb = Kysely<BbsDatabase & ModelDatabase>;
-
-interface ModelMigration {
-  readonly version: number;
-  readonly name: string;
-  readonly statements: readonly string[];
-}
+export type ModelDb = Kysely<DbTables & ModelDatabase>;
 
 /** Portable DDL: both dialects accept every statement as written. */
-const modelMigrations: readonly ModelMigration[] = [
+const modelMigrations = [
   {
     version: 1,
     name: 'model entities, cleanups, systems, actions, lock rows',
-    statements: [
+    statements: portable([
       'CREATE TABLE model_meta (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)',
       'INSERT INTO model_meta (id, version) VALUES (1, 0)',
       'CREATE TABLE model_cells (id TEXT PRIMARY KEY, life TEXT NOT NULL)',
@@ -129,27 +123,12 @@ const modelMigrations: readonly ModelMigration[] = [
         mode TEXT NOT NULL, action TEXT NOT NULL, action_path TEXT NOT NULL,
         PRIMARY KEY (system, path, action_id))`,
       'CREATE INDEX model_locks_action ON model_locks (action_id)',
-    ],
+    ]),
   },
 ];
 
-/** Applies the model's missing migrations inside the caller's migration transaction. */
-export async function applyModelMigrations(tx: Kysely<BbsDatabase>, now: string): Promise<number[]> {
-  const db = tx.withTables<ModelDatabase>();
-  await sql`CREATE TABLE IF NOT EXISTS model_schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`.execute(db);
-  const done = new Set(
-    (await db.selectFrom('model_schema_migrations').select('version').execute()).map((r) => r.version),
-  );
-  const applied: number[] = [];
-  for (const migration of modelMigrations) {
-    if (done.has(migration.version)) continue;
-    for (const statement of migration.statements) await sql.raw(statement).execute(db);
-    await db
-      .insertInto('model_schema_migrations')
-      .values({ version: migration.version, name: migration.name, applied_at: now })
-      .execute();
-    applied.push(migration.version);
-  }
-  return applied;
-}
+export const modelMigrationList: MigrationList = {
+  owner: 'model',
+  ledger: 'model_schema_migrations',
+  migrations: modelMigrations,
+};

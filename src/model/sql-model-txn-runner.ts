@@ -1,15 +1,15 @@
 import { sql } from 'kysely';
-import type { SqlBbsStore } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { runMigrations, type SqlBackend } from '../db/index.js';
 import { assertLifeMove, type EntityKind, type Life } from './life.js';
 import { MemoryModel, MemoryModelTxnRunner, type ModelData } from './memory-model-txn-runner.js';
 import { describeAssert } from './model-asserts.js';
 import { TxnAbortedError } from './model-errors.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
 import type { Assert, CountKind, EntityRef, ModelTxn, ModelView, Op, RelationScope } from './model-types.js';
-import { applyModelMigrations, type ModelDatabase, type ModelDb } from './sql-model-schema.js';
+import { type ModelDatabase, type ModelDb, modelMigrationList } from './sql-model-schema.js';
 
-export type SqlBackend = SqlBbsStore['backend'];
+export type { SqlBackend } from '../db/index.js';
 
 /**
  * Every model write on PostgreSQL takes this transaction-scoped advisory lock first: asserts are
@@ -31,9 +31,9 @@ export async function modelRead<T>(backend: SqlBackend, fn: (db: ModelDb) => Pro
   return backend.read(async (tx) => fn(tx.withTables<ModelDatabase>()));
 }
 
-/** Creates the model's tables on a BBS database (idempotent; under the BBS's migration lock). */
+/** Creates the model's tables on a BBS database (idempotent; db's one runner, under its one lock). */
 export async function migrateModel(backend: SqlBackend, now: Date): Promise<void> {
-  await backend.migrate((tx) => applyModelMigrations(tx, now.toISOString()));
+  await runMigrations(backend, [modelMigrationList], now);
 }
 
 function integrity(rule: string, message: string): BerthError {

@@ -85,7 +85,9 @@ export class RelationSync {
     try {
       known = (await this.#options.source.forInstance(processGuid, index)) ?? known;
     } catch (err) {
-      this.#options.log?.(`relation data of ${processGuid}#${index} unavailable: ${String(err)}`);
+      this.#options.log?.(
+        `relation data of ${actualLrpKey({ process_guid: processGuid, index })} unavailable: ${String(err)}`,
+      );
     }
     return {
       env: { ...(known?.env ?? {}) },

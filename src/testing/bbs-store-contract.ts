@@ -618,6 +618,22 @@ export function describeBbsStoreContract(
         await assert.rejects(store.desireTask(task({ task_guid: t.task_guid })), hasCode('already_exists'));
       });
 
+      it('desiring one task guid from many callers at once: one wins, every other is already_exists', async () => {
+        // On PostgreSQL the losers' reads see no row (nothing to lock yet) and their inserts hit the
+        // unique key: that collision must be the same already_exists as the read's.
+        const taskGuid = guid('task-race');
+        // Connections opened first, so the desires overlap instead of queueing behind a connect.
+        await Promise.all(Array.from({ length: 8 }, () => store.listTasks({ limit: 1 })));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 8 }, () => store.desireTask(task({ task_guid: taskGuid }))),
+        );
+        assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1);
+        for (const o of outcomes) {
+          if (o.status === 'rejected')
+            assert.equal((o.reason as BerthError).code, 'already_exists', String(o.reason));
+        }
+      });
+
       it('only the running cell completes a task', async () => {
         const t = await taskIn('RUNNING');
         await assert.rejects(

@@ -335,6 +335,36 @@ export function describeHistoryStoreContract(
       );
     });
 
+    it("a recorded item wakes the BBS's event subscribers once committed, not at their next poll", async () => {
+      // The hook SSE streams and the callback worker wait on: history's inserts go through the same
+      // event writer as the BBS's own mutations, so they fire it too. What the listener reads at the
+      // moment it is called must already hold the event (it fires after the commit).
+      const before = (await target.bbs.readEvents({ limit: 10_000 })).at(-1)?.id;
+      const id = cid();
+      const seenAtWake: Promise<string[]>[] = [];
+      const unsubscribe = target.bbs.onEvents(() => {
+        seenAtWake.push(
+          target.bbs
+            .readEvents({ ...(before ? { after: before } : {}), limit: 10_000 })
+            .then((events) =>
+              (events as unknown as ContainerStatusEvent[])
+                .filter((e) => e.type === containerEventType && e.container.id === id)
+                .map((e) => e.item.status),
+            ),
+        );
+      });
+      try {
+        await history.ingest([event(id, 'start', 1)]);
+        assert.equal(seenAtWake.length, 1, 'one wake-up per committed ingest');
+        assert.deepEqual(await seenAtWake[0], ['Running']);
+        // A re-delivered batch records nothing, so it wakes nobody.
+        await history.ingest([event(id, 'start', 1)]);
+        assert.equal(seenAtWake.length, 1);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it('concurrent ingests for one container end in the folded status', async () => {
       const id = cid();
       const raws = ['create', 'start', 'die', 'destroy', 'start', 'kill'];

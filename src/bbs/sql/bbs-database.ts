@@ -1,11 +1,13 @@
 import type { Generated } from 'kysely';
+import type { DbTables } from '../../db/index.js';
 
 /**
  * The tables of the BBS as kysely sees them. Both dialects store the same shapes: JSON as TEXT,
  * booleans as 0/1, times as ISO-8601 text (which sorts like the time it names), so one query
  * builder serves both. PostgreSQL returns BIGINT as a string, hence `number | string` on ids.
  */
-export interface BbsDatabase {
+// A type alias, not an interface: kysely's withTables wants an index-signature-compatible shape.
+export type BbsDatabase = DbTables & {
   bbs_schema_migrations: { version: number; name: string; applied_at: string };
   desired_lrps: DesiredLrpRow;
   actual_lrps: ActualLrpRow;
@@ -14,9 +16,8 @@ export interface BbsDatabase {
   cells: CellRow;
   start_requests: StartRequestRow;
   stop_requests: StopRequestRow;
-  events: EventRow;
   leases: { name: string; holder: string; token: number; expires_at: string };
-}
+};
 
 export interface DesiredLrpRow {
   process_guid: string;
@@ -99,14 +100,5 @@ export interface StopRequestRow {
   instance_guid: string;
   cell_id: string;
   available_at: string;
-  created_at: string;
-}
-
-export interface EventRow {
-  id: Generated<number | string>;
-  /** PostgreSQL: the writing transaction's id, so readers can wait for slower commits (see readEvents). */
-  txid: Generated<number | string>;
-  type: string;
-  data: string;
   created_at: string;
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { desiredDefinition } from '../../testing/bbs-store-contract.js';
-import { openBbsStore } from '../index.js';
+import { type BbsDatabase, openBbsStore } from '../index.js';
 import { bbsMigrations } from './bbs-migrations.js';
 
 const keyOrderRead =
@@ -100,6 +100,7 @@ describe('migration 5: SQLite stores ActualLRPs in key order', () => {
     const reopened = await openBbsStore(file);
     try {
       const versions = await reopened.backend.db
+        .withTables<BbsDatabase>()
         .selectFrom('bbs_schema_migrations')
         .select('version')
         .execute();

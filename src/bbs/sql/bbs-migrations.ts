@@ -1,21 +1,5 @@
-import { type Kysely, sql } from 'kysely';
-import type { BbsDatabase } from './bbs-database.js';
+import { idColumn, type MigrationList, type SchemaMigration, type SqlDialectKind } from '../../db/index.js';
 
-export type SqlDialectKind = 'sqlite' | 'postgres';
-
-/** A versioned schema change. Migrations only ever append; a released one is never edited. */
-export interface BbsMigration {
-  readonly version: number;
-  readonly name: string;
-  readonly statements: Readonly<Record<SqlDialectKind, readonly string[]>>;
-}
-
-/** The few places the two dialects differ in DDL. */
-const idColumn: Readonly<Record<SqlDialectKind, string>> = {
-  // AUTOINCREMENT: ids are never reused, so an event id seen once is never handed out again.
-  sqlite: 'INTEGER PRIMARY KEY AUTOINCREMENT',
-  postgres: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
-};
 const txidColumn: Readonly<Record<SqlDialectKind, string>> = {
   // SQLite commits one writer at a time, so the id alone orders events.
   sqlite: 'INTEGER NOT NULL DEFAULT 0',
@@ -72,44 +56,6 @@ function initialSchema(kind: SqlDialectKind): string[] {
 }
 
 /**
- * Container history (src/history): container records, their history items (deduped by a unique
- * key), logs kept after the pod is gone, API tokens (hashed), webhook subscriptions and their
- * delivery log.
- */
-function historySchema(kind: SqlDialectKind): string[] {
-  return [
-    `CREATE TABLE containers (
-      seq ${idColumn[kind]}, id TEXT NOT NULL UNIQUE, image TEXT NOT NULL, command TEXT NOT NULL,
-      env_names TEXT NOT NULL, cell_id TEXT NOT NULL, owner_kind TEXT NOT NULL, owner_id TEXT NOT NULL,
-      system TEXT, status TEXT NOT NULL, status_time TEXT NOT NULL, created_at TEXT NOT NULL,
-      updated_at TEXT NOT NULL, newest_time TEXT NOT NULL, newest_id BIGINT NOT NULL, exit_code INTEGER,
-      finalized_at TEXT, outputs TEXT NOT NULL, logs_size INTEGER NOT NULL, logs_truncated INTEGER NOT NULL)`,
-    'CREATE INDEX containers_status ON containers (status, seq)',
-    'CREATE INDEX containers_system ON containers (system, seq)',
-    'CREATE INDEX containers_updated ON containers (updated_at)',
-    `CREATE TABLE container_history (
-      id ${idColumn[kind]}, container_id TEXT NOT NULL, status TEXT NOT NULL, time_recorded TEXT NOT NULL,
-      external_timestamp TEXT, exit_code INTEGER, entity_type TEXT NOT NULL, entity_id TEXT, message TEXT,
-      dedupe_key TEXT NOT NULL)`,
-    // Also the index that reads one container's history.
-    'CREATE UNIQUE INDEX container_history_dedupe ON container_history (container_id, dedupe_key)',
-    'CREATE TABLE container_logs (container_id TEXT PRIMARY KEY, text TEXT NOT NULL)',
-    `CREATE TABLE api_tokens (
-      id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE,
-      created_at TEXT NOT NULL, created_by TEXT, revoked_at TEXT)`,
-    `CREATE TABLE subscriptions (
-      id TEXT PRIMARY KEY, url TEXT NOT NULL, statuses TEXT NOT NULL, created_at TEXT NOT NULL,
-      created_by TEXT, removed_at TEXT)`,
-    `CREATE TABLE subscription_deliveries (
-      id ${idColumn[kind]}, subscription_id TEXT NOT NULL, payload TEXT NOT NULL, state TEXT NOT NULL,
-      attempts INTEGER NOT NULL, next_attempt_at TEXT NOT NULL, last_status INTEGER, last_error TEXT,
-      created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`,
-    'CREATE INDEX subscription_deliveries_due ON subscription_deliveries (state, next_attempt_at)',
-    'CREATE INDEX subscription_deliveries_subscription ON subscription_deliveries (subscription_id, id)',
-  ];
-}
-
-/**
  * The delivery log of task completion callbacks (src/bbs/task-callback-log.ts): one row per POST
  * attempt, keyed by the task record's epoch so a task re-desired under the same guid starts with
  * an empty log. Rows outlive their task for a retention period, so "what happened to my callback"
@@ -127,16 +73,15 @@ function taskDeliverySchema(kind: SqlDialectKind): string[] {
   ];
 }
 
-export const bbsMigrations: readonly BbsMigration[] = [
+/**
+ * The BBS's migrations. Version 2 is history's (src/history/history-migrations.ts): it shipped in
+ * this ledger, and existing databases record it here.
+ */
+export const bbsMigrations: readonly SchemaMigration[] = [
   {
     version: 1,
     name: 'initial schema',
     statements: { sqlite: initialSchema('sqlite'), postgres: initialSchema('postgres') },
-  },
-  {
-    version: 2,
-    name: 'container history, API tokens, webhook subscriptions',
-    statements: { sqlite: historySchema('sqlite'), postgres: historySchema('postgres') },
   },
   {
     version: 3,
@@ -180,30 +125,9 @@ export const bbsMigrations: readonly BbsMigration[] = [
   },
 ];
 
-/**
- * Applies the missing migrations in one transaction the caller opened under the migration lock
- * (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE), so two servers starting at once apply
- * each migration exactly once: the second waits, then finds nothing left to do.
- */
-export async function applyMigrations(
-  tx: Kysely<BbsDatabase>,
-  kind: SqlDialectKind,
-  now: string,
-): Promise<number[]> {
-  await sql`CREATE TABLE IF NOT EXISTS bbs_schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`.execute(tx);
-  const done = new Set(
-    (await tx.selectFrom('bbs_schema_migrations').select('version').execute()).map((r) => r.version),
-  );
-  const applied: number[] = [];
-  for (const migration of bbsMigrations) {
-    if (done.has(migration.version)) continue;
-    for (const statement of migration.statements[kind]) await sql.raw(statement).execute(tx);
-    await tx
-      .insertInto('bbs_schema_migrations')
-      .values({ version: migration.version, name: migration.name, applied_at: now })
-      .execute();
-    applied.push(migration.version);
-  }
-  return applied;
-}
+/** What SqlBbsStore.open registers with the db layer's migration runner. */
+export const bbsMigrationList: MigrationList = {
+  owner: 'bbs',
+  ledger: 'bbs_schema_migrations',
+  migrations: bbsMigrations,
+};

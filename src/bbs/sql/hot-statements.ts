@@ -1,13 +1,9 @@
-/** `?` placeholders → `$1, $2, …` (constant SQL here never has a literal "?"). */
-export function numbered(text: string): string {
-  let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
-}
+import { numbered } from '../../db/index.js';
 
 /**
- * The statements every CAS runs, as constant SQL. Building them with the query builder cost more
- * CPU than SQLite spent running them; constant text also hits the prepared-statement cache.
- * Written with `?` and numbered for PostgreSQL once.
+ * The statements every ActualLRP CAS runs, as constant SQL (the event insert is db's EventLog's).
+ * Building them with the query builder cost more CPU than SQLite spent running them; constant text
+ * also hits the prepared-statement cache. Written with `?` and numbered for PostgreSQL once.
  */
 export const actualColumns =
   'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, ' +
@@ -19,7 +15,6 @@ const hotSql = {
     'last_crashed_at = ?, crash_reason = ?, since = ?, placement_error = ?, address = ?, ports = ?, ' +
     'tag_epoch = ?, tag_index = ? ' +
     'WHERE process_guid = ? AND idx = ? AND evacuating = ? AND tag_epoch = ? AND tag_index = ?',
-  insertEvent: 'INSERT INTO events (type, data, created_at) VALUES (?, ?, ?)',
 } as const;
 type HotQuery = keyof typeof hotSql;
 
@@ -31,7 +26,6 @@ export const hotSqlByKind: Readonly<
     selectActual: numbered(hotSql.selectActual),
     selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
     updateActual: numbered(hotSql.updateActual),
-    insertEvent: numbered(hotSql.insertEvent),
   },
 };
 

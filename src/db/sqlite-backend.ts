@@ -1,9 +1,8 @@
 import { chmodSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
-import { BerthError, errnoCode } from '../../core/index.js';
-import type { BbsDatabase } from './bbs-database.js';
-import type { RawEventRow, SqlBackend } from './sql-backend.js';
+import { BerthError, errnoCode } from '../core/index.js';
+import type { DbTables, RawEventRow, SqlBackend } from './sql-backend.js';
 
 export interface SqliteBackendOptions {
   /** A file path, or ":memory:" for tests. */
@@ -25,12 +24,9 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
   // NORMAL in WAL mode: a power loss can drop the last commits but never corrupts the file.
   database.pragma('synchronous = NORMAL');
   const statements = cachingStatements(database);
-  const db = new Kysely<BbsDatabase>({ dialect: new SqliteDialect({ database: statements }) });
+  const db = new Kysely<DbTables>({ dialect: new SqliteDialect({ database: statements }) });
 
-  async function inTransaction<T>(
-    begin: string,
-    fn: (tx: KyselyType<BbsDatabase>) => Promise<T>,
-  ): Promise<T> {
+  async function inTransaction<T>(begin: string, fn: (tx: KyselyType<DbTables>) => Promise<T>): Promise<T> {
     return db.connection().execute(async (conn) => {
       try {
         await sql.raw(begin).execute(conn);

@@ -1,14 +1,17 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { errnoCode } from '../../core/index.js';
-import type { BbsDatabase } from './bbs-database.js';
-import { numbered, preparedPostgresStatements } from './hot-statements.js';
-import type { RawEventRow, SqlBackend } from './sql-backend.js';
+import { errnoCode } from '../core/index.js';
+import { type DbTables, numbered, type RawEventRow, type SqlBackend } from './sql-backend.js';
 
 export interface PostgresBackendOptions {
   /** postgres://user@host/db, or postgres://user@/db?host=/socket/dir for a unix socket. */
   readonly url: string;
   readonly poolSize?: number;
+  /**
+   * SQL texts (already `$n`-numbered) sent as named prepared statements: the stores' per-CAS
+   * statements, parsed and planned once per connection instead of on every CAS.
+   */
+  readonly preparedStatements?: Iterable<string>;
 }
 
 /** Arbitrary but fixed: every berth server takes this advisory lock to migrate. */
@@ -24,7 +27,9 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
   const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
-  const db = new Kysely<BbsDatabase>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
+  const db = new Kysely<DbTables>({
+    dialect: new PostgresDialect({ pool: preparingPool(pool, options.preparedStatements ?? []) }),
+  });
 
   async function withRetry<T>(run: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -95,13 +100,13 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
 }
 
 /**
- * The pool kysely sees: the same connections, but the store's per-CAS statements go out as named
+ * The pool kysely sees: the same connections, but the given statements go out as named
  * prepared statements, so PostgreSQL parses and plans each once per connection instead of on
  * every CAS. Everything else passes through unchanged.
  */
-function preparingPool(pool: pg.Pool): pg.Pool {
+function preparingPool(pool: pg.Pool, prepared: Iterable<string>): pg.Pool {
   const names = new Map<string, string>();
-  for (const text of preparedPostgresStatements) names.set(text, `berth_${names.size}`);
+  for (const text of prepared) if (!names.has(text)) names.set(text, `berth_${names.size}`);
   const wrap = (client: pg.PoolClient): pg.PoolClient => {
     const query = client.query.bind(client) as (config: pg.QueryConfig) => Promise<pg.QueryResult>;
     return new Proxy(client, {

@@ -1,0 +1,302 @@
+import { randomUUID } from 'node:crypto';
+import { BerthError, InvalidArgumentError, NotFoundError } from '../../core/index.js';
+import { actualLrpKey } from '../actual-lrp-key.js';
+import { assertActualLRPTransition } from '../actual-lrp-transitions.js';
+import type {
+  ActualLRPFilter,
+  ActualLRPGroup,
+  ActualLRPRef,
+  CasActualLRPRequest,
+  ClaimActualLRPRequest,
+  CrashActualLRPRequest,
+  EvacuateRunningActualLRPRequest,
+  FailActualLRPRequest,
+  RemoveActualLRPRequest,
+  RemoveEvacuatingActualLRPRequest,
+  RetireActualLRPResult,
+  StartActualLRPRequest,
+} from '../bbs-store.js';
+import type { ActualLRP, PortMapping } from '../bbs-types.js';
+import {
+  assertOwner,
+  createActual,
+  deleteActual,
+  domainFor,
+  listActual,
+  loadActual,
+  replaceActual,
+  requireActual,
+  retire,
+} from './actual-lrp-records.js';
+import { loadDesired } from './desired-lrp-records.js';
+import { recordStartRequests, requestStartIfDesired } from './request-outbox.js';
+import { actualToRow, newUnclaimed, readAllActual, rowToActual } from './row-mapping.js';
+import { nextTag, requireTag, type StoreContext, validatePage } from './store-context.js';
+
+/**
+ * ActualLRPs: the reads, and every action of seed 002's lifecycle (claim, start, crash, fail,
+ * unclaim, retire, evacuate, remove), each one transaction checked against the transition table
+ * and the caller's tag.
+ */
+export class ActualLrpStore {
+  readonly #ctx: StoreContext;
+
+  constructor(ctx: StoreContext) {
+    this.#ctx = ctx;
+  }
+
+  async listActualLRPs(req: ActualLRPFilter = {}): Promise<ActualLRP[]> {
+    validatePage(req);
+    const unfiltered =
+      req.process_guid === undefined &&
+      req.domain === undefined &&
+      req.cell_id === undefined &&
+      req.limit === undefined &&
+      req.after === undefined;
+    if (unfiltered) return this.#ctx.backend.readRows(readAllActual);
+    return listActual(this.#ctx.db, req);
+  }
+
+  async getActualLRP(req: ActualLRPRef): Promise<ActualLRPGroup> {
+    const rows = await this.#ctx.db
+      .selectFrom('actual_lrps')
+      .selectAll()
+      .where('process_guid', '=', req.process_guid)
+      .where('idx', '=', req.index)
+      .execute();
+    const group = { instance: null as ActualLRP | null, evacuating: null as ActualLRP | null };
+    for (const row of rows) {
+      const lrp = rowToActual(row);
+      if (lrp.evacuating) group.evacuating = lrp;
+      else group.instance = lrp;
+    }
+    if (!group.instance && !group.evacuating) throw new NotFoundError('ActualLRP', actualLrpKey(req));
+    return group;
+  }
+
+  // ---------------------------------------------------------------- ActualLRPs: actions
+
+  async createActualLRP(req: ActualLRPRef): Promise<ActualLRP> {
+    return this.#ctx.mutate('createActualLRP', async (tx) => {
+      const desired = await loadDesired(tx, req.process_guid, true);
+      if (!desired) throw new NotFoundError('DesiredLRP', req.process_guid);
+      if (!Number.isInteger(req.index) || req.index < 0 || req.index >= desired.instances) {
+        throw new InvalidArgumentError(
+          `Cannot create ActualLRP ${actualLrpKey(req)}: index must be below the ${desired.instances} desired instances`,
+          { field: 'index' },
+        );
+      }
+      const existing = await loadActual(tx, req, false, true);
+      if (existing) {
+        throw new BerthError(
+          'already_exists',
+          `Cannot create ActualLRP ${actualLrpKey(req)}: it already exists`,
+          {
+            kind: 'ActualLRP',
+            id: actualLrpKey(req),
+            current: existing,
+          },
+        );
+      }
+      const lrp = newUnclaimed(req.process_guid, req.index, desired.domain, tx.now);
+      await tx.db.insertInto('actual_lrps').values(actualToRow(lrp)).execute();
+      tx.events.push({ type: 'actual_lrp_created', actual_lrp: lrp });
+      await recordStartRequests(tx, desired, [req.index]);
+      return lrp;
+    });
+  }
+
+  async claimActualLRP(req: ClaimActualLRPRequest): Promise<ActualLRP> {
+    return this.#ctx.mutate('claimActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      assertActualLRPTransition(before.state, 'CLAIMED', actualLrpKey(req));
+      if (before.state === 'CLAIMED') assertOwner(before, req.instance_key, 'claim');
+      return replaceActual(tx, before, {
+        ...before,
+        state: 'CLAIMED',
+        instance_guid: req.instance_key.instance_guid,
+        cell_id: req.instance_key.cell_id,
+        placement_error: '',
+        since: before.state === 'CLAIMED' ? before.since : tx.now,
+      });
+    });
+  }
+
+  async startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP> {
+    return this.#ctx.mutate('startActualLRP', async (tx) => {
+      if (req.expected === null) {
+        const lrp: ActualLRP = {
+          ...newUnclaimed(req.process_guid, req.index, await domainFor(tx, req), tx.now),
+          state: 'RUNNING',
+          instance_guid: req.instance_key.instance_guid,
+          cell_id: req.instance_key.cell_id,
+          address: req.net_info.address,
+          ports: req.net_info.ports,
+        };
+        return createActual(tx, lrp);
+      }
+      const before = await requireActual(tx, req, req.expected);
+      assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
+      // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
+      if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
+      return replaceActual(tx, before, {
+        ...before,
+        state: 'RUNNING',
+        instance_guid: req.instance_key.instance_guid,
+        cell_id: req.instance_key.cell_id,
+        address: req.net_info.address,
+        ports: req.net_info.ports,
+        placement_error: '',
+        since: before.state === 'RUNNING' ? before.since : tx.now,
+      });
+    });
+  }
+
+  async crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP> {
+    if (!Number.isInteger(req.crash_count) || req.crash_count < 0) {
+      throw new InvalidArgumentError('crash_count must be a non-negative integer', { field: 'crash_count' });
+    }
+    return this.#ctx.mutate('crashActualLRP', async (tx) => {
+      const crash = {
+        crash_count: req.crash_count,
+        last_crashed_at: req.last_crashed_at,
+        crash_reason: req.crash_reason,
+        instance_guid: '',
+        cell_id: '',
+        address: '',
+        ports: [] as PortMapping[],
+        state: req.state,
+        since: tx.now,
+      };
+      let lrp: ActualLRP;
+      if (req.expected === null) {
+        const base = newUnclaimed(req.process_guid, req.index, await domainFor(tx, req), tx.now);
+        lrp = await createActual(tx, { ...base, ...crash });
+      } else {
+        const before = await requireActual(tx, req, req.expected);
+        assertActualLRPTransition(before.state, req.state, actualLrpKey(req));
+        assertOwner(before, req.instance_key, 'crash');
+        lrp = await replaceActual(tx, before, { ...before, ...crash, placement_error: '' });
+      }
+      if (lrp.state === 'UNCLAIMED') await requestStartIfDesired(tx, lrp);
+      return lrp;
+    });
+  }
+
+  async failActualLRP(req: FailActualLRPRequest): Promise<ActualLRP> {
+    return this.#ctx.mutate('failActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      if (req.instance_key && before.state === 'CLAIMED') {
+        assertOwner(before, req.instance_key, 'fail');
+        // Given back unplaceable: no start request (see FailActualLRPRequest.instance_key).
+        return replaceActual(tx, before, {
+          ...before,
+          state: 'UNCLAIMED',
+          instance_guid: '',
+          cell_id: '',
+          address: '',
+          ports: [],
+          placement_error: req.placement_error,
+          since: tx.now,
+        });
+      }
+      if (before.state !== 'UNCLAIMED') {
+        throw new BerthError(
+          'conflict',
+          `Cannot fail placement of ActualLRP ${actualLrpKey(req)}: current state is ${before.state}, only UNCLAIMED instances (or CLAIMED ones by their claimant) can fail placement`,
+          { kind: 'ActualLRP', id: actualLrpKey(req), current: before },
+        );
+      }
+      return replaceActual(tx, before, { ...before, placement_error: req.placement_error });
+    });
+  }
+
+  async unclaimActualLRP(req: CasActualLRPRequest): Promise<ActualLRP> {
+    return this.#ctx.mutate('unclaimActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      assertActualLRPTransition(before.state, 'UNCLAIMED', actualLrpKey(req));
+      const after = await replaceActual(tx, before, {
+        ...before,
+        state: 'UNCLAIMED',
+        instance_guid: '',
+        cell_id: '',
+        address: '',
+        ports: [],
+        placement_error: '',
+        since: tx.now,
+      });
+      await requestStartIfDesired(tx, after);
+      return after;
+    });
+  }
+
+  async removeActualLRP(req: RemoveActualLRPRequest): Promise<void> {
+    await this.#ctx.mutate('removeActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      if (req.instance_key) assertOwner(before, req.instance_key, 'remove');
+      await deleteActual(tx, before);
+    });
+  }
+
+  async retireActualLRP(req: CasActualLRPRequest): Promise<RetireActualLRPResult> {
+    return this.#ctx.mutate('retireActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      return retire(tx, before);
+    });
+  }
+
+  async evacuateRunningActualLRP(req: EvacuateRunningActualLRPRequest): Promise<ActualLRPGroup> {
+    return this.#ctx.mutate('evacuateRunningActualLRP', async (tx) => {
+      const before = await requireActual(tx, req, req.expected);
+      if (before.state !== 'RUNNING') {
+        throw new BerthError(
+          'conflict',
+          `Cannot evacuate ActualLRP ${actualLrpKey(req)}: current state is ${before.state}, only RUNNING instances evacuate`,
+          { kind: 'ActualLRP', id: actualLrpKey(req), current: before },
+        );
+      }
+      assertOwner(before, req.instance_key, 'evacuate');
+      const previous = await loadActual(tx, req, true, true);
+      if (previous && previous.instance_guid !== req.instance_key.instance_guid) {
+        throw new BerthError(
+          'conflict',
+          `Cannot evacuate ActualLRP ${actualLrpKey(req)}: instance ${previous.instance_guid} on ${previous.cell_id} is already evacuating`,
+          { kind: 'ActualLRP', id: actualLrpKey(req), current: previous },
+        );
+      }
+      const evacuating: ActualLRP = {
+        ...before,
+        evacuating: true,
+        address: req.net_info.address,
+        ports: req.net_info.ports,
+        modification_tag: previous ? nextTag(previous.modification_tag) : { epoch: randomUUID(), index: 0 },
+      };
+      if (previous) await replaceActual(tx, previous, evacuating);
+      else await createActual(tx, evacuating);
+      const instance = await replaceActual(tx, before, {
+        ...before,
+        state: 'UNCLAIMED',
+        instance_guid: '',
+        cell_id: '',
+        address: '',
+        ports: [],
+        since: tx.now,
+      });
+      await requestStartIfDesired(tx, instance);
+      return { instance, evacuating };
+    });
+  }
+
+  async removeEvacuatingActualLRP(req: RemoveEvacuatingActualLRPRequest): Promise<void> {
+    await this.#ctx.mutate('removeEvacuatingActualLRP', async (tx) => {
+      const before = requireTag(
+        await loadActual(tx, req, true, this.#ctx.lockRows),
+        'evacuating ActualLRP',
+        actualLrpKey(req),
+        req.expected,
+      );
+      assertOwner(before, req.instance_key, 'remove the evacuating copy of');
+      await deleteActual(tx, before);
+    });
+  }
+}

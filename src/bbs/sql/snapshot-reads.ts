@@ -1,0 +1,88 @@
+import type { RowQuery } from '../../db/index.js';
+import { actualLrpStates } from '../actual-lrp-transitions.js';
+import type { BbsSnapshot, ConvergenceSnapshot, RecordCounts } from '../bbs-store.js';
+import type { ActualLRPState, TaskState } from '../bbs-types.js';
+import { taskStates } from '../task-transitions.js';
+import type { BbsDatabase } from './bbs-database.js';
+import { arrayToCell, readAllActual, readAllDesired, readConvergenceActuals } from './row-mapping.js';
+import type { StoreContext } from './store-context.js';
+
+/** Whole-store reads: the snapshots the converger and auctioneer plan on, and the record counts of `/metrics`. */
+export class SnapshotReads {
+  readonly #ctx: StoreContext;
+
+  constructor(ctx: StoreContext) {
+    this.#ctx = ctx;
+  }
+
+  async readSnapshot(): Promise<BbsSnapshot> {
+    return this.#snapshot(readAllActual);
+  }
+
+  async readConvergenceSnapshot(): Promise<ConvergenceSnapshot> {
+    return this.#snapshot(readConvergenceActuals);
+  }
+
+  async #snapshot<A>(
+    readActuals: (query: RowQuery) => Promise<A[]>,
+  ): Promise<Omit<BbsSnapshot, 'actual_lrps'> & { actual_lrps: A[] }> {
+    const now = this.#ctx.now().toISOString();
+    return this.#ctx.backend.readRows(async (query) => ({
+      desired_lrps: await readAllDesired(query),
+      actual_lrps: await readActuals(query),
+      domains: await query(
+        'SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain',
+        [now],
+        (r) => ({
+          domain: r[0] as string,
+          fresh_until: r[1] as string,
+        }),
+      ),
+      cells: await query(
+        'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at, rep_token FROM cells WHERE expires_at > ? ORDER BY cell_id',
+        [now],
+        arrayToCell,
+      ),
+      now,
+    }));
+  }
+
+  async countRecords(): Promise<RecordCounts> {
+    return this.#ctx.backend.read(async (tx) => {
+      const db = tx.withTables<BbsDatabase>();
+      const count = (table: 'desired_lrps' | 'cells' | 'start_requests' | 'stop_requests') =>
+        db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number | string>().as('n'))
+          .executeTakeFirstOrThrow()
+          .then((r) => Number(r.n));
+      const actualRows = await db
+        .selectFrom('actual_lrps')
+        .select(['state', 'evacuating', (eb) => eb.fn.countAll<number | string>().as('n')])
+        .groupBy(['state', 'evacuating'])
+        .execute();
+      const actual = Object.fromEntries(actualLrpStates.map((s) => [s, 0])) as Record<ActualLRPState, number>;
+      let evacuating = 0;
+      for (const row of actualRows) {
+        if (row.evacuating === 1) evacuating += Number(row.n);
+        else actual[row.state as ActualLRPState] += Number(row.n);
+      }
+      const taskRows = await db
+        .selectFrom('tasks')
+        .select(['state', (eb) => eb.fn.countAll<number | string>().as('n')])
+        .groupBy('state')
+        .execute();
+      const tasks = Object.fromEntries(taskStates.map((s) => [s, 0])) as Record<TaskState, number>;
+      for (const row of taskRows) tasks[row.state as TaskState] += Number(row.n);
+      return {
+        desired_lrps: await count('desired_lrps'),
+        actual_lrps: actual,
+        evacuating_actual_lrps: evacuating,
+        tasks,
+        cells: await count('cells'),
+        start_requests: await count('start_requests'),
+        stop_requests: await count('stop_requests'),
+      };
+    });
+  }
+}

@@ -1,0 +1,81 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import { type DbTables, numbered, type SqlBackend } from './sql-backend.js';
+
+/** An event as its owner builds it: `type` is its column, every other field its JSON `data`. */
+export interface EventBody {
+  readonly type: string;
+}
+
+/** Rows per multi-row INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
+const insertChunk = 400;
+const insertEventSql = 'INSERT INTO events (type, data, created_at) VALUES (?, ?, ?)';
+
+/**
+ * The one writer of the `events` table. Every owner that appends events (the BBS's mutations,
+ * history's ingest) writes through `write`, so the rows commit with the change they describe and,
+ * once committed, the listeners (SSE streams, the callback worker) wake at once instead of on
+ * their next poll. One instance per database handle: every store on it shares the listeners.
+ */
+export class EventLog {
+  readonly #backend: SqlBackend;
+  readonly #listeners = new Set<() => void>();
+  readonly #insertOne: string;
+
+  constructor(backend: SqlBackend) {
+    this.#backend = backend;
+    this.#insertOne = insertEventSqlFor(backend.kind);
+  }
+
+  /** In-process wake-up after a commit that appended events. */
+  onEvents(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * A write transaction: `fn` gets the clock's reading for this attempt (a retried transaction
+   * reads it again) and an array to push its events onto; they are inserted at the end of the
+   * transaction, stamped with that reading, and announced after it committed.
+   */
+  async write<T, E extends EventBody = EventBody>(
+    clock: () => Date,
+    fn: (tx: Kysely<DbTables>, at: Date, events: E[]) => Promise<T>,
+  ): Promise<T> {
+    let appended = false;
+    const result = await this.#backend.write(async (tx) => {
+      const at = clock();
+      const events: E[] = [];
+      const value = await fn(tx, at, events);
+      appended = await this.#insert(tx, events, at.toISOString());
+      return value;
+    });
+    if (appended) for (const listener of this.#listeners) listener();
+    return result;
+  }
+
+  async #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<boolean> {
+    if (events.length === 0) return false;
+    if (events.length === 1) {
+      // The common case, one event per CAS: constant SQL, a prepared statement on PostgreSQL.
+      const { type, ...data } = events[0]!;
+      await tx.executeQuery(CompiledQuery.raw(this.#insertOne, [type, JSON.stringify(data), createdAt]));
+      return true;
+    }
+    for (let i = 0; i < events.length; i += insertChunk) {
+      await tx
+        .insertInto('events')
+        .values(
+          events.slice(i, i + insertChunk).map((event) => {
+            const { type, ...data } = event;
+            return { type, data: JSON.stringify(data), created_at: createdAt };
+          }),
+        )
+        .execute();
+    }
+    return true;
+  }
+}
+
+export function insertEventSqlFor(kind: SqlBackend['kind']): string {
+  return kind === 'postgres' ? numbered(insertEventSql) : insertEventSql;
+}

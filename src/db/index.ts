@@ -1,0 +1,20 @@
+export { type EventBody, EventLog } from './event-log.js';
+export {
+  idColumn,
+  type MigrationList,
+  portable,
+  runMigrations,
+  type SchemaMigration,
+} from './migration-runner.js';
+export { openPostgresBackend, type PostgresBackendOptions } from './postgres-backend.js';
+export {
+  type DbTables,
+  type EventRow,
+  numbered,
+  type RawEventRow,
+  type RowQuery,
+  type SqlBackend,
+  type SqlDialectKind,
+} from './sql-backend.js';
+export { isPostgresUrl, type OpenSqlDatabaseOptions, openSqlDatabase, SqlDatabase } from './sql-database.js';
+export { openSqliteBackend, type SqliteBackendOptions } from './sqlite-backend.js';
