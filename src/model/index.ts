@@ -8,7 +8,6 @@ export * from './deploy-plan.js';
 export * from './life.js';
 export * from './lock-table.js';
 export * from './memory-model-txn-runner.js';
-export * from './model-builder.js';
 export * from './model-errors.js';
 export * from './model-settler.js';
 export * from './model-txn-runner.js';
