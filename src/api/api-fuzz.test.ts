@@ -9,7 +9,7 @@ import {
   SchemaArbitraries,
 } from '../testing/openapi-fuzz.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
-import { type BbsServer, startBbsServer } from './bbs-server.js';
+import { type BbsServer, startBbsServer } from './berth-server.js';
 
 /**
  * Issue 17 ("Must show"): every route with a body or parameters, fed property-based requests

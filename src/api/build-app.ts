@@ -1,6 +1,5 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import { type BbsStore, registerBbsRoutes } from '../bbs/index.js';
 import {
   type BerthError,
   httpStatusByCode,
@@ -9,36 +8,27 @@ import {
   limits,
   redactEnv,
 } from '../core/index.js';
-import type { SystemDeployer } from '../model/index.js';
-import { type RegistryRoutesOptions, registryRoutes } from '../registry/index.js';
-import { agentRoutes } from './agent-routes.js';
 import { ApiMetrics } from './api-metrics.js';
-import { type AppAuth, installAuth, redactsEnv } from './auth-hook.js';
-import { cellRoutes } from './cell-routes.js';
-import { systemRoutes } from './system-routes.js';
+import { type AppAuth, installAuth, redactsEnv } from './auth/auth-hook.js';
+import type { RouteDeps, RouteModule } from './route-module.js';
+import { serverRoutes } from './server-routes.js';
 
-export interface AppDeps {
-  readonly store: BbsStore;
-  readonly metrics?: ApiMetrics;
+/**
+ * The app shell's settings (logger, auth) and the route modules' deps (src/api/route-module.ts);
+ * metrics default to a fresh registry, private callback targets to refused.
+ */
+export interface AppDeps
+  extends Omit<RouteDeps, 'metrics' | 'allowPrivateCallbacks'>,
+    Partial<Pick<RouteDeps, 'metrics' | 'allowPrivateCallbacks'>> {
   /** A pino logger (the server's), or false for none (tests). */
   readonly logger?: FastifyBaseLogger | false;
-  readonly eventPollMs?: number;
-  readonly onEvents?: (listener: () => void) => () => void;
-  /** Extra facts for `/healthz` (e.g. which singletons this server holds). */
-  readonly health?: () => Record<string, unknown>;
-  /** The OCI registry under `/v2/` (issue 7), serving this data dir's image store. */
-  readonly registry?: RegistryRoutesOptions;
   /**
-   * Bearer-token auth (src/api/auth-hook.ts): a token verifier, or 'none' — the default here, so
+   * Bearer-token auth (src/api/auth/auth-hook.ts): a token verifier, or 'none' — the default here, so
    * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
    */
   readonly auth?: AppAuth;
-  /** Task completion_callback_url may name loopback/link-local addresses (src/core/callback-target.ts). */
-  readonly allowPrivateCallbacks?: boolean;
-  /** Later layers (auctioneer, converger, history, model) add their routes here. */
-  readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
-  /** Systems, deploys and teardowns (src/model); absent: no /v1/systems or /v1/deploys routes. */
-  readonly systems?: SystemDeployer;
+  /** The route modules to serve (default: all of src/api/server-routes.ts). */
+  readonly routes?: readonly RouteModule[];
 }
 
 /**
@@ -113,34 +103,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
   });
-  await registerBbsRoutes(app, {
-    store: deps.store,
-    allowPrivateCallbacks: deps.allowPrivateCallbacks === true,
-    redactsEnv,
-    ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
-    ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
-  });
-  await cellRoutes(deps.store)(app);
-  if (deps.registry) await registryRoutes(app, deps.registry);
-  if (deps.systems) {
-    await systemRoutes(deps.systems)(app);
-    await agentRoutes(deps.systems)(app);
-  }
-  for (const plugin of deps.plugins ?? []) await plugin(app);
-
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    const text = await metrics.registry.metrics();
-    return reply.header('content-type', metrics.registry.contentType).send(text);
-  });
-  app.get(
-    '/healthz',
-    { schema: { tags: ['health'], summary: 'Liveness: answers once the store answers' } },
-    async () => {
-      await deps.store.listLeases();
-      return { status: 'ok', ...(deps.health?.() ?? {}) };
-    },
-  );
+  const { logger: _logger, auth: _auth, routes = serverRoutes, ...parts } = deps;
+  const routeDeps = { ...parts, metrics, allowPrivateCallbacks: deps.allowPrivateCallbacks === true };
+  for (const module of routes) await module.register(app, routeDeps);
   return app;
 }
 

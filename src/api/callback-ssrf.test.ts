@@ -7,8 +7,8 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { privateAddressKind } from '../core/index.js';
-import { adminTokenPath } from './auth-token-store.js';
-import { type BbsServer, startBbsServer } from './bbs-server.js';
+import { adminTokenPath } from './auth/token-store.js';
+import { type BbsServer, startBbsServer } from './berth-server.js';
 
 /** This machine's name when it resolves to a loopback address (Debian maps it to 127.0.1.1). */
 async function loopbackHostname(): Promise<string | undefined> {

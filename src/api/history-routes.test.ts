@@ -6,9 +6,10 @@ import { after, before, describe, it } from 'node:test';
 import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { CellEventJournal, HistoryClient } from '../history/index.js';
 import { launchOf } from '../testing/history-store-contract.js';
-import { adminTokenPath } from './auth-token-store.js';
+import { adminTokenPath } from './auth/token-store.js';
+import type { TokenTables } from './auth/token-tables.js';
 import { buildApp } from './build-app.js';
-import { createHistoryServerParts, type HistoryServerParts } from './history-routes.js';
+import { createHistoryServerParts, type HistoryServerParts } from './history-server-parts.js';
 
 const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s)).toISOString();
 
@@ -55,7 +56,9 @@ describe('history API with token auth', () => {
   });
 
   it('stores only the sha256 of a token', async () => {
-    const rows = await parts.history.read((db) => db.selectFrom('api_tokens').select('token_hash').execute());
+    const rows = await store.backend.read((tx) =>
+      tx.withTables<TokenTables>().selectFrom('api_tokens').select('token_hash').execute(),
+    );
     assert.ok(rows.every((r) => /^[0-9a-f]{64}$/.test(r.token_hash)));
     assert.ok(!rows.some((r) => r.token_hash.includes(admin)));
   });

@@ -1,8 +1,7 @@
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { SqlBbsStore } from '../bbs/index.js';
+import type { FastifyInstance } from 'fastify';
 import {
   Argv,
   ExitCode,
@@ -15,16 +14,15 @@ import {
   Url,
 } from '../core/index.js';
 import {
-  HistoryStore,
-  type HistoryStoreOptions,
+  type HistoryStore,
   type IngestRecord,
   recordUserAction,
-  WebhookSubscriptions,
+  type WebhookSubscriptions,
 } from '../history/index.js';
-import type { AppAuth } from './auth-hook.js';
-import { roles, TokenStore } from './auth-token-store.js';
-import { PageQuery } from './page-query.js';
-import type { Singleton } from './singleton-lease.js';
+import { userOf } from './auth/auth-hook.js';
+import { registerTokenRoutes } from './auth/token-routes.js';
+import type { TokenStore } from './auth/token-store.js';
+import { createdThenId, PageQuery } from './page-query.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const strict = { additionalProperties: false } as const;
@@ -141,14 +139,6 @@ const SubscriptionBody = Type.Object(
   },
   strict,
 );
-const TokenBody = Type.Object(
-  {
-    role: Type.Union(roles.map((r) => Type.Literal(r))),
-    name: Type.Optional(Name()),
-  },
-  strict,
-);
-
 export interface HistoryRoutesOptions {
   readonly history: HistoryStore;
   readonly webhooks: WebhookSubscriptions;
@@ -157,18 +147,9 @@ export interface HistoryRoutesOptions {
   readonly now?: () => Date;
 }
 
-/** The key small lists of records made over time are paged by: oldest first, ties by id. */
-function createdThenId(record: { created_at: string; id: string }): string {
-  return `${record.created_at} ${record.id}`;
-}
-
-/** The user a request acts as: its token's user, or "anonymous" when auth is off. */
-function userOf(request: FastifyRequest): string {
-  return request.principal?.user ?? 'anonymous';
-}
-
 /**
- * Container history, ingest from cells, webhook subscriptions and API tokens (issue 6). The bus
+ * Container history, ingest from cells, webhook subscriptions, and (src/api/auth) whoami and the
+ * API tokens (issue 6). The bus
  * itself is `GET /v1/events` of the BBS: every recorded item is also a `container_status_changed`
  * event there.
  */
@@ -298,99 +279,7 @@ export async function registerHistoryRoutes(
     },
   );
 
-  app.get(
-    '/v1/whoami',
-    { schema: { tags: ['tokens'], summary: "The caller's user and role" } },
-    async (request) => request.principal ?? { user: 'anonymous', role: 'admin', token_id: null },
-  );
-
-  const tokens = options.tokens;
-  if (!tokens) return;
-  const admin = { minRole: 'admin' as const };
-  app.post(
-    '/v1/tokens',
-    {
-      config: admin,
-      schema: { tags: ['tokens'], summary: 'Create an API token (shown once)', body: TokenBody },
-    },
-    async (request, reply) => {
-      const created = await tokens.create({
-        role: request.body.role,
-        ...(request.body.name !== undefined ? { name: request.body.name } : {}),
-        created_by: userOf(request),
-      });
-      return reply.code(201).send(created);
-    },
-  );
-  app.get(
-    '/v1/tokens',
-    {
-      config: admin,
-      schema: {
-        tags: ['tokens'],
-        summary: 'API tokens (never their secrets), oldest first, a page at a time: { tokens, next_cursor? }',
-        querystring: PageQuery,
-      },
-    },
-    async (request) => pageOfWhole('tokens', await tokens.list(), request.query, createdThenId),
-  );
-  app.delete(
-    '/v1/tokens/:id',
-    { config: admin, schema: { tags: ['tokens'], summary: 'Revoke a token', params: IdParams } },
-    async (request, reply) => {
-      await tokens.revoke(request.params.id);
-      return reply.code(204).send();
-    },
-  );
+  await registerTokenRoutes(root, options.tokens);
 }
 
 export type IngestBodyType = Static<typeof IngestBody>;
-
-/** Everything `berth server` adds for issue 6, built once the BBS store is open. */
-export interface HistoryServerParts {
-  readonly history: HistoryStore;
-  readonly webhooks: WebhookSubscriptions;
-  readonly tokens: TokenStore;
-  /** For buildApp's `auth`. */
-  readonly auth: AppAuth;
-  readonly plugin: (app: FastifyInstance) => Promise<void>;
-  /** Webhook delivery, in one server of the cluster. */
-  readonly singleton: Singleton;
-  /** The admin token written to `<dataDir>/admin.token`, when auth is on and a dataDir was given. */
-  readonly adminToken?: string;
-}
-
-export async function createHistoryServerParts(
-  store: SqlBbsStore,
-  options: {
-    auth: 'tokens' | 'none';
-    dataDir?: string;
-    history?: HistoryStoreOptions;
-    /** Webhooks may target loopback and link-local addresses (src/core/callback-target.ts). */
-    allowPrivateCallbacks?: boolean;
-  } = { auth: 'tokens' },
-): Promise<HistoryServerParts> {
-  let webhooks: WebhookSubscriptions | undefined;
-  const history = await HistoryStore.open(store.database, {
-    ...options.history,
-    onRecorded: () => webhooks?.wake(),
-  });
-  webhooks = new WebhookSubscriptions(history, {
-    allowPrivateTargets: options.allowPrivateCallbacks === true,
-  });
-  const tokens = new TokenStore(history);
-  const adminToken =
-    options.auth === 'tokens' && options.dataDir !== undefined
-      ? await tokens.ensureAdminTokenFile(options.dataDir)
-      : undefined;
-  const hooks = webhooks;
-  return {
-    history,
-    webhooks: hooks,
-    tokens,
-    auth: options.auth === 'tokens' ? tokens : 'none',
-    plugin: (app) => registerHistoryRoutes(app, { history, webhooks: hooks, tokens }),
-    singleton: { name: 'history-webhooks', run: ({ signal }) => hooks.run({ signal }) },
-    ...(adminToken !== undefined ? { adminToken } : {}),
-  };
-}

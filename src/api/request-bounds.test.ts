@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { limits } from '../core/index.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
-import { type BbsServer, startBbsServer } from './bbs-server.js';
+import { type BbsServer, startBbsServer } from './berth-server.js';
 
 /**
  * Issue 17, findings 2, 3, 9 and 10: the requests that took the server down (or answered 500 on

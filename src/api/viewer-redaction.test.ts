@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { redactEnv } from '../core/index.js';
-import { adminTokenPath } from './auth-token-store.js';
-import { type BbsServer, startBbsServer } from './bbs-server.js';
+import { adminTokenPath } from './auth/token-store.js';
+import { type BbsServer, startBbsServer } from './berth-server.js';
 
 const secret = 'hunter2-do-not-show';
 

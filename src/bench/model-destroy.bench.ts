@@ -5,14 +5,8 @@
  * Dead and is removed by its cell's agent; the `service-dying` cleanup makes them Dying BATCH
  * (default 500) per transaction. Prints total time, transactions, the largest one, peak RSS.
  */
-import {
-  destroyService,
-  MemoryModelTxnRunner,
-  ModelBuilder,
-  relationId,
-  settleModel,
-  unitName,
-} from '../model/index.js';
+import { destroyService, MemoryModelTxnRunner, relationId, settleModel, unitName } from '../model/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { fmt } from './bench-util.js';
 
 const units = Number(process.argv[2] ?? 100_000);

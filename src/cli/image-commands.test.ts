@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { dockerArchiveBytes, tarBytes } from '../runtime/image/oci-fixture-builder.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { dockerArchiveBytes, tarBytes } from '../testing/oci-fixture-builder.js';
 
 describe('berth image (CLI, real processes)', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'berth-image-cli-'));

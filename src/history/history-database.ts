@@ -10,7 +10,6 @@ export type HistoryTables = {
   containers: ContainerRow;
   container_history: HistoryRow;
   container_logs: { container_id: string; text: string };
-  api_tokens: TokenRow;
   subscriptions: SubscriptionRow;
   subscription_deliveries: DeliveryRow;
 };
@@ -55,16 +54,6 @@ export interface HistoryRow {
   entity_id: string | null;
   message: string | null;
   dedupe_key: string;
-}
-
-export interface TokenRow {
-  id: string;
-  name: string;
-  role: string;
-  token_hash: string;
-  created_at: string;
-  created_by: string | null;
-  revoked_at: string | null;
 }
 
 export interface SubscriptionRow {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { CellAgent, type CellAgentTransport, decideCellAgents } from './cell-agent.js';
 import { applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
 import { MemoryModel, type MemoryModelTxnRunner } from './memory-model-txn-runner.js';
-import { ModelBuilder } from './model-builder.js';
 import { settleModel } from './model-settler.js';
 import { destroyService } from './service-rules.js';
 import { relationId, unitName } from './txn-parts.js';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { cellAgentStep, provisionerStep } from './agent-rules.js';
 import {
   addCell,
@@ -10,7 +11,6 @@ import {
   moveUnitToCell,
   removeCell,
 } from './cell-rules.js';
-import { ModelBuilder } from './model-builder.js';
 import { TxnAbortedError } from './model-errors.js';
 import { unitName } from './txn-parts.js';
 import { addUnit, destroyUnit, ensureUnitDead } from './unit-rules.js';

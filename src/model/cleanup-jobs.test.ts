@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { cleanupStep, dueCleanups, runDueCleanups } from './cleanup-jobs.js';
 import { MemoryModel, MemoryModelTxnRunner } from './memory-model-txn-runner.js';
-import { ModelBuilder } from './model-builder.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
 import type { ModelTxn, ModelView } from './model-types.js';
 import { destroyService } from './service-rules.js';

@@ -10,7 +10,6 @@ export * from './instance-names.js';
 export * from './life.js';
 export * from './lock-table.js';
 export * from './memory-model-txn-runner.js';
-export * from './model-builder.js';
 export * from './model-errors.js';
 export * from './model-settler.js';
 export * from './model-txn-runner.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { cellAgentStep, provisionerStep, unitAgentStep } from './agent-rules.js';
 import { destroyCell } from './cell-rules.js';
 import { runDueCleanups } from './cleanup-jobs.js';
-import { ModelBuilder } from './model-builder.js';
 import { settleModel } from './model-settler.js';
 import { destroyRelation } from './relation-rules.js';
 import { destroyService } from './service-rules.js';

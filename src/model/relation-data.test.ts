@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ModelBuilder } from './model-builder.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { relationEnv, type UnitAddress, unitRelationData } from './relation-data.js';
 import { destroyRelation } from './relation-rules.js';
 import { relationId, unitName } from './txn-parts.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { cellAgentStep, unitAgentStep } from './agent-rules.js';
 import { cleanupStep, runDueCleanups } from './cleanup-jobs.js';
 import { MemoryModelTxnRunner } from './memory-model-txn-runner.js';
-import { ModelBuilder } from './model-builder.js';
 import { addRelation, leaveScope } from './relation-rules.js';
 import { addService, destroyService } from './service-rules.js';
 import { cleanupId, relationId, unitName } from './txn-parts.js';

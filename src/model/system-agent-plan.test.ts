@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ActualLRP, ActualLRPState, DesiredLRP } from '../bbs/index.js';
 import { cellPlacementTag } from '../rep/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import {
   modelServiceName,
   serviceProcessGuid,
@@ -9,7 +10,6 @@ import {
   systemDomain,
   unitName,
 } from './instance-names.js';
-import { ModelBuilder } from './model-builder.js';
 import { destroyRelation } from './relation-rules.js';
 import { destroySidecarUnit } from './sidecar-rules.js';
 import {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
+import { ModelBuilder } from '../testing/model-builder.js';
 import { type AgentStep, cellAgentStep, unitAgentStep } from './agent-rules.js';
 import { cleanupStep, runDueCleanups } from './cleanup-jobs.js';
-import { ModelBuilder } from './model-builder.js';
 import { TxnAbortedError } from './model-errors.js';
 import { leaveScope } from './relation-rules.js';
 import { destroyService } from './service-rules.js';

@@ -7,11 +7,11 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { openDirFd, tryLock } from '../runtime/flock.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { sha256, tarBytes, writeOciLayout } from '../runtime/image/oci-fixture-builder.js';
+import { sha256, tarBytes, writeOciLayout } from '../testing/oci-fixture-builder.js';
+import { startRegistry } from '../testing/registry-test-server.js';
 import { pushImage } from './image-transfer.js';
 import { ImagePullError, pullingImageResolver } from './pulling-image-resolver.js';
 import { RegistryClient } from './registry-client.js';
-import { startRegistry } from './registry-test-server.js';
 
 describe('pullingImageResolver', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'berth-resolver-'));

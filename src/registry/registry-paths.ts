@@ -1,3 +1,6 @@
+import { isDigest } from '../runtime/image/index.js';
+import { RegistryError } from './registry-errors.js';
+
 /**
  * Routing of `/v2/<name>/…` by hand: repository names contain slashes (`library/busybox`), so
  * one wildcard route receives every request and these patterns split name from action, as the
@@ -46,3 +49,10 @@ export function matchRegistryPath(path: string): RegistryRoute | undefined {
 }
 
 export const maxNameLength = 255;
+
+export function checkDigest(digest: string): string {
+  if (isDigest(digest)) return digest;
+  throw new RegistryError('DIGEST_INVALID', `"${digest}" is not a sha256 digest (sha256:<64 hex digits>)`, {
+    digest,
+  });
+}

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { openImageStore } from '../runtime/image/index.js';
-import { tarBytes, writeOciLayout } from '../runtime/image/oci-fixture-builder.js';
+import { tarBytes, writeOciLayout } from '../testing/oci-fixture-builder.js';
+import { startRegistry } from '../testing/registry-test-server.js';
 import { pullImage, pushImage } from './image-transfer.js';
 import { RegistryClient } from './registry-client.js';
-import { startRegistry } from './registry-test-server.js';
 
 function sha256(data: Uint8Array): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;

@@ -7,10 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { openImageStore } from '../runtime/image/index.js';
-import { tarBytes, writeOciLayout } from '../runtime/image/oci-fixture-builder.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
+import { tarBytes, writeOciLayout } from '../testing/oci-fixture-builder.js';
+import { startRegistry } from '../testing/registry-test-server.js';
 import { hostArchitecture } from './image-transfer.js';
-import { startRegistry } from './registry-test-server.js';
 
 /**
  * skopeo talks to a registry served by this very process: it must run asynchronously, or the

@@ -17,8 +17,14 @@ import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { BerthError, NotFoundError } from '../../core/index.js';
 import { makeBusyboxRootfs } from '../../testing/busybox-rootfs.js';
+import {
+  dockerArchiveBytes,
+  sha256,
+  tarBytes,
+  tarDirectory,
+  writeOciLayout,
+} from '../../testing/oci-fixture-builder.js';
 import { openImageStore } from './index.js';
-import { dockerArchiveBytes, sha256, tarBytes, tarDirectory, writeOciLayout } from './oci-fixture-builder.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'berth-store-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));

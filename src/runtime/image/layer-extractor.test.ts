@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, describe, it } from 'node:test';
+import { type FixtureEntry, tarBytes } from '../../testing/oci-fixture-builder.js';
 import { LayerApplier, LayerEntryRefusedError } from './layer-extractor.js';
-import { type FixtureEntry, tarBytes } from './oci-fixture-builder.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'berth-extract-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { makeBusyboxRootfs } from '../../testing/busybox-rootfs.js';
+import { tarBytes, writeOciLayout } from '../../testing/oci-fixture-builder.js';
 import { openImageStore } from './index.js';
-import { tarBytes, writeOciLayout } from './oci-fixture-builder.js';
 
 const hasSkopeo = spawnSync('skopeo', ['--version'], { stdio: 'ignore' }).status === 0;
 

@@ -1,18 +1,14 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InvalidArgumentError, NotFoundError, writeFileAtomic } from '../core/index.js';
-import type { HistoryStore } from '../history/index.js';
+import type { Kysely } from 'kysely';
+import type { SqlBbsStore } from '../../bbs/index.js';
+import { InvalidArgumentError, NotFoundError, writeFileAtomic } from '../../core/index.js';
+import type { DbTables } from '../../db/index.js';
+import { type Principal, type Role, roles } from './roles.js';
+import type { TokenTables } from './token-tables.js';
 
-export type Role = 'admin' | 'operator' | 'viewer';
-export const roles: readonly Role[] = ['admin', 'operator', 'viewer'];
-
-/** Who made a request: the token's id and its user name (the `entity_id` of user actions). */
-export interface Principal {
-  readonly token_id: string;
-  readonly user: string;
-  readonly role: Role;
-}
+type TokenDb = Kysely<DbTables & TokenTables>;
 
 export interface TokenInfo {
   readonly id: string;
@@ -44,15 +40,24 @@ export function hashToken(token: string): string {
  * random token needs no slow hash. Lookups are cached briefly: every API call authenticates.
  */
 export class TokenStore implements TokenAuthenticator {
-  readonly #history: HistoryStore;
+  readonly #backend: SqlBbsStore['backend'];
   readonly #now: () => Date;
   readonly #cache = new Map<string, { principal: Principal | undefined; until: number }>();
   readonly #cacheMs: number;
 
-  constructor(history: HistoryStore, options: { now?: () => Date; cacheMs?: number } = {}) {
-    this.#history = history;
+  constructor(bbs: Pick<SqlBbsStore, 'backend'>, options: { now?: () => Date; cacheMs?: number } = {}) {
+    this.#backend = bbs.backend;
     this.#now = options.now ?? (() => new Date());
     this.#cacheMs = options.cacheMs ?? 5_000;
+  }
+
+  /** The token table inside a BBS transaction (it shares the database, not the type). */
+  #write<T>(fn: (db: TokenDb) => Promise<T>): Promise<T> {
+    return this.#backend.write((tx) => fn(tx.withTables<TokenTables>()));
+  }
+
+  #read<T>(fn: (db: TokenDb) => Promise<T>): Promise<T> {
+    return this.#backend.read((tx) => fn(tx.withTables<TokenTables>()));
   }
 
   async create(req: { role: Role; name?: string; created_by?: string | null }): Promise<CreatedToken> {
@@ -73,7 +78,7 @@ export class TokenStore implements TokenAuthenticator {
       created_at: this.#now().toISOString(),
       created_by: req.created_by ?? null,
     };
-    await this.#history.write((db) =>
+    await this.#write((db) =>
       db
         .insertInto('api_tokens')
         .values({ ...info, token_hash: hashToken(token), revoked_at: null })
@@ -87,7 +92,7 @@ export class TokenStore implements TokenAuthenticator {
     const cached = this.#cache.get(hash);
     const nowMs = Date.now();
     if (cached && cached.until > nowMs) return cached.principal;
-    const row = await this.#history.read((db) =>
+    const row = await this.#read((db) =>
       db
         .selectFrom('api_tokens')
         .select(['id', 'name', 'role'])
@@ -102,7 +107,7 @@ export class TokenStore implements TokenAuthenticator {
   }
 
   async list(): Promise<TokenInfo[]> {
-    const rows = await this.#history.read((db) =>
+    const rows = await this.#read((db) =>
       db
         .selectFrom('api_tokens')
         .select(['id', 'name', 'role', 'created_at', 'created_by'])
@@ -115,7 +120,7 @@ export class TokenStore implements TokenAuthenticator {
 
   async revoke(id: string): Promise<void> {
     const at = this.#now().toISOString();
-    const result = await this.#history.write((db) =>
+    const result = await this.#write((db) =>
       db
         .updateTable('api_tokens')
         .set({ revoked_at: at })
@@ -147,4 +152,34 @@ export class TokenStore implements TokenAuthenticator {
 
 export function adminTokenPath(dataDir: string): string {
   return join(dataDir, 'admin.token');
+}
+
+/** How a server authenticates: its token store, the buildApp `auth` it implies, its admin token. */
+export interface TokenAuth {
+  readonly tokens: TokenStore;
+  /** The token store itself when auth is on, 'none' when it is off. */
+  readonly auth: TokenAuthenticator | 'none';
+  /** The admin token written to `<dataDir>/admin.token`, when auth is on and a dataDir was given. */
+  readonly adminToken?: string;
+}
+
+/**
+ * The API tokens of a server on `bbs`'s database. The store exists with auth off too (its routes
+ * still answer, for an admin switching auth on later); only with auth on is a first admin token
+ * written to the data dir.
+ */
+export async function openTokenAuth(
+  bbs: Pick<SqlBbsStore, 'backend'>,
+  options: { auth: 'tokens' | 'none'; dataDir?: string },
+): Promise<TokenAuth> {
+  const tokens = new TokenStore(bbs);
+  const adminToken =
+    options.auth === 'tokens' && options.dataDir !== undefined
+      ? await tokens.ensureAdminTokenFile(options.dataDir)
+      : undefined;
+  return {
+    tokens,
+    auth: options.auth === 'tokens' ? tokens : 'none',
+    ...(adminToken !== undefined ? { adminToken } : {}),
+  };
 }

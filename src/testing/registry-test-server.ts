@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { registryRoutes } from './registry-routes.js';
+import { registryRoutes } from '../registry/index.js';
 
 /**
  * For tests: a bare fastify app with only the registry plugin, listening on loopback (port 0),

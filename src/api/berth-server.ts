@@ -13,8 +13,10 @@ import type { HistoryStore } from '../history/index.js';
 import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
+import { openTokenAuth } from './auth/token-store.js';
 import { buildApp } from './build-app.js';
-import { createHistoryServerParts } from './history-routes.js';
+import { openHistory } from './history-server-parts.js';
+import { serverRoutes } from './server-routes.js';
 import { type Singleton, SingletonLease } from './singleton-lease.js';
 
 export interface BbsServerOptions {
@@ -69,30 +71,36 @@ export interface BbsServer {
 }
 
 /**
- * Opens the store, builds the app, listens, and competes for the singleton leases: everything
- * `berth server` does, callable in-process by tests and by the embedded `berth up`.
+ * The server's composition root: what `berth server` is made of, top to bottom — the stores (the
+ * BBS, container history, API tokens, the system model), the routes (the one list of
+ * src/api/server-routes.ts), and the services that run in one server of the cluster at a time
+ * (singleton leases: the BBS janitor, webhook and task-callback delivery, the system agent, and the
+ * auctioneer and converger the caller adds). Callable in-process by tests and by `berth up`.
  */
 export async function startBbsServer(options: BbsServerOptions): Promise<BbsServer> {
   const { host, port } = parseListen(options.listen);
   const logger =
     options.logger === undefined ? pino({ name: 'berth-server' }, pino.destination(2)) : options.logger;
   const metrics = new ApiMetrics();
+  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const allowPrivateCallbacks = options.allowPrivateCallbacks === true;
+
+  // ---- Stores
   const store = await openBbsStore(options.db, {
     onCasConflict: metrics.casConflict,
     ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
   });
-  let parts: Awaited<ReturnType<typeof createHistoryServerParts>>;
+  const history = await openHistory(store, { allowPrivateCallbacks });
+  let tokens: Awaited<ReturnType<typeof openTokenAuth>>;
   try {
-    parts = await createHistoryServerParts(store, {
+    tokens = await openTokenAuth(store, {
       auth: options.auth ?? 'tokens',
-      allowPrivateCallbacks: options.allowPrivateCallbacks === true,
       ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
     });
   } catch (err) {
     await store.close();
     throw err;
   }
-  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const systems = options.systems
     ? await SystemDeployer.open({
         store,
@@ -104,6 +112,8 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
           : {}),
       })
     : undefined;
+
+  // ---- Routes
   const leases: SingletonLease[] = [];
   const ttlMs = options.leaseTtlMs ?? 15_000;
   const app = await buildApp({
@@ -113,9 +123,11 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     ...(options.eventPollMs !== undefined ? { eventPollMs: options.eventPollMs } : {}),
     onEvents: (listener) => store.onEvents(listener),
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
-    auth: parts.auth,
-    allowPrivateCallbacks: options.allowPrivateCallbacks === true,
-    plugins: [parts.plugin, ...(options.plugins ?? [])],
+    auth: tokens.auth,
+    allowPrivateCallbacks,
+    routes: serverRoutes,
+    history: { history: history.history, webhooks: history.webhooks, tokens: tokens.tokens },
+    ...(options.plugins ? { plugins: options.plugins } : {}),
     ...(systems ? { systems } : {}),
     ...(options.registry ? { registry: options.registry } : {}),
   });
@@ -131,11 +143,12 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   // Deploys whose server died are resumed here (at once when it ran on this host).
   await systems?.start();
 
+  // ---- Services: each a singleton, run by whichever server holds its lease
   const singletons = [
     janitor(store, options.eventRetentionMs ?? 86_400_000, logger || undefined),
-    parts.singleton,
+    history.singleton,
     taskCallbackSingleton(store, {
-      config: { ...options.taskCallbacks, allowPrivateTargets: options.allowPrivateCallbacks === true },
+      config: { ...options.taskCallbacks, allowPrivateTargets: allowPrivateCallbacks },
       onError: (err) => {
         if (logger) logger.warn({ err }, 'task callback worker pass failed');
       },
@@ -163,7 +176,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   return {
     url,
     store,
-    history: parts.history,
+    history: history.history,
     app,
     holder,
     heldSingletons: () => leases.flatMap((l) => (l.held ? [l.held.name] : [])),

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { bbsOperationPaths } from '../bbs/index.js';
-import type { Principal, Role, TokenAuthenticator } from './auth-token-store.js';
+import { bbsOperationPaths } from '../../bbs/index.js';
+import { type Principal, type Role, roleAllows } from './roles.js';
+import type { TokenAuthenticator } from './token-store.js';
 
 /** `auth` of buildApp: tokens (what `berth server` runs) or none (in-process tests). */
 export type AppAuth = 'none' | TokenAuthenticator;
@@ -15,8 +16,6 @@ declare module 'fastify' {
     minRole?: Role;
   }
 }
-
-const rank: Readonly<Record<Role, number>> = { viewer: 0, operator: 1, admin: 2 };
 
 /**
  * Always open: load balancers and Prometheus carry no tokens, and the dashboard's page and script
@@ -37,6 +36,11 @@ const readOnlyPosts: ReadonlySet<string> = new Set(
  */
 export function redactsEnv(request: FastifyRequest): boolean {
   return request.principal?.role === 'viewer';
+}
+
+/** The user a request acts as: its token's user, or "anonymous" when auth is off. */
+export function userOf(request: FastifyRequest): string {
+  return request.principal?.user ?? 'anonymous';
 }
 
 export function requiredRole(method: string, path: string, configured: Role | undefined): Role {
@@ -115,7 +119,7 @@ export function installAuth(app: FastifyInstance, auth: TokenAuthenticator): voi
     if (!principal) return refuse(reply, registry, 401, 'Invalid or revoked token');
     request.principal = principal;
     const needed = requiredRole(request.method, path, request.routeOptions.config?.minRole);
-    if (rank[principal.role] < rank[needed]) {
+    if (!roleAllows(principal.role, needed)) {
       return refuse(
         reply,
         registry,

@@ -1,12 +1,20 @@
-import type { AgentStep } from './agent-rules.js';
-import { addCell, assignUnitToCell } from './cell-rules.js';
-import { type MemoryModel, MemoryModelTxnRunner } from './memory-model-txn-runner.js';
-import type { ModelTxn, ModelView, RelationScope } from './model-types.js';
-import { addRelation, enterScope } from './relation-rules.js';
-import { addService } from './service-rules.js';
-import { addSidecarUnit } from './sidecar-rules.js';
-import { relationId, unitName } from './txn-parts.js';
-import { addUnit } from './unit-rules.js';
+import {
+  type AgentStep,
+  addCell,
+  addRelation,
+  addService,
+  addSidecarUnit,
+  addUnit,
+  assignUnitToCell,
+  enterScope,
+  type MemoryModel,
+  MemoryModelTxnRunner,
+  type ModelTxn,
+  type ModelView,
+  type RelationScope,
+  relationId,
+  unitName,
+} from '../model/index.js';
 
 /**
  * Builds an in-memory model through the rules themselves (never by writing records directly), for

@@ -1,0 +1,65 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { DurationMs, Name, pageOfWhole } from '../../core/index.js';
+import { publicCellPresence } from '../bbs-types.js';
+import { PageQuery } from './bbs-route-support.js';
+import type { BbsRoutesOptions } from './bbs-routes-options.js';
+
+/** The small lists of the cluster (cells, domains, leases) and a domain's freshness. */
+export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const { store } = options;
+  const SmallListQuery = Type.Object(PageQuery, { additionalProperties: false });
+  app.get(
+    '/v1/cells',
+    {
+      schema: {
+        tags: ['cells'],
+        summary: 'Live cells: { cells, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) =>
+      pageOfWhole(
+        'cells',
+        (await store.listCells()).map(publicCellPresence),
+        request.query,
+        (c) => c.cell_id,
+      ),
+  );
+  app.get(
+    '/v1/domains',
+    {
+      schema: {
+        tags: ['domains'],
+        summary: 'Fresh domains: { domains, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) => pageOfWhole('domains', await store.listDomains(), request.query, (d) => d.domain),
+  );
+  app.put(
+    '/v1/domains/:domain',
+    {
+      schema: {
+        tags: ['domains'],
+        params: Type.Object({ domain: Name() }),
+        body: Type.Object({ ttl_ms: DurationMs() }, { additionalProperties: false }),
+      },
+    },
+    async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
+  );
+  app.get(
+    '/v1/leases',
+    {
+      schema: {
+        tags: ['leases'],
+        summary: 'Singleton leases and holders: { leases, next_cursor? }',
+        querystring: SmallListQuery,
+      },
+    },
+    async (request) => pageOfWhole('leases', await store.listLeases(), request.query, (l) => l.name),
+  );
+}

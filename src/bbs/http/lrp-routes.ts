@@ -1,0 +1,183 @@
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { decodeCursor, isString, Name, NameOrEmpty, parsePageLimit, toPage } from '../../core/index.js';
+import type { ActualLRPPageKey } from '../bbs-store.js';
+import { defaultWorkMemoryMb, type Monitor } from '../bbs-types.js';
+import { asPrecondition, etag, IfMatch, ifMatch, PageQuery, stripUndefined } from './bbs-route-support.js';
+import type { BbsRoutesOptions } from './bbs-routes-options.js';
+import { DesiredLRPDefinitionSchema, DesiredLRPUpdateSchema, type MonitorSchema } from './bbs-schemas.js';
+
+/** DesiredLRPs (create, list, read, update with If-Match, remove) and the ActualLRP list. */
+export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const { store } = options;
+  // ---- DesiredLRPs
+
+  app.post(
+    '/v1/desired_lrps',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Desire an LRP: creates its UNCLAIMED ActualLRPs and start requests',
+        body: DesiredLRPDefinitionSchema,
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const desired = await store.desireLRP({
+        process_guid: b.process_guid,
+        domain: b.domain,
+        instances: b.instances,
+        image: b.image,
+        ...(b.command !== undefined ? { command: b.command } : {}),
+        env: b.env ?? {},
+        memory_mb: b.memory_mb ?? defaultWorkMemoryMb,
+        disk_mb: b.disk_mb ?? 0,
+        ports: b.ports ?? [],
+        routes: b.routes ?? {},
+        annotation: b.annotation ?? '',
+        ...(b.monitor !== undefined ? { monitor: withMonitorDefaults(b.monitor) } : {}),
+        start_timeout_s: b.start_timeout_s ?? 60,
+        placement_tags: b.placement_tags ?? [],
+      });
+      return reply.code(201).header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.get(
+    '/v1/desired_lrps',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'DesiredLRPs by process_guid, a page at a time: { desired_lrps, next_cursor? }',
+        querystring: Type.Object(
+          { domain: Type.Optional(NameOrEmpty()), ...PageQuery },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const { domain, limit: rawLimit, cursor } = request.query;
+      const limit = parsePageLimit(rawLimit);
+      const after = decodeCursor(cursor, isString);
+      const rows = await store.listDesiredLRPs({
+        ...(domain !== undefined ? { domain } : {}),
+        limit: limit + 1,
+        ...(after !== undefined ? { after } : {}),
+      });
+      return toPage('desired_lrps', rows, limit, (d) => d.process_guid);
+    },
+  );
+
+  const ProcessGuidParams = Type.Object({ process_guid: Name() });
+
+  app.get(
+    '/v1/desired_lrps/:process_guid',
+    { schema: { tags: ['desired_lrps'], params: ProcessGuidParams } },
+    async (request, reply) => {
+      const desired = await store.getDesiredLRP({ process_guid: request.params.process_guid });
+      return reply.header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.patch(
+    '/v1/desired_lrps/:process_guid',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Update instances, routes or annotation; If-Match: <ETag> makes it a CAS (412 when stale)',
+        params: ProcessGuidParams,
+        headers: IfMatch,
+        body: DesiredLRPUpdateSchema,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      const update = stripUndefined(request.body);
+      const desired = await asPrecondition(() =>
+        store.updateDesiredLRP({
+          process_guid: request.params.process_guid,
+          ...(expected ? { expected } : {}),
+          update,
+        }),
+      );
+      return reply.header('etag', etag(desired.modification_tag)).send(desired);
+    },
+  );
+
+  app.delete(
+    '/v1/desired_lrps/:process_guid',
+    {
+      schema: {
+        tags: ['desired_lrps'],
+        summary: 'Remove a DesiredLRP and retire all its ActualLRPs',
+        params: ProcessGuidParams,
+        headers: IfMatch,
+      },
+    },
+    async (request, reply) => {
+      const expected = ifMatch(request.headers['if-match']);
+      await asPrecondition(() =>
+        store.removeDesiredLRP({
+          process_guid: request.params.process_guid,
+          ...(expected ? { expected } : {}),
+        }),
+      );
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/actual_lrps',
+    {
+      schema: {
+        tags: ['actual_lrps'],
+        summary:
+          'ActualLRPs, evacuating copies included (evacuating: true), a page at a time: { actual_lrps, next_cursor? }',
+        querystring: Type.Object(
+          {
+            process_guid: Type.Optional(Type.String()),
+            domain: Type.Optional(Type.String()),
+            cell_id: Type.Optional(Type.String()),
+            ...PageQuery,
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const { limit: rawLimit, cursor, ...filter } = stripUndefined(request.query);
+      const limit = parsePageLimit(rawLimit);
+      const after = decodeCursor(cursor, isActualLRPPageKey);
+      const rows = await store.listActualLRPs({
+        ...filter,
+        limit: limit + 1,
+        ...(after !== undefined ? { after } : {}),
+      });
+      return toPage('actual_lrps', rows, limit, (a) => ({
+        process_guid: a.process_guid,
+        index: a.index,
+        evacuating: a.evacuating === true,
+      }));
+    },
+  );
+}
+
+function isActualLRPPageKey(value: unknown): value is ActualLRPPageKey {
+  const key = value as Partial<ActualLRPPageKey> | null;
+  return (
+    typeof key === 'object' &&
+    key !== null &&
+    isString(key.process_guid) &&
+    Number.isSafeInteger(key.index) &&
+    (key.index ?? -1) >= 0 &&
+    typeof key.evacuating === 'boolean'
+  );
+}
+
+function withMonitorDefaults(monitor: Static<typeof MonitorSchema>): Monitor {
+  if ('http' in monitor) return { http: { port: monitor.http.port, path: monitor.http.path ?? '/' } };
+  return monitor;
+}

@@ -1,0 +1,171 @@
+/**
+ * The registry's blob room: blob reads (with ranges) and the upload protocol (monolithic, chunked
+ * and streamed), each upload a session on disk until its digest is checked.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errnoCode } from '../core/index.js';
+import { type ImageStore, isDigest } from '../runtime/image/index.js';
+import { RegistryError } from './registry-errors.js';
+import { checkDigest, type RegistryRoute } from './registry-paths.js';
+import { rangeHeader, type UploadSessions } from './upload-sessions.js';
+
+export async function getBlob(
+  store: ImageStore,
+  rawDigest: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const digest = checkDigest(rawDigest);
+  const path = store.blobPath(digest);
+  const info = await stat(path).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (info === undefined) throw new RegistryError('BLOB_UNKNOWN', `blob ${digest} is not known`, { digest });
+  const size = info.size;
+  reply
+    .header('content-type', 'application/octet-stream')
+    .header('Docker-Content-Digest', digest)
+    .header('ETag', `"${digest}"`)
+    .header('Accept-Ranges', 'bytes');
+  const range = parseRange(request.headers.range, size);
+  if (range === 'invalid') {
+    return reply.code(416).header('Content-Range', `bytes */${size}`).send();
+  }
+  const start = range?.start ?? 0;
+  const end = range?.end ?? size - 1;
+  reply.header('content-length', String(Math.max(0, end - start + 1)));
+  if (range !== undefined) reply.code(206).header('Content-Range', `bytes ${start}-${end}/${size}`);
+  if (request.method === 'HEAD') return reply.send();
+  if (size === 0) return reply.send(Buffer.alloc(0));
+  return reply.send(createReadStream(path, { start, end }));
+}
+
+/** One `bytes=a-b` / `bytes=a-` / `bytes=-n` range (what registry clients send); else the whole blob. */
+function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | 'invalid' | undefined {
+  if (header === undefined) return undefined;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match) return undefined;
+  const [, a = '', b = ''] = match;
+  if (a === '' && b === '') return 'invalid';
+  const start = a === '' ? Math.max(0, size - Number(b)) : Number(a);
+  const end = a === '' || b === '' ? size - 1 : Math.min(Number(b), size - 1);
+  if (start > end || start >= size) return 'invalid';
+  return { start, end };
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+async function finishUpload(
+  store: ImageStore,
+  uploads: UploadSessions,
+  name: string,
+  id: string,
+  digest: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const file = await uploads.finish(id, digest, hasBody(request) ? request.raw : undefined);
+  try {
+    await store.adoptBlob(file, { digest }, `the uploaded blob ${digest}`);
+  } finally {
+    await uploads.cancel(id);
+  }
+  return reply
+    .code(201)
+    .header('Location', `/v2/${name}/blobs/${digest}`)
+    .header('Docker-Content-Digest', digest)
+    .send();
+}
+
+export async function startUpload(
+  store: ImageStore,
+  uploads: UploadSessions,
+  name: string,
+  request: FastifyRequest,
+  query: Record<string, string | undefined>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  if (query.mount !== undefined && isDigest(query.mount) && store.hasBlob(query.mount)) {
+    // Cross-repository mount: blobs are global in the store, so any known blob mounts.
+    return reply
+      .code(201)
+      .header('Location', `/v2/${name}/blobs/${query.mount}`)
+      .header('Docker-Content-Digest', query.mount)
+      .send();
+  }
+  const id = await uploads.create();
+  if (query.digest !== undefined) {
+    return finishUpload(store, uploads, name, id, checkDigest(query.digest), request, reply);
+  }
+  return reply
+    .code(202)
+    .header('Location', `/v2/${name}/blobs/uploads/${id}`)
+    .header('Range', rangeHeader(0))
+    .header('Docker-Upload-UUID', id)
+    .send();
+}
+
+function parseContentRange(header: string | undefined): { start: number; end: number } | undefined {
+  if (header === undefined) return undefined;
+  // The spec's form is "<start>-<end>"; some clients send the RFC 7233 "bytes a-b/total" form.
+  const match = /^(?:bytes )?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/.exec(header.trim());
+  if (!match) throw new RegistryError('BLOB_UPLOAD_INVALID', `invalid Content-Range "${header}"`);
+  const start = Number(match[1]);
+  const end = Number(match[2]);
+  if (end < start) throw new RegistryError('BLOB_UPLOAD_INVALID', `invalid Content-Range "${header}"`);
+  return { start, end };
+}
+
+export async function upload(
+  store: ImageStore,
+  uploads: UploadSessions,
+  route: Extract<RegistryRoute, { kind: 'upload' }>,
+  request: FastifyRequest,
+  query: Record<string, string | undefined>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { name, id } = route;
+  const location = `/v2/${name}/blobs/uploads/${id}`;
+  switch (request.method) {
+    case 'GET': {
+      const size = await uploads.size(id);
+      return reply
+        .code(204)
+        .header('Location', location)
+        .header('Range', rangeHeader(size))
+        .header('Docker-Upload-UUID', id)
+        .send();
+    }
+    case 'PATCH': {
+      const range = parseContentRange(request.headers['content-range']);
+      const size = await uploads.append(id, request.raw, range);
+      return reply
+        .code(202)
+        .header('Location', location)
+        .header('Range', rangeHeader(size))
+        .header('Docker-Upload-UUID', id)
+        .send();
+    }
+    case 'PUT': {
+      if (query.digest === undefined) {
+        throw new RegistryError('DIGEST_INVALID', 'completing an upload needs ?digest=');
+      }
+      return finishUpload(store, uploads, name, id, checkDigest(query.digest), request, reply);
+    }
+    case 'DELETE':
+      await uploads.size(id);
+      await uploads.cancel(id);
+      return reply.code(204).send();
+    default:
+      throw new RegistryError('UNSUPPORTED', `${request.method} is not supported on an upload`);
+  }
+}
