@@ -17,6 +17,7 @@ import {
 import {
   HistoryStore,
   type HistoryStoreOptions,
+  historyOperations,
   type IngestRecord,
   recordUserAction,
   WebhookSubscriptions,
@@ -181,7 +182,7 @@ export async function registerHistoryRoutes(
   const now = options.now ?? (() => new Date());
 
   app.get(
-    '/v1/containers',
+    historyOperations.listContainers.path,
     {
       schema: {
         tags: ['containers'],
@@ -202,7 +203,7 @@ export async function registerHistoryRoutes(
   );
 
   app.get(
-    '/v1/containers/:id',
+    historyOperations.getContainer.path,
     {
       schema: {
         tags: ['containers'],
@@ -214,7 +215,7 @@ export async function registerHistoryRoutes(
   );
 
   app.get(
-    '/v1/containers/:id/logs',
+    historyOperations.getContainerLogs.path,
     {
       schema: {
         tags: ['containers'],
@@ -226,7 +227,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/containers/events',
+    historyOperations.ingestContainerEvents.path,
     {
       schema: {
         tags: ['containers'],
@@ -238,7 +239,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/containers/:id/actions',
+    historyOperations.recordContainerAction.path,
     {
       schema: {
         tags: ['containers'],
@@ -258,7 +259,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/subscriptions',
+    historyOperations.subscribe.path,
     {
       schema: {
         tags: ['subscriptions'],
@@ -283,7 +284,7 @@ export async function registerHistoryRoutes(
     async (request) => pageOfWhole('subscriptions', await webhooks.list(), request.query, createdThenId),
   );
   app.get(
-    '/v1/subscriptions/:id',
+    historyOperations.getSubscription.path,
     {
       schema: { tags: ['subscriptions'], summary: 'A subscription with its delivery log', params: IdParams },
     },
@@ -308,7 +309,7 @@ export async function registerHistoryRoutes(
   if (!tokens) return;
   const admin = { minRole: 'admin' as const };
   app.post(
-    '/v1/tokens',
+    historyOperations.createToken.path,
     {
       config: admin,
       schema: { tags: ['tokens'], summary: 'Create an API token (shown once)', body: TokenBody },

@@ -7,6 +7,7 @@ export * from './definition-defaults.js';
 export * from './http/bbs-operations.js';
 export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-routes.js';
 export * from './http/bbs-schemas.js';
+export * from './http/public-operations.js';
 export * from './open-bbs-store.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';

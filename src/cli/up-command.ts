@@ -1,33 +1,20 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
-import { ensurePrivateDir, parseDuration } from '../core/index.js';
+import { ensurePrivateDir, HttpJsonClient, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { CellAgent, httpCellAgentTransport } from '../model/index.js';
+import { CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { type CommandSpec, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
+import { type CommandHandler, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
 const exampleSystemPath = new URL('../../examples/shop.yaml', import.meta.url).pathname;
 
-const up: CommandSpec = {
+const up: CommandHandler = {
   name: 'up',
-  summary:
-    'Run berth on this machine: the server (BBS, auctioneer, converger, registry, API, dashboard) on the embedded SQLite, one local cell, and the example system.',
-  usage:
-    'berth up [--dir DIR] [--listen HOST:PORT] [--memory MB] [--disk MB] [--no-example] [--convergence-interval 30s] [--poll-interval 5s]',
-  options: {
-    listen: { type: 'string' },
-    memory: { type: 'string' },
-    disk: { type: 'string' },
-    'no-example': { type: 'boolean' },
-    'convergence-interval': { type: 'string' },
-    'poll-interval': { type: 'string' },
-    auth: { type: 'string' },
-  },
   async run(ctx) {
     const dir = dataDir(ctx.values);
     // Private (0700): the database, tokens and pods below it are for root alone.
@@ -54,7 +41,19 @@ const up: CommandSpec = {
       '--poll-interval',
     );
     const auth = stringOption(ctx.values, 'auth') === 'none' ? 'none' : 'tokens';
+    // The server's JSON logs (a line per request) go to a file; the terminal gets a summary line
+    // per event that matters (up-narrator.ts). --verbose also copies them to stderr.
+    const logFile = join(dir, 'logs', 'up.log');
+    mkdirSync(join(dir, 'logs'), { recursive: true, mode: 0o700 });
+    const { default: pino } = await import('pino');
+    const logStreams = [{ stream: pino.destination({ dest: logFile, append: true, mkdir: true }) }];
+    if (ctx.values.verbose === true) logStreams.push({ stream: pino.destination(2) });
+    const logger = pino({ name: 'berth-up' }, pino.multistream(logStreams));
+    ctx.stdout.write(
+      `berth up: server logs in ${logFile}${ctx.values.verbose === true ? ' and on stderr' : ' (--verbose: also on stderr)'}\n`,
+    );
     const server = await startBbsServer({
+      logger,
       db,
       dataDir: dir,
       auth,
@@ -104,22 +103,19 @@ const up: CommandSpec = {
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
     ctx.stdout.write(`  cell "local": ${cell.url}\n`);
     if (!ctx.values['no-example'] && existsSync(exampleSystemPath)) {
-      const token =
-        auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : undefined;
-      const response = await fetch(`${server.url}/v1/deploys`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-        body: JSON.stringify({ definition: readFileSync(exampleSystemPath, 'utf8') }),
-      });
-      const body = (await response.json().catch(() => ({}))) as { id?: string; message?: string };
-      ctx.stdout.write(
-        response.ok
-          ? `  example system "shop" deploying (deploy ${body.id ?? '?'}): berth system status shop\n`
-          : `  example system not deployed: ${body.message ?? `HTTP ${response.status}`}\n`,
-      );
+      const client = new HttpJsonClient(server.url, { token: adminToken || undefined });
+      try {
+        const action = await client.call(systemOperations.deploy, {
+          body: { definition: readFileSync(exampleSystemPath, 'utf8') },
+        });
+        ctx.stdout.write(
+          `  example system "shop" deploying (deploy ${action.id}): berth system status shop\n`,
+        );
+      } catch (err) {
+        ctx.stdout.write(
+          `  example system not deployed: ${err instanceof Error ? err.message : String(err)}\n`,
+        );
+      }
     }
     await untilStopSignal();
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
@@ -129,4 +125,4 @@ const up: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [up];
+export const commands: readonly CommandHandler[] = [up];

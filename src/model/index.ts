@@ -22,6 +22,7 @@ export * from './sql-model-txn-runner.js';
 export * from './sql-system-store.js';
 export * from './system-definition.js';
 export * from './system-deployer.js';
+export * from './system-operations.js';
 export * from './system-status.js';
 export * from './tree-path.js';
 export { cleanupId, relationId, unitName } from './txn-parts.js';

@@ -38,6 +38,7 @@ import {
   TaskDefinitionSchema,
 } from './bbs-schemas.js';
 import { registerEventRoutes } from './event-routes.js';
+import { bbsPublicOperations } from './public-operations.js';
 
 export type { BbsRoutesOptions } from './bbs-routes-options.js';
 
@@ -58,7 +59,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   // ---- DesiredLRPs
 
   app.post(
-    '/v1/desired_lrps',
+    bbsPublicOperations.desireLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -89,7 +90,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   );
 
   app.get(
-    '/v1/desired_lrps',
+    bbsPublicOperations.listDesiredLrps.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -117,7 +118,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String()) });
 
   app.get(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.getDesiredLrp.path,
     { schema: { tags: ['desired_lrps'], params: ProcessGuidParams } },
     async (request, reply) => {
       const desired = await store.getDesiredLRP({ process_guid: request.params.process_guid });
@@ -126,7 +127,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   );
 
   app.patch(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.updateDesiredLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -151,7 +152,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   );
 
   app.delete(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.removeDesiredLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -175,7 +176,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   // ---- ActualLRPs, tasks, cells, domains, leases (reads and consumer actions)
 
   app.get(
-    '/v1/actual_lrps',
+    bbsPublicOperations.listActualLrps.path,
     {
       schema: {
         tags: ['actual_lrps'],
@@ -221,7 +222,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     { additionalProperties: false },
   );
   app.get(
-    '/v1/tasks',
+    bbsPublicOperations.listTasks.path,
     {
       schema: {
         tags: ['tasks'],
@@ -244,7 +245,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   );
 
   app.post(
-    '/v1/tasks',
+    bbsPublicOperations.desireTask.path,
     { schema: { tags: ['tasks'], body: TaskDefinitionSchema } },
     async (request, reply) => {
       const b = request.body;
@@ -268,7 +269,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
   const TaskParams = Type.Object({ task_guid: Name() });
   const deliveryLog = options.taskDeliveries ?? taskDeliveryLogFor(store);
   app.get(
-    '/v1/tasks/:task_guid',
+    bbsPublicOperations.getTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -287,7 +288,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
   app.get(
-    '/v1/tasks/:task_guid/deliveries',
+    bbsPublicOperations.taskDeliveries.path,
     {
       schema: {
         tags: ['tasks'],
@@ -301,7 +302,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     }),
   );
   app.post(
-    '/v1/tasks/:task_guid/resolve',
+    bbsPublicOperations.resolveTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -324,7 +325,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
   app.delete(
-    '/v1/tasks/:task_guid',
+    bbsPublicOperations.deleteTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -349,7 +350,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     },
   );
   app.post(
-    '/v1/tasks/:task_guid/cancel',
+    bbsPublicOperations.cancelTask.path,
     { schema: { tags: ['tasks'], params: TaskParams, headers: IfMatch } },
     async (request) => {
       const expected = ifMatch(request.headers['if-match']);
@@ -361,7 +362,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
 
   const SmallListQuery = Type.Object(PageQuery, { additionalProperties: false });
   app.get(
-    '/v1/cells',
+    bbsPublicOperations.listCells.path,
     {
       schema: {
         tags: ['cells'],
@@ -378,7 +379,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
       ),
   );
   app.get(
-    '/v1/domains',
+    bbsPublicOperations.listDomains.path,
     {
       schema: {
         tags: ['domains'],
@@ -389,7 +390,7 @@ export async function registerBbsRoutes(root: FastifyInstance, options: BbsRoute
     async (request) => pageOfWhole('domains', await store.listDomains(), request.query, (d) => d.domain),
   );
   app.put(
-    '/v1/domains/:domain',
+    bbsPublicOperations.upsertDomain.path,
     {
       schema: {
         tags: ['domains'],
