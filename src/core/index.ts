@@ -1,3 +1,4 @@
+export * from './absence.js';
 export * from './atomic-write.js';
 export * from './berth-error.js';
 export * from './bounded-schemas.js';
@@ -11,3 +12,4 @@ export * from './list-page.js';
 export * from './private-dir.js';
 export * from './remove-tree.js';
 export * from './request-guards.js';
+export * from './service-loop.js';
