@@ -112,7 +112,8 @@ export const lrpCommandTable: readonly CommandEntry[] = [
       'Desire a long-running process from a YAML or JSON file of DesiredLRP fields (process_guid and image required; domain defaults to "berth", instances to 1). Its domain is marked fresh: the file is the whole desired state of it.',
     flags: serverFlags,
     positionals: { min: 1, max: 1, names: 'FILE.yaml|FILE.json' },
-    load: lrps,
+    // Its own module: YAML and the DesiredLRP schema load only for this command.
+    load: () => import('./lrp-desire-command.js'),
   },
   {
     name: 'lrp list',

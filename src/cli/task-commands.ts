@@ -11,7 +11,7 @@ import {
   BerthError,
   type HttpJsonClient,
   InvalidArgumentError,
-  isBerthError,
+  isNotFound,
   parseDuration,
 } from '../core/index.js';
 import {
@@ -73,7 +73,7 @@ async function waitForCompletion(
     try {
       task = await client.call(ops.getTask, { params: { task_guid: guid } });
     } catch (err) {
-      if (isBerthError(err) && err.code === 'not_found') {
+      if (isNotFound(err)) {
         throw new BerthError(
           'not_found',
           `Task "${guid}" was deleted before its result could be read (a completion callback or another consumer took it)`,

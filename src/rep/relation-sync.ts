@@ -1,4 +1,4 @@
-import { HttpJsonClient, isBerthError, type QueryValues } from '../core/index.js';
+import { HttpJsonClient, orAbsent, type QueryValues } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -124,14 +124,8 @@ export class RelationSync {
  */
 export function serverRelations(serverUrl: string, cellId: string, token?: string): RelationSource {
   const http = new HttpJsonClient(serverUrl, { token, timeoutMs: 10_000 });
-  const get = async <T>(path: string, query?: QueryValues): Promise<T | undefined> => {
-    try {
-      return await http.request<T>('GET', path, query ? { query } : {});
-    } catch (err) {
-      if (isBerthError(err) && err.code === 'not_found') return undefined;
-      throw err;
-    }
-  };
+  const get = <T>(path: string, query?: QueryValues): Promise<T | undefined> =>
+    orAbsent(http.request<T>('GET', path, query ? { query } : {}));
   return {
     async forCell() {
       return (await get<{ units: UnitRelations[] }>('/v1/relations', { cell_id: cellId }))?.units ?? [];
