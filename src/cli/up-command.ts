@@ -2,13 +2,14 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
-import { ensurePrivateDir, HttpJsonClient, parseDuration } from '../core/index.js';
+import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
+import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { type CommandHandler, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
+import { narrateEvents } from './up-narrator.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
 const exampleSystemPath = new URL('../../examples/shop.yaml', import.meta.url).pathname;
@@ -67,7 +68,8 @@ const up: CommandHandler = {
     const tokenFile = join(dir, 'admin.token');
     const cellToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
     const history = new HistoryClient(server.url, cellToken ? { token: cellToken } : {});
-    const log = (message: string) => ctx.stderr.write(`berth cell local: ${message}\n`);
+    // The cell's own notes go with the server's logs (stderr too with --verbose).
+    const log = (message: string) => logger.info({ cell: 'local' }, message);
     const cell = await startCell({
       bbs: server.store,
       cellId: 'local',
@@ -97,11 +99,18 @@ const up: CommandHandler = {
     const tokenPath = join(dir, 'admin.token');
     const adminToken =
       auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : '';
-    ctx.stdout.write(`berth is up: ${server.url}\n`);
+    ctx.stdout.write(`berth is up: server listening on ${server.url}\n`);
     // The token rides in the fragment, which browsers never send to the server.
     ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
-    ctx.stdout.write(`  cell "local": ${cell.url}\n`);
+    ctx.stdout.write(`  cell "local" joined: ${cell.url}\n`);
+    // From here on, a line per event that matters: instances running or crashing, deploys ending.
+    const stop = new AbortController();
+    const say = (line: string) => ctx.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+    const narrator = narrateEvents(server.store, say, { signal: stop.signal }).catch((err: unknown) =>
+      logger.warn({ err }, 'berth up narrator stopped'),
+    );
+    let deployWatch: Promise<void> = Promise.resolve();
     if (!ctx.values['no-example'] && existsSync(exampleSystemPath)) {
       const client = new HttpJsonClient(server.url, { token: adminToken || undefined });
       try {
@@ -111,6 +120,7 @@ const up: CommandHandler = {
         ctx.stdout.write(
           `  example system "shop" deploying (deploy ${action.id}): berth system status shop\n`,
         );
+        deployWatch = watchAction(client, action, say, stop.signal);
       } catch (err) {
         ctx.stdout.write(
           `  example system not deployed: ${err instanceof Error ? err.message : String(err)}\n`,
@@ -118,11 +128,38 @@ const up: CommandHandler = {
       }
     }
     await untilStopSignal();
+    stop.abort();
+    await Promise.all([narrator, deployWatch]);
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
     await cell.close();
     await server.close();
     return 0;
   },
 };
+
+/** Says how a deploy or teardown ended, once it has. */
+async function watchAction(
+  client: HttpJsonClient,
+  action: ActionRecord,
+  say: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let current = action;
+  try {
+    while (current.state === 'running') {
+      await sleep(1000, signal);
+      if (signal.aborted) return;
+      current = await client.call(systemOperations.getAction, { params: { id: action.id } });
+    }
+    say(
+      current.state === 'succeeded'
+        ? `${current.kind} ${current.id} of system ${current.system} succeeded`
+        : `${current.kind} ${current.id} of system ${current.system} failed: ${current.reason}`,
+    );
+  } catch (err) {
+    if (!signal.aborted)
+      say(`lost track of ${action.kind} ${action.id}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
 
 export const commands: readonly CommandHandler[] = [up];
