@@ -162,6 +162,8 @@ export class BbsClient implements BbsStore {
       }
       try {
         for await (const event of parseSse(response.body)) {
+          // Events already read in the same chunk are not handed out after the caller aborted.
+          if (options.signal?.aborted) return;
           cursor = event.id;
           yield event;
         }

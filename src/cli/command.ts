@@ -133,16 +133,17 @@ export function parseCommandArgs(
   return { values, positionals: parsed.positionals, rest };
 }
 
+/** How a flag's value is spelled after its name: nothing, ` VALUE` or `[=VALUE]`. */
+function flagValue(flag: FlagSpec): string {
+  if (flag.type === 'boolean') return '';
+  return flag.optionalValue ? `[=${flag.valueName ?? 'VALUE'}]` : ` ${flag.valueName ?? 'VALUE'}`;
+}
+
 /** `berth NAME [--flag VALUE]... ARGS [-- REST]`, from the table row. */
 export function usageLine(entry: CommandEntry): string {
   const flags = Object.entries(entry.flags ?? {}).map(([name, flag]) => {
     const spelled = `--${name}${flag.short ? `|-${flag.short}` : ''}`;
-    const value =
-      flag.type === 'boolean'
-        ? ''
-        : flag.optionalValue
-          ? `[=${flag.valueName ?? 'VALUE'}]`
-          : ` ${flag.valueName ?? 'VALUE'}`;
+    const value = flagValue(flag);
     return `[${spelled}${value}]${flag.multiple ? '...' : ''}`;
   });
   return [
@@ -156,12 +157,7 @@ export function usageLine(entry: CommandEntry): string {
 /** A command's `--help`: its summary, usage line, and every flag with what it does and its default. */
 export function commandHelp(entry: CommandEntry): string {
   const rows = Object.entries({ ...entry.flags, ...commonFlags }).map(([name, flag]) => {
-    const value =
-      flag.type === 'boolean'
-        ? ''
-        : flag.optionalValue
-          ? `[=${flag.valueName ?? 'VALUE'}]`
-          : ` ${flag.valueName ?? 'VALUE'}`;
+    const value = flagValue(flag);
     const left = `${flag.short ? `-${flag.short}, ` : '    '}--${name}${value}`;
     const right = `${flag.description}${flag.default !== undefined ? ` (default: ${flag.default})` : ''}${flag.multiple ? ' (repeatable)' : ''}`;
     return [left, right] as const;

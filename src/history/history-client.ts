@@ -82,6 +82,7 @@ export class HistoryClient {
       }
       try {
         for await (const block of sseBlocks(response.body)) {
+          if (options.signal?.aborted) return;
           const id = /^id: (.*)$/m.exec(block)?.[1];
           if (id) cursor = id;
           if (!/^event: container_status_changed$/m.test(block)) continue;
