@@ -53,6 +53,8 @@ export interface CommandEntry {
    * still going to the pod's log, and berth exits with the app's code.
    */
   readonly outlivesReader?: boolean;
+  /** Runs until stopped (server, cell, up): its HTTP clients keep fetch's pooled connections. */
+  readonly longRunning?: boolean;
   /** The module holding the handler; imported lazily so a command loads only what it needs. */
   readonly load: () => Promise<{ readonly commands: readonly CommandHandler[] }>;
 }

@@ -59,6 +59,7 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       'callback-backoff-max': durationFlag('Longest retry delay of a task callback', '30s'),
       'callback-timeout': durationFlag('Timeout of one task callback delivery', '10s'),
     },
+    longRunning: true,
     load: () => import('./server-command.js'),
   },
   {
@@ -112,6 +113,7 @@ export const daemonCommandTable: readonly CommandEntry[] = [
         description: 'Rotate container logs past this size',
       },
     },
+    longRunning: true,
     load: () => import('./cell-command.js'),
   },
   {
@@ -147,6 +149,7 @@ export const daemonCommandTable: readonly CommandEntry[] = [
         description: 'Also print every request log line (always in <dir>/logs/up.log)',
       },
     },
+    longRunning: true,
     load: () => import('./up-command.js'),
   },
   {

@@ -1,3 +1,4 @@
+import { setDefaultHttpTransport } from '../core/index.js';
 import type { CommandEntry } from './command.js';
 import { exitAfterDrain, runEntry } from './command-runner.js';
 import { commandGroup, findCommand, topLevelHelp } from './command-table.js';
@@ -14,7 +15,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (first === '--version' || first === '-V') return main(['version', ...argv.slice(1)]);
   const found = findCommand(argv);
-  if (found) return runEntry(found.entry, argv.slice(found.used));
+  if (found) {
+    // A client command sends a request or three and exits: node:http loads in ~1 ms, fetch's
+    // undici in ~20. Servers and cells keep fetch.
+    if (!found.entry.longRunning) setDefaultHttpTransport('node:http');
+    return runEntry(found.entry, argv.slice(found.used));
+  }
   const group = commandGroup(first);
   if (group.length === 0) {
     process.stderr.write(`berth: unknown command "${first}"\n\n${topLevelHelp()}`);

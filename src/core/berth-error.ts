@@ -53,6 +53,13 @@ export const exitCodeByCode: Readonly<Record<ErrorCode, number>> = {
 
 const retryableCodes: ReadonlySet<ErrorCode> = new Set(['cas_conflict', 'unavailable', 'lock_held']);
 
+/**
+ * Marks every BerthError, so isBerthError knows one made by another copy of this module: the CLI's
+ * bundle (dist/cli/main.bundle.mjs) has its own copy, and the command modules it loads from dist/
+ * (server, image, pod commands) throw errors of the other.
+ */
+const berthErrorBrand = Symbol.for('berth.BerthError');
+
 export class BerthError extends Error {
   readonly code: ErrorCode;
   readonly details: Readonly<Record<string, unknown>>;
@@ -67,6 +74,7 @@ export class BerthError extends Error {
     this.name = 'BerthError';
     this.code = code;
     this.details = details;
+    Object.defineProperty(this, berthErrorBrand, { value: true });
   }
 
   /** Whether repeating the same request later may succeed without the caller changing anything. */
@@ -147,7 +155,10 @@ export function berthErrorFromHttp(status: number, text: string): BerthError {
 }
 
 export function isBerthError(err: unknown): err is BerthError {
-  return err instanceof BerthError;
+  return (
+    err instanceof BerthError ||
+    (err instanceof Error && (err as unknown as Record<symbol, unknown>)[berthErrorBrand] === true)
+  );
 }
 
 /** Node's system errors carry `code`; this narrows without `any`. */

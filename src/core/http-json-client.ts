@@ -7,6 +7,19 @@ import {
   operationPath,
 } from './http-operation.js';
 
+/**
+ * `fetch` (undici) for long-lived processes (servers, cells); `node:http` for the CLI, which pays
+ * ~1 ms to load it where fetch's first call loads undici, ~20 ms of a ~100 ms command.
+ */
+export type HttpTransport = 'fetch' | 'node:http';
+
+let processTransport: HttpTransport = 'fetch';
+
+/** Sets the transport of every client made without one in this process (the CLI: node:http). */
+export function setDefaultHttpTransport(transport: HttpTransport): void {
+  processTransport = transport;
+}
+
 /** A query string's values; `undefined` leaves the key out. */
 export type QueryValues = Readonly<Record<string, string | number | boolean | undefined>>;
 
@@ -15,11 +28,10 @@ export interface HttpJsonClientOptions {
   readonly token?: string | undefined;
   /** Per-request timeout, the body's read included (default 30 s); a timeout is `unavailable`. */
   readonly timeoutMs?: number;
-  /**
-   * Send requests with this fetch instead of node:http (tests). node:http is the default: the
-   * CLI pays ~1 ms to load it where fetch's first call loads undici, ~20 ms of a ~100 ms command.
-   */
+  /** Send requests with this fetch (tests). */
   readonly fetch?: typeof fetch;
+  /** How requests go out when no `fetch` is given; default: the process's (defaultTransport). */
+  readonly transport?: HttpTransport;
   /** Who answers, for messages: "the berth server", "the rep", "the BBS". */
   readonly peer?: string;
   /** Added to the message when the peer cannot be reached (e.g. how to name another server). */
@@ -136,7 +148,8 @@ export class HttpJsonClient {
     body: string | undefined,
     signal: AbortSignal,
   ): Promise<{ status: number; text: string }> {
-    const viaFetch = this.#options.fetch;
+    const viaFetch =
+      this.#options.fetch ?? ((this.#options.transport ?? processTransport) === 'fetch' ? fetch : undefined);
     if (viaFetch) {
       const response = await viaFetch(url, {
         method,
