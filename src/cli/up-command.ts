@@ -99,7 +99,7 @@ const up: CommandHandler = {
     const tokenPath = join(dir, 'admin.token');
     const adminToken =
       auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : '';
-    ctx.stdout.write(`berth is up: server listening on ${server.url}\n`);
+    ctx.stdout.write(`berth is up: ${server.url} (server listening)\n`);
     // The token rides in the fragment, which browsers never send to the server.
     ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
