@@ -1,10 +1,12 @@
-// Bundles the hot paths into one CommonJS file each, after tsc and from its output (so TypeScript
-// has one compiler): the pod commands (dist/cli/pod-main.js and everything it loads, lazily loaded
-// modules included) into dist/cli/pod-main.bundle.cjs for bin/berth, and the detached stage-1
-// holder into dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached. berth's native
-// addon stays outside: it is loaded from build/ when first used.
+// Bundles the hot paths after tsc and from its output (so TypeScript has one compiler): the pod
+// commands (dist/cli/pod-main.js and everything it loads, lazily loaded modules included) into one
+// CommonJS file, dist/cli/pod-main.bundle.cjs, for bin/berth; the detached stage-1 holder into
+// dist/runtime/stage1-holder.bundle.cjs for PodRuntime.startDetached; and every other command
+// (dist/cli/main.js) into dist/cli/main.bundle.mjs with a chunk per command module, for
+// bin/berth.mjs. berth's native addon stays outside: it is loaded from build/ when first used.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { resolve as resolvePath } from 'node:path';
 import { build } from 'esbuild';
 
 // V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit), and
@@ -57,6 +59,34 @@ const lazyBuiltinsPlugin = {
   },
 };
 
+/**
+ * For the main CLI bundle (bin/berth-main.cjs): berth's own compiled modules are marked free of
+ * side effects, so what a client command does not use of a layer's index (bbs/index.js re-exports
+ * the SQL store with kysely, and TypeBox schemas) is left out rather than loaded at its start. The
+ * command modules that need the server's world (`server`, `up`, `cell`, images, pods) stay
+ * outside, as the ES modules beside the bundle, loaded by import() when such a command runs.
+ */
+const heavyCommandModules = [
+  './server-command.js',
+  './up-command.js',
+  './cell-command.js',
+  './image-commands.js',
+  './pod-commands.js',
+  './lrp-desire-command.js',
+];
+const ownDist = `${resolvePath('dist')}/`;
+const clientBundlePlugin = {
+  name: 'client-bundle',
+  setup(b) {
+    b.onResolve({ filter: /^\./ }, (args) => {
+      if (args.kind === 'dynamic-import' && heavyCommandModules.includes(args.path))
+        return { path: args.path, external: true };
+      if (!args.importer.startsWith(ownDist)) return undefined;
+      return { path: resolvePath(args.resolveDir, args.path), sideEffects: false };
+    });
+  },
+};
+
 async function bundle(entry, outfile, runtimeDirFromBundle) {
   const result = await build({
     entryPoints: [entry],
@@ -104,3 +134,41 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
 
 await bundle('dist/cli/pod-main.js', 'dist/cli/pod-main.bundle.cjs', "'..', 'runtime'");
 await bundle('dist/runtime/stage1-holder-main.js', 'dist/runtime/stage1-holder.bundle.cjs', "'.'");
+// Every other command (bin/berth.mjs): ES modules with code splitting, so each command's handler
+// is its own chunk and a command loads only its chunk and what it shares; written beside the
+// modules they come from (dist/cli/), where import.meta.url and the external import()s resolve
+// as they do from tsc's output.
+for (const name of readdirSync('dist/cli').filter(
+  (n) => n.endsWith('.bundle.mjs') || n.endsWith('.chunk.mjs'),
+))
+  rmSync(`dist/cli/${name}`, { force: true });
+const client = await build({
+  entryPoints: { 'main.bundle': 'dist/cli/main.js' },
+  outdir: 'dist/cli',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  outExtension: { '.js': '.mjs' },
+  chunkNames: '[name]-[hash].chunk',
+  metafile: true,
+  minifyWhitespace: true,
+  plugins: [clientBundlePlugin],
+  logLevel: 'warning',
+});
+const strays = Object.keys(client.metafile.inputs).filter(
+  (input) =>
+    input.startsWith('dist/') &&
+    !input.startsWith('dist/cli/') &&
+    readFileSync(input, 'utf8').includes('import.meta'),
+);
+if (strays.length > 0) {
+  console.error(
+    `bundle-pod-cli: ${strays.join(', ')} use import.meta, which is another module's in dist/cli/`,
+  );
+  process.exit(1);
+}
+console.log(
+  `bundle-pod-cli: dist/cli/main.bundle.mjs and ${Object.keys(client.metafile.outputs).length - 1} chunks from ${Object.keys(client.metafile.inputs).length} modules`,
+);

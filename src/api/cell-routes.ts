@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { BbsStore } from '../bbs/index.js';
+import { type BbsStore, bbsPublicOperations } from '../bbs/index.js';
 import { NotFoundError } from '../core/index.js';
 import { repClientForCell } from '../rep/index.js';
 
@@ -13,7 +13,7 @@ export function cellRoutes(store: BbsStore): (app: FastifyInstance) => Promise<v
   return async (root) => {
     const app = root.withTypeProvider<TypeBoxTypeProvider>();
     app.post(
-      '/v1/cells/:cell_id/evacuate',
+      bbsPublicOperations.evacuateCell.path,
       {
         schema: {
           tags: ['cells'],

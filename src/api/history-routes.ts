@@ -15,6 +15,7 @@ import {
 } from '../core/index.js';
 import {
   type HistoryStore,
+  historyOperations,
   type IngestRecord,
   recordUserAction,
   type WebhookSubscriptions,
@@ -162,7 +163,7 @@ export async function registerHistoryRoutes(
   const now = options.now ?? (() => new Date());
 
   app.get(
-    '/v1/containers',
+    historyOperations.listContainers.path,
     {
       schema: {
         tags: ['containers'],
@@ -183,7 +184,7 @@ export async function registerHistoryRoutes(
   );
 
   app.get(
-    '/v1/containers/:id',
+    historyOperations.getContainer.path,
     {
       schema: {
         tags: ['containers'],
@@ -195,7 +196,7 @@ export async function registerHistoryRoutes(
   );
 
   app.get(
-    '/v1/containers/:id/logs',
+    historyOperations.getContainerLogs.path,
     {
       schema: {
         tags: ['containers'],
@@ -207,7 +208,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/containers/events',
+    historyOperations.ingestContainerEvents.path,
     {
       schema: {
         tags: ['containers'],
@@ -219,7 +220,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/containers/:id/actions',
+    historyOperations.recordContainerAction.path,
     {
       schema: {
         tags: ['containers'],
@@ -239,7 +240,7 @@ export async function registerHistoryRoutes(
   );
 
   app.post(
-    '/v1/subscriptions',
+    historyOperations.subscribe.path,
     {
       schema: {
         tags: ['subscriptions'],
@@ -264,7 +265,7 @@ export async function registerHistoryRoutes(
     async (request) => pageOfWhole('subscriptions', await webhooks.list(), request.query, createdThenId),
   );
   app.get(
-    '/v1/subscriptions/:id',
+    historyOperations.getSubscription.path,
     {
       schema: { tags: ['subscriptions'], summary: 'A subscription with its delivery log', params: IdParams },
     },

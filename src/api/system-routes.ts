@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Name, pageOfWhole } from '../core/index.js';
-import type { SystemDeployer } from '../model/index.js';
+import { type SystemDeployer, systemOperations } from '../model/index.js';
 import { PageQuery } from './page-query.js';
 
 const ActionSchema = Type.Object({
@@ -51,7 +51,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       const app = scope.withTypeProvider<TypeBoxTypeProvider>();
 
       app.post(
-        '/v1/deploys',
+        systemOperations.deploy.path,
         {
           schema: {
             tags: ['systems'],
@@ -72,7 +72,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       );
 
       app.get(
-        '/v1/deploys/:id',
+        systemOperations.getAction.path,
         {
           schema: {
             tags: ['systems'],
@@ -88,7 +88,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       );
 
       app.post(
-        '/v1/systems/:name/teardown',
+        systemOperations.teardown.path,
         {
           schema: {
             tags: ['systems'],
@@ -104,7 +104,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       );
 
       app.get(
-        '/v1/systems',
+        systemOperations.listSystems.path,
         {
           schema: {
             tags: ['systems'],
@@ -116,7 +116,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       );
 
       app.get(
-        '/v1/systems/:name',
+        systemOperations.getSystem.path,
         {
           schema: {
             tags: ['systems'],

@@ -1,4 +1,4 @@
-import { BerthError, berthErrorFromHttp } from '../core/index.js';
+import { type BerthError, HttpJsonClient, PeerUnreachableError, sseBlocks, sseData } from '../core/index.js';
 import type {
   AckRequestsRequest,
   AcquireLeaseRequest,
@@ -53,7 +53,7 @@ export interface BbsClientOptions {
   /** Per-request timeout; a timeout is an `unavailable` error (retryable). */
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
-  /** Bearer token for a server with auth on (see readCliToken in src/cli/cli-token.ts). */
+  /** Bearer token for a server with auth on (the CLI's: src/cli/server-target.ts). */
   readonly token?: string;
 }
 
@@ -64,15 +64,17 @@ export interface BbsClientOptions {
  */
 export class BbsClient implements BbsStore {
   readonly baseUrl: string;
-  readonly #timeoutMs: number;
-  readonly #fetch: typeof fetch;
-  readonly #auth: Readonly<Record<string, string>>;
+  readonly #http: HttpJsonClient;
 
   constructor(baseUrl: string, options: BbsClientOptions = {}) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-    this.#fetch = options.fetch ?? fetch;
-    this.#auth = options.token ? { authorization: `Bearer ${options.token}` } : {};
+    this.#http = new HttpJsonClient(baseUrl, {
+      peer: 'the BBS',
+      timeoutMs: options.timeoutMs ?? 30_000,
+      token: options.token,
+      mapError: withCasCurrent,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    this.baseUrl = this.#http.baseUrl;
   }
 
   desireLRP = (req: DesiredLRPDefinition): Promise<DesiredLRP> => this.call('desireLRP', req);
@@ -145,25 +147,23 @@ export class BbsClient implements BbsStore {
   async *streamEvents(options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<BbsEvent> {
     let cursor = options.after;
     while (!options.signal?.aborted) {
-      let response: Response;
+      let response: Response & { body: ReadableStream<Uint8Array> };
       try {
-        response = await this.#fetch(`${this.baseUrl}/v1/events`, {
-          headers: {
-            accept: 'text/event-stream',
-            ...this.#auth,
-            ...(cursor ? { 'last-event-id': cursor } : {}),
-          },
+        response = await this.#http.openStream('/v1/events', {
+          headers: cursor ? { 'last-event-id': cursor } : {},
           ...(options.signal ? { signal: options.signal } : {}),
         });
       } catch (err) {
         if (options.signal?.aborted) return;
+        // Refused or reset: the server restarts; an answer that is an error is final.
+        if (!(err instanceof PeerUnreachableError)) throw err;
         await new Promise((resolve) => setTimeout(resolve, 500));
-        void err;
         continue;
       }
-      if (!response.ok || !response.body) throw await errorFrom(response);
       try {
         for await (const event of parseSse(response.body)) {
+          // Events already read in the same chunk are not handed out after the caller aborted.
+          if (options.signal?.aborted) return;
           cursor = event.id;
           yield event;
         }
@@ -174,29 +174,13 @@ export class BbsClient implements BbsStore {
     }
   }
 
-  private async call<T>(operation: BbsOperationName, body: unknown): Promise<T> {
-    let response: Response;
-    try {
-      response = await this.#fetch(`${this.baseUrl}${bbsOperationPaths[operation]}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...this.#auth },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-    } catch (err) {
-      throw new BerthError('unavailable', `Cannot reach the BBS at ${this.baseUrl}: ${describe(err)}`, {
-        url: this.baseUrl,
-        operation,
-      });
-    }
-    if (response.status === 204) return undefined as T;
-    if (!response.ok) throw await errorFrom(response);
-    return (await response.json()) as T;
+  private call<T>(operation: BbsOperationName, body: unknown): Promise<T> {
+    return this.#http.request<T>('POST', bbsOperationPaths[operation], { body });
   }
 }
 
-async function errorFrom(response: Response): Promise<BerthError> {
-  const err = berthErrorFromHttp(response.status, await response.text());
+/** A lost CAS comes back as the CasConflictError it was, with the record's `current` state. */
+function withCasCurrent(err: BerthError): BerthError {
   if (err.code !== 'cas_conflict') return err;
   const details = err.details;
   const expected = (details.expected ?? null) as ConstructorParameters<typeof CasConflictError>[2];
@@ -204,27 +188,8 @@ async function errorFrom(response: Response): Promise<BerthError> {
 }
 
 async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<BbsEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => line.slice(6))
-        .join('\n');
-      if (data) yield JSON.parse(data) as BbsEvent;
-    }
+  for await (const block of sseBlocks(body)) {
+    const data = sseData(block);
+    if (data) yield JSON.parse(data) as BbsEvent;
   }
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return `${err.message}${cause}`;
-  }
-  return String(err);
 }

@@ -8,6 +8,7 @@ export * from './definition-defaults.js';
 export * from './http/bbs-operations.js';
 export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-routes.js';
 export * from './http/bbs-schemas.js';
+export * from './http/public-operations.js';
 export * from './open-bbs-store.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';

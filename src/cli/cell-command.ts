@@ -7,9 +7,8 @@ import { pullingImageResolver } from '../registry/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { parseLogSizeMax } from '../runtime/index.js';
-import { readCliToken, serverUrl } from './cli-token.js';
-import { type CommandContext, type CommandSpec, dataDir, intOption, stringOption } from './command.js';
-import { ServerClient } from './server-client.js';
+import { type CommandContext, type CommandHandler, dataDir, intOption, stringOption } from './command.js';
+import { resolveServerTarget } from './server-target.js';
 
 function positiveInt(ctx: CommandContext, name: string, fallback: number): number {
   const value = intOption(ctx.values, name) ?? fallback;
@@ -21,35 +20,12 @@ function durationOption(ctx: CommandContext, name: string, fallback: string): nu
   return parseDuration(stringOption(ctx.values, name) ?? fallback, `--${name}`);
 }
 
-const cell: CommandSpec = {
+const cell: CommandHandler = {
   name: 'cell',
-  summary: "Run a cell: the rep and executor of this machine, registered with a berth server's BBS.",
-  usage:
-    'berth cell --bbs URL [--id ID] [--zone Z] [--memory MB] [--disk MB] [--containers N] [--dir DIR] [--listen HOST:PORT] [--address ADDR] [--poll-interval 5s] [--presence-ttl 30s] [--evacuation-timeout 10m] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--ports FROM-TO] [--tags a,b] [--optional-tags c,d] [--log-size-max 10m]',
-  options: {
-    bbs: { type: 'string' },
-    id: { type: 'string' },
-    zone: { type: 'string' },
-    memory: { type: 'string' },
-    disk: { type: 'string' },
-    containers: { type: 'string' },
-    listen: { type: 'string' },
-    address: { type: 'string' },
-    'poll-interval': { type: 'string' },
-    'presence-ttl': { type: 'string' },
-    'evacuation-timeout': { type: 'string' },
-    'crash-backoff-base': { type: 'string' },
-    'crash-backoff-max': { type: 'string' },
-    ports: { type: 'string' },
-    tags: { type: 'string' },
-    'optional-tags': { type: 'string' },
-    'log-size-max': { type: 'string' },
-    token: { type: 'string' },
-  },
   async run(ctx) {
     const dir = dataDir(ctx.values);
-    const bbsUrl = serverUrl(stringOption(ctx.values, 'bbs'));
-    const token = stringOption(ctx.values, 'token') ?? readCliToken(dir);
+    // The one rule (server-target.ts): a local admin.token only for a server on this machine.
+    const { url: bbsUrl, token } = resolveServerTarget(ctx.values, { urlFlag: 'bbs' });
     const bbs = new BbsClient(bbsUrl, token ? { token } : {});
     const portsText = stringOption(ctx.values, 'ports') ?? '61000-61999';
     const portMatch = /^(\d+)-(\d+)$/.exec(portsText);
@@ -122,21 +98,4 @@ const cell: CommandSpec = {
   },
 };
 
-const drain: CommandSpec = {
-  name: 'cell drain',
-  summary: 'Evacuate a cell: it takes no new work, hands its instances to other cells, then exits.',
-  usage: 'berth cell drain CELL [--server URL] [--token TOKEN]',
-  options: { server: { type: 'string' }, token: { type: 'string' } },
-  positionals: { min: 1, max: 1, names: 'CELL' },
-  async run(ctx) {
-    const token = stringOption(ctx.values, 'token') ?? readCliToken(dataDir(ctx.values));
-    const server = new ServerClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
-    const cellId = ctx.positionals[0] ?? '';
-    // Through the server: it alone holds the rep's token (issue 17).
-    await server.request('POST', `/v1/cells/${encodeURIComponent(cellId)}/evacuate`);
-    ctx.stdout.write(`${cellId} evacuating\n`);
-    return 0;
-  },
-};
-
-export const commands: readonly CommandSpec[] = [drain, cell];
+export const commands: readonly CommandHandler[] = [cell];

@@ -1,29 +1,33 @@
 import { exitCodeByCode, isBerthError } from '../core/index.js';
-import { type CommandSpec, parseCommandArgs } from './command.js';
+import { type CommandEntry, commandHelp, parseCommandArgs } from './command.js';
 
 /** 128 + SIGPIPE, what a shell reports for a filter whose reader went away. */
 const sigpipeExitCode = 141;
 
 /**
- * Runs one command with its arguments (the words naming it already taken off): `--help` before
- * any `--`, then parse, run, and any error as a message and an exit code.
+ * Runs one row of the command table with its arguments (the words naming it already taken off):
+ * `--help` before any `--`, then parse, load the handler, run, and any error as a message and an
+ * exit code.
  */
-export async function runSpec(spec: CommandSpec, args: readonly string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    if (!args.includes('--') || args.indexOf('--help') < args.indexOf('--')) {
-      process.stdout.write(`${spec.summary}\n\nUsage: ${spec.usage}\n`);
-      return 0;
-    }
+export async function runEntry(entry: CommandEntry, args: readonly string[]): Promise<number> {
+  const help = args.findIndex((a) => a === '--help' || a === '-h');
+  const dashDash = args.indexOf('--');
+  if (help !== -1 && (dashDash === -1 || help < dashDash)) {
+    process.stdout.write(commandHelp(entry));
+    return 0;
   }
   const readerGone = (err: NodeJS.ErrnoException): void => {
     if (err.code !== 'EPIPE') throw err;
-    if (!spec.outlivesReader) process.exit(sigpipeExitCode);
+    if (!entry.outlivesReader) process.exit(sigpipeExitCode);
   };
   process.stdout.on('error', readerGone);
   process.stderr.on('error', readerGone);
   try {
-    const parsed = parseCommandArgs(spec, args);
-    return await spec.run({ ...parsed, stdout: process.stdout, stderr: process.stderr });
+    const parsed = parseCommandArgs(entry, args);
+    const { commands } = await entry.load();
+    const handler = commands.find((c) => c.name === entry.name);
+    if (!handler) throw new Error(`berth ${entry.name} has no handler in its module`);
+    return await handler.run({ ...parsed, stdout: process.stdout, stderr: process.stderr });
   } catch (err) {
     return reportError(err);
   }

@@ -7,7 +7,7 @@ import { buildApp, createHistoryServerParts, type HistoryServerParts } from '../
 import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { launchOf } from '../testing/history-store-contract.js';
-import { readCliToken } from './cli-token.js';
+import { resolveServerTarget } from './server-target.js';
 
 const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s)).toISOString();
 
@@ -64,10 +64,11 @@ describe('berth ps / history / subscribe / token create / events (real processes
     assert.match(r.stderr, /Missing bearer token/);
   });
 
-  it('reads <dir>/admin.token; BERTH_TOKEN wins over it', () => {
-    assert.equal(readCliToken(dir, {}), parts.adminToken);
-    assert.equal(readCliToken(dir, { BERTH_TOKEN: 'x' }), 'x');
-    assert.equal(readCliToken(join(dir, 'none'), {}), undefined);
+  it('reads <dir>/admin.token for a local server; BERTH_TOKEN wins over it', () => {
+    const local = { server: url, dir };
+    assert.equal(resolveServerTarget(local, { env: {} }).token, parts.adminToken);
+    assert.equal(resolveServerTarget(local, { env: { BERTH_TOKEN: 'x' } }).token, 'x');
+    assert.equal(resolveServerTarget({ server: url, dir: join(dir, 'none') }, { env: {} }).token, undefined);
   });
 
   it('berth ps lists containers across the cluster', async () => {

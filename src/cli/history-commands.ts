@@ -1,14 +1,20 @@
 import { InvalidArgumentError } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { readCliToken, serverUrl } from './cli-token.js';
-import { booleanOption, type CommandContext, type CommandSpec, dataDir, stringOption } from './command.js';
+import {
+  booleanOption,
+  type CommandContext,
+  type CommandHandler,
+  formatOption,
+  stringOption,
+} from './command.js';
+import { unreachableHint } from './server-client.js';
+import { resolveServerTarget } from './server-target.js';
 import { renderTable } from './table-output.js';
 
-const serverOptions = { server: { type: 'string' }, json: { type: 'boolean' } } as const;
-
+/** The history API's client, at the server and with the token of the one rule (server-target.ts). */
 function client(ctx: CommandContext): HistoryClient {
-  const token = readCliToken(dataDir(ctx.values));
-  return new HistoryClient(serverUrl(stringOption(ctx.values, 'server')), token ? { token } : {});
+  const { url, token } = resolveServerTarget(ctx.values);
+  return new HistoryClient(url, { token, unreachableHint });
 }
 
 function json(ctx: CommandContext, value: unknown): number {
@@ -16,16 +22,11 @@ function json(ctx: CommandContext, value: unknown): number {
   return 0;
 }
 
-const history: CommandSpec = {
+const history: CommandHandler = {
   name: 'history',
-  summary:
-    'Show a container: what was launched, its status, and every recorded change (who or what caused it)',
-  usage: 'berth history [--server URL] [--json] CONTAINER_ID',
-  options: serverOptions,
-  positionals: { min: 1, max: 1, names: 'CONTAINER_ID' },
   async run(ctx) {
     const c = await client(ctx).getContainer(ctx.positionals[0]!);
-    if (booleanOption(ctx.values, 'json')) return json(ctx, c);
+    if (formatOption(ctx, ['table', 'json']) === 'json') return json(ctx, c);
     ctx.stdout.write(
       `${c.id}  ${c.image} ${c.command.join(' ')}\nstatus ${c.status} since ${c.status_time}  cell ${c.cell_id || '-'}  owner ${c.owner_kind} ${c.owner_id || '-'}${c.system ? `  system ${c.system}` : ''}${c.exit_code !== null ? `  exit ${c.exit_code}` : ''}\n\n`,
     );
@@ -46,18 +47,10 @@ const history: CommandSpec = {
   },
 };
 
-const ps: CommandSpec = {
+const ps: CommandHandler = {
   name: 'ps',
-  summary: 'List every container across the cluster, newest first',
-  usage: 'berth ps [--server URL] [--status S] [--system NAME] [--since TIME] [--limit N] [--json]',
-  options: {
-    ...serverOptions,
-    status: { type: 'string' },
-    system: { type: 'string' },
-    since: { type: 'string' },
-    limit: { type: 'string' },
-  },
   async run(ctx) {
+    const format = formatOption(ctx, ['table', 'json']);
     const c = client(ctx);
     const filter = {
       ...(stringOption(ctx.values, 'status') !== undefined
@@ -85,7 +78,7 @@ const ps: CommandSpec = {
       all.push(...page.containers);
       cursor = page.next_cursor;
     } while (cursor && all.length < limit);
-    if (booleanOption(ctx.values, 'json')) return json(ctx, all);
+    if (format === 'json') return json(ctx, all);
     ctx.stdout.write(
       renderTable(
         ['CONTAINER', 'IMAGE', 'STATUS', 'SINCE', 'CELL', 'OWNER'],
@@ -103,11 +96,8 @@ const ps: CommandSpec = {
   },
 };
 
-const events: CommandSpec = {
+const events: CommandHandler = {
   name: 'events',
-  summary: 'Print container status changes from the event bus (SSE); --follow keeps streaming',
-  usage: 'berth events [--server URL] [--follow] [--after EVENT_ID]',
-  options: { server: { type: 'string' }, follow: { type: 'boolean', short: 'f' }, after: { type: 'string' } },
   async run(ctx) {
     const controller = new AbortController();
     const stop = () => controller.abort();
@@ -140,13 +130,8 @@ const events: CommandSpec = {
   },
 };
 
-const subscribe: CommandSpec = {
+const subscribe: CommandHandler = {
   name: 'subscribe',
-  summary:
-    'Subscribe a webhook URL to container status changes (retried with back-off; see its delivery log)',
-  usage: 'berth subscribe [--server URL] [--status Failed,Complete] URL',
-  options: { server: { type: 'string' }, status: { type: 'string' } },
-  positionals: { min: 1, max: 1, names: 'URL' },
   async run(ctx) {
     const statuses = (stringOption(ctx.values, 'status') ?? '')
       .split(',')
@@ -158,11 +143,8 @@ const subscribe: CommandSpec = {
   },
 };
 
-const tokenCreate: CommandSpec = {
+const tokenCreate: CommandHandler = {
   name: 'token create',
-  summary: 'Create an API token (admin only); prints the token once',
-  usage: 'berth token create --role admin|operator|viewer [--name NAME] [--server URL]',
-  options: { server: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },
   async run(ctx) {
     const role = stringOption(ctx.values, 'role');
     if (role === undefined)
@@ -175,4 +157,4 @@ const tokenCreate: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [history, ps, events, subscribe, tokenCreate];
+export const commands: readonly CommandHandler[] = [history, ps, events, subscribe, tokenCreate];

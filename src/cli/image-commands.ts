@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../core/index.js';
 import type { ImageSummary } from '../runtime/image/index.js';
-import { booleanOption, type CommandContext, type CommandSpec, dataDir, stringOption } from './command.js';
+import { booleanOption, type CommandContext, type CommandHandler, dataDir, stringOption } from './command.js';
 import { registryCommands } from './image-push-pull.js';
 import { renderTable } from './table-output.js';
 
@@ -15,13 +15,8 @@ function positional(ctx: CommandContext, what: string): string {
   return value;
 }
 
-const importCommand: CommandSpec = {
+const importCommand: CommandHandler = {
   name: 'image import',
-  summary:
-    'Import a docker-archive or oci-archive tarball (plain or gzip) or an OCI layout directory; prints the image id.',
-  usage: 'berth image import FILE|DIR [--name NAME:TAG] [--dir DIR]',
-  options: { name: { type: 'string' } },
-  positionals: { min: 1, max: 1, names: 'FILE|DIR' },
   async run(ctx) {
     const name = stringOption(ctx.values, 'name');
     const store = await openStore(ctx);
@@ -34,16 +29,14 @@ const importCommand: CommandSpec = {
   },
 };
 
-const importRootfsCommand: CommandSpec = {
+const importRootfsCommand: CommandHandler = {
   name: 'image import-rootfs',
-  summary: 'Make a single-layer image of a directory (Cmd /bin/sh, default PATH); prints the image id.',
-  usage: 'berth image import-rootfs DIR --name NAME:TAG [--dir DIR]',
-  options: { name: { type: 'string' } },
-  positionals: { min: 1, max: 1, names: 'DIR' },
   async run(ctx) {
     const name = stringOption(ctx.values, 'name');
     if (name === undefined) {
-      throw new InvalidArgumentError(`berth image import-rootfs needs --name NAME:TAG\nUsage: ${this.usage}`);
+      throw new InvalidArgumentError(
+        `berth image import-rootfs needs --name NAME:TAG\nUsage: berth image import-rootfs DIR --name NAME:TAG`,
+      );
     }
     const store = await openStore(ctx);
     const image = await store.importRootfs(positional(ctx, 'A directory'), name);
@@ -83,11 +76,8 @@ function tableRows(images: readonly ImageSummary[]): string[][] {
   });
 }
 
-const listCommand: CommandSpec = {
+const listCommand: CommandHandler = {
   name: 'image list',
-  summary: 'List the images in the store.',
-  usage: 'berth image list [--format table|json] [--no-legend] [--dir DIR]',
-  options: { format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
   async run(ctx) {
     const format = stringOption(ctx.values, 'format') ?? 'table';
     if (format !== 'table' && format !== 'json') {
@@ -111,12 +101,8 @@ const listCommand: CommandSpec = {
   },
 };
 
-const removeCommand: CommandSpec = {
+const removeCommand: CommandHandler = {
   name: 'image rm',
-  summary:
-    'Remove an image name; the image goes when no name is left. An id removes the image and all its names.',
-  usage: 'berth image rm NAME[:TAG]|ID [--dir DIR]',
-  positionals: { min: 1, max: 1, names: 'NAME[:TAG]|ID' },
   async run(ctx) {
     const result = await (await openStore(ctx)).remove(positional(ctx, 'An image name or id'));
     for (const name of result.untagged) ctx.stdout.write(`Untagged: ${name}\n`);
@@ -125,7 +111,7 @@ const removeCommand: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [
+export const commands: readonly CommandHandler[] = [
   importCommand,
   importRootfsCommand,
   listCommand,

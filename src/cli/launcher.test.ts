@@ -56,7 +56,20 @@ describe('bin/berth', () => {
     assert.equal(await startedWith(['gc']), 'entry=berth-pod.cjs ca=unset');
     assert.equal(await startedWith(['image', 'pull', 'x']), 'entry=berth.mjs ca=/ca.pem');
     assert.equal(await startedWith(['server']), 'entry=berth.mjs ca=/ca.pem');
-    assert.equal(await startedWith([]), 'entry=berth.mjs ca=/ca.pem');
+    assert.equal(await startedWith(['cell', '--bbs', 'http://x']), 'entry=berth.mjs ca=/ca.pem');
+  });
+
+  it('starts the cluster client commands without NODE_EXTRA_CA_CERTS unless their server is https', async () => {
+    assert.equal(await startedWith(['lrp', 'list']), 'entry=berth.mjs ca=unset');
+    assert.equal(
+      await startedWith(['system', 'status', 'shop', '--server', 'http://h:1']),
+      'entry=berth.mjs ca=unset',
+    );
+    assert.equal(await startedWith(['cell', 'drain', 'c1']), 'entry=berth.mjs ca=unset');
+    assert.equal(await startedWith(['--version']), 'entry=berth.mjs ca=unset');
+    assert.equal(await startedWith([]), 'entry=berth.mjs ca=unset');
+    assert.equal(await startedWith(['ps', '--server', 'https://h']), 'entry=berth.mjs ca=/ca.pem');
+    assert.equal(await startedWith(['ps', '--server=https://h']), 'entry=berth.mjs ca=/ca.pem');
   });
 
   it('works through a symlink elsewhere (npm link, /usr/local/bin/berth)', async () => {

@@ -1,100 +1,19 @@
-import { readFileSync } from 'node:fs';
-import { extname } from 'node:path';
-import { Value } from '@sinclair/typebox/value';
-import { parse as parseYaml } from 'yaml';
-import {
-  type ActualLRP,
-  type CellPresence,
-  type DesiredLRP,
-  type DesiredLRPDefinition,
-  DesiredLRPDefinitionSchema,
-} from '../bbs/index.js';
-import { errnoCode, InvalidArgumentError } from '../core/index.js';
-import { booleanOption, type CommandSpec, formatOption, stringOption } from './command.js';
-import { serverClient, serverFlags, serverFlagsUsage } from './server-client.js';
+import { bbsPublicOperations as ops } from '../bbs/index.js';
+import { InvalidArgumentError } from '../core/index.js';
+import { booleanOption, type CommandHandler, formatOption, stringOption } from './command.js';
+import { listAll, serverClient } from './server-client.js';
 import { renderTable } from './table-output.js';
-import { defaultCliDomain } from './task-commands.js';
 
-const lrpPath = (guid: string) => `/v1/desired_lrps/${encodeURIComponent(guid)}`;
-
-/**
- * Reads a DesiredLRP from YAML or JSON (JSON is YAML, but a .json file gets JSON's own error
- * messages) and checks it against the API's schema here, so every problem names its field before
- * anything is sent. `domain` defaults to "berth" and `instances` to 1.
- */
-export function readDesiredLRPFile(file: string, text: string): DesiredLRPDefinition {
-  let doc: unknown;
-  try {
-    doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
-  } catch (err) {
-    throw new InvalidArgumentError(
-      `Cannot parse ${file}: ${err instanceof Error ? err.message : String(err)}`,
-      { file },
-    );
-  }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new InvalidArgumentError(`Invalid ${file}: expected a mapping of DesiredLRP fields`, { file });
-  }
-  const withDefaults: Record<string, unknown> = { domain: defaultCliDomain, instances: 1, ...doc };
-  const problems: string[] = [];
-  const fields: string[] = [];
-  for (const error of Value.Errors(DesiredLRPDefinitionSchema, withDefaults)) {
-    const field = error.path.replace(/^\//, '').replaceAll('/', '.') || '(document)';
-    // TypeBox reports a missing field twice (required, then its type); say it once.
-    if (fields.includes(field)) continue;
-    fields.push(field);
-    problems.push(`${field}: ${error.message.toLowerCase()}`);
-  }
-  if (problems.length > 0) {
-    throw new InvalidArgumentError(`Invalid ${file}:\n  ${problems.join('\n  ')}`, { file, fields });
-  }
-  return withDefaults as unknown as DesiredLRPDefinition;
-}
-
-const desire: CommandSpec = {
-  name: 'lrp desire',
-  summary:
-    'Desire a long-running process from a YAML or JSON file of DesiredLRP fields (process_guid and image required; domain defaults to "berth", instances to 1). Its domain is marked fresh: the file is the whole desired state of it.',
-  usage: `berth lrp desire ${serverFlagsUsage} FILE.yaml|FILE.json`,
-  options: { ...serverFlags },
-  positionals: { min: 1, max: 1, names: 'FILE' },
-  async run(ctx) {
-    const file = ctx.positionals[0] ?? '';
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new InvalidArgumentError(`Cannot read ${file}: ${errnoCode(err) ?? String(err)}`, { file });
-    }
-    const definition = readDesiredLRPFile(file, text);
-    const client = serverClient(ctx);
-    const desired = await client.request<DesiredLRP>('POST', '/v1/desired_lrps', definition);
-    // The converger stops extra instances only in fresh domains (seed 002); a user desiring from
-    // the CLI is that domain's authority, so it stays fresh (ttl 0 = forever).
-    await client.request('PUT', `/v1/domains/${encodeURIComponent(desired.domain)}`, { ttl_ms: 0 });
-    ctx.stdout.write(`${desired.process_guid}\n`);
-    return 0;
-  },
-};
-
-const list: CommandSpec = {
+const list: CommandHandler = {
   name: 'lrp list',
-  summary: 'List DesiredLRPs with how many of their instances run.',
-  usage: `berth lrp list [--format table|json] [--domain D] [--no-legend] ${serverFlagsUsage}`,
-  options: {
-    ...serverFlags,
-    format: { type: 'string' },
-    domain: { type: 'string' },
-    'no-legend': { type: 'boolean' },
-  },
   async run(ctx) {
     const format = formatOption(ctx, ['table', 'json']);
     const domain = stringOption(ctx.values, 'domain');
-    const qs = domain !== undefined ? `?domain=${encodeURIComponent(domain)}` : '';
+    const query = domain !== undefined ? { domain } : {};
     const client = serverClient(ctx);
     const [desired, actuals] = await Promise.all([
-      client.listAll<DesiredLRP>(`/v1/desired_lrps${qs}`, 'desired_lrps'),
-      client.listAll<ActualLRP>(`/v1/actual_lrps${qs}`, 'actual_lrps'),
+      listAll(client, ops.listDesiredLrps, 'desired_lrps', query),
+      listAll(client, ops.listActualLrps, 'actual_lrps', query),
     ]);
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(desired, null, 2)}\n`);
@@ -123,23 +42,16 @@ const list: CommandSpec = {
   },
 };
 
-const get: CommandSpec = {
+const get: CommandHandler = {
   name: 'lrp get',
-  summary: 'Show a DesiredLRP and its ActualLRPs (evacuating copies included).',
-  usage: `berth lrp get [--format text|json] ${serverFlagsUsage} GUID`,
-  options: { ...serverFlags, format: { type: 'string' } },
-  positionals: { min: 1, max: 1, names: 'GUID' },
   async run(ctx) {
     const format = formatOption(ctx, ['text', 'json']);
     const guid = ctx.positionals[0] ?? '';
     const client = serverClient(ctx);
-    const desired = await client.request<DesiredLRP>('GET', lrpPath(guid));
-    const actuals = (
-      await client.listAll<ActualLRP>(
-        `/v1/actual_lrps?process_guid=${encodeURIComponent(guid)}`,
-        'actual_lrps',
-      )
-    ).sort((a, b) => a.index - b.index || Number(a.evacuating) - Number(b.evacuating));
+    const desired = await client.call(ops.getDesiredLrp, { params: { process_guid: guid } });
+    const actuals = (await listAll(client, ops.listActualLrps, 'actual_lrps', { process_guid: guid })).sort(
+      (a, b) => a.index - b.index || Number(a.evacuating) - Number(b.evacuating),
+    );
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify({ desired_lrp: desired, actual_lrps: actuals }, null, 2)}\n`);
       return 0;
@@ -174,12 +86,8 @@ const get: CommandSpec = {
   },
 };
 
-const scale: CommandSpec = {
+const scale: CommandHandler = {
   name: 'lrp scale',
-  summary: 'Change how many instances of a DesiredLRP run (extra ones are stopped, missing ones started).',
-  usage: `berth lrp scale ${serverFlagsUsage} GUID N`,
-  options: { ...serverFlags },
-  positionals: { min: 2, max: 2, names: 'GUID N' },
   async run(ctx) {
     const [guid = '', count = ''] = ctx.positionals;
     if (!/^\d+$/.test(count)) {
@@ -187,36 +95,30 @@ const scale: CommandSpec = {
         field: 'instances',
       });
     }
-    const desired = await serverClient(ctx).request<DesiredLRP>('PATCH', lrpPath(guid), {
-      instances: Number(count),
+    const desired = await serverClient(ctx).call(ops.updateDesiredLrp, {
+      params: { process_guid: guid },
+      body: { instances: Number(count) },
     });
     ctx.stdout.write(`${desired.process_guid} instances=${desired.instances}\n`);
     return 0;
   },
 };
 
-const rm: CommandSpec = {
+const rm: CommandHandler = {
   name: 'lrp rm',
-  summary: 'Remove a DesiredLRP; all its instances are stopped.',
-  usage: `berth lrp rm ${serverFlagsUsage} GUID`,
-  options: { ...serverFlags },
-  positionals: { min: 1, max: 1, names: 'GUID' },
   async run(ctx) {
     const guid = ctx.positionals[0] ?? '';
-    await serverClient(ctx).request('DELETE', lrpPath(guid));
+    await serverClient(ctx).call(ops.removeDesiredLrp, { params: { process_guid: guid } });
     ctx.stdout.write(`${guid}\n`);
     return 0;
   },
 };
 
-const cells: CommandSpec = {
+const cells: CommandHandler = {
   name: 'cells',
-  summary: 'List the live cells: zone, capacity, rep address, placement tags.',
-  usage: `berth cells [--format table|json] [--no-legend] ${serverFlagsUsage}`,
-  options: { ...serverFlags, format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
   async run(ctx) {
     const format = formatOption(ctx, ['table', 'json']);
-    const presences = await serverClient(ctx).listAll<CellPresence>('/v1/cells', 'cells');
+    const presences = await listAll(serverClient(ctx), ops.listCells, 'cells');
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(presences, null, 2)}\n`);
       return 0;
@@ -241,4 +143,4 @@ const cells: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [desire, list, get, scale, rm, cells];
+export const commands: readonly CommandHandler[] = [list, get, scale, rm, cells];

@@ -20,7 +20,7 @@ import type { PodInfo, PodLocation } from '../runtime/pod-store.js';
 import {
   booleanOption,
   type CommandContext,
-  type CommandSpec,
+  type CommandHandler,
   dataDir,
   formatOption,
   intOption,
@@ -39,22 +39,6 @@ async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {
     },
   });
 }
-
-const podOptions = {
-  name: { type: 'string' },
-  entrypoint: { type: 'string' },
-  env: { type: 'string', short: 'e', multiple: true },
-  workdir: { type: 'string', short: 'w' },
-  user: { type: 'string', short: 'u' },
-  memory: { type: 'string', short: 'm' },
-  'pids-limit': { type: 'string' },
-  'log-size-max': { type: 'string' },
-  net: { type: 'string' },
-  publish: { type: 'string', short: 'p', multiple: true },
-} as const;
-
-const podFlagsUsage =
-  '[--name NAME] [--entrypoint CMD] [--env K=V]... [--workdir DIR] [--user USER[:GROUP]] [--memory SIZE] [--pids-limit N] [--log-size-max SIZE] [--net private|host|none] [-p HOSTPORT:PORT]...';
 
 function prepareOptions(ctx: CommandContext): PrepareOptions {
   const v = ctx.values;
@@ -167,13 +151,8 @@ async function runLocation(
   return exit.exit_code;
 }
 
-const prepare: CommandSpec = {
+const prepare: CommandHandler = {
   name: 'prepare',
-  summary: 'Create a pod from an image, ready for run-prepared; prints its UUID.',
-  usage: `berth prepare ${podFlagsUsage} IMAGE [-- ARGS...]`,
-  options: podOptions,
-  positionals: { min: 1, max: 1, names: 'IMAGE' },
-  acceptsRest: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const uuid = await runtime.prepareOnly(requireImage(ctx), prepareOptions(ctx));
@@ -184,14 +163,8 @@ const prepare: CommandSpec = {
   },
 };
 
-const run: CommandSpec = {
+const run: CommandHandler = {
   name: 'run',
-  summary: 'Run a pod. In the foreground it streams the app output and exits with its code.',
-  usage: `berth run [--rm] [--detach|-d] ${podFlagsUsage} IMAGE [-- ARGS...]`,
-  options: { ...podOptions, rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
-  positionals: { min: 1, max: 1, names: 'IMAGE' },
-  acceptsRest: true,
-  outlivesReader: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const detach = booleanOption(ctx.values, 'detach');
@@ -205,13 +178,8 @@ const run: CommandSpec = {
   },
 };
 
-const runPrepared: CommandSpec = {
+const runPrepared: CommandHandler = {
   name: 'run-prepared',
-  summary: 'Run a prepared pod (exactly one of several racing callers wins).',
-  usage: 'berth run-prepared [--detach|-d] [--rm] UUID',
-  outlivesReader: true,
-  options: { rm: { type: 'boolean' }, detach: { type: 'boolean', short: 'd' } },
-  positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const claimed = runtime.claimPrepared(ctx.positionals[0] ?? '');
@@ -244,13 +212,8 @@ export function podJson(info: PodInfo): Record<string, unknown> {
   };
 }
 
-const status: CommandSpec = {
+const status: CommandHandler = {
   name: 'status',
-  summary: "Show a pod's state; with --wait block until it exits and exit with the app's code.",
-  usage: 'berth status [--wait[=TIMEOUT]] [--format text|json] UUID',
-  options: { wait: { type: 'string' }, format: { type: 'string' } },
-  optionalValue: ['wait'],
-  positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const format = formatOption(ctx, ['text', 'json']);
@@ -277,11 +240,8 @@ const status: CommandSpec = {
   },
 };
 
-const list: CommandSpec = {
+const list: CommandHandler = {
   name: 'list',
-  summary: 'List pods on this machine.',
-  usage: 'berth list [--format table|json] [--no-legend]',
-  options: { format: { type: 'string' }, 'no-legend': { type: 'boolean' } },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const format = formatOption(ctx, ['table', 'json']);
@@ -312,12 +272,8 @@ const list: CommandSpec = {
   },
 };
 
-const logs: CommandSpec = {
+const logs: CommandHandler = {
   name: 'logs',
-  summary: "Print a pod's output; with -f keep following until the pod exits.",
-  usage: 'berth logs [-f|--follow] UUID',
-  options: { follow: { type: 'boolean', short: 'f' } },
-  positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const { info, dir } = runtime.logDir(ctx.positionals[0] ?? '');
@@ -330,12 +286,8 @@ const logs: CommandSpec = {
   },
 };
 
-const enter: CommandSpec = {
+const enter: CommandHandler = {
   name: 'enter',
-  summary: 'Run a command inside a running pod (runc exec).',
-  usage: 'berth enter UUID -- CMD [ARGS...]',
-  positionals: { min: 1, max: 1, names: 'UUID' },
-  acceptsRest: true,
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const info = runtime.status(ctx.positionals[0] ?? '');
@@ -357,12 +309,8 @@ const enter: CommandSpec = {
   },
 };
 
-const stop: CommandSpec = {
+const stop: CommandHandler = {
   name: 'stop',
-  summary: 'Stop a running pod: SIGTERM, then SIGKILL after the timeout.',
-  usage: 'berth stop [--timeout SECONDS] UUID',
-  options: { timeout: { type: 'string', short: 't' } },
-  positionals: { min: 1, max: 1, names: 'UUID' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const timeout = parseDuration(stringOption(ctx.values, 'timeout') ?? '10', '--timeout');
@@ -372,11 +320,8 @@ const stop: CommandSpec = {
   },
 };
 
-const rm: CommandSpec = {
+const rm: CommandHandler = {
   name: 'rm',
-  summary: 'Remove a pod that is not running.',
-  usage: 'berth rm UUID...',
-  positionals: { min: 1, max: 1000, names: 'UUID...' },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     let failed = 0;
@@ -392,15 +337,8 @@ const rm: CommandSpec = {
   },
 };
 
-const gc: CommandSpec = {
+const gc: CommandHandler = {
   name: 'gc',
-  summary: 'Mark exited pods and failed prepares, then delete garbage older than the grace period.',
-  usage: 'berth gc [--grace-period 30m] [--expire-prepared 24h] [--mark-only]',
-  options: {
-    'grace-period': { type: 'string' },
-    'expire-prepared': { type: 'string' },
-    'mark-only': { type: 'boolean' },
-  },
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     // Every end is in the history before gc may delete the pod.
@@ -431,7 +369,7 @@ const gc: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [
+export const commands: readonly CommandHandler[] = [
   prepare,
   run,
   runPrepared,

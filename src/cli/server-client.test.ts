@@ -1,20 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../api/build-app.js';
-import { type DesiredLRP, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { bbsPublicOperations, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { HttpJsonClient } from '../core/index.js';
 import { desiredDefinition } from '../testing/bbs-store-contract.js';
-import { ServerClient } from './server-client.js';
+import { listAll } from './server-client.js';
 
-describe('ServerClient.listAll', () => {
+describe('listAll', () => {
   let store: SqlBbsStore;
   let app: Awaited<ReturnType<typeof buildApp>>;
-  let client: ServerClient;
+  let client: HttpJsonClient;
   before(async () => {
     store = await openBbsStore(':memory:');
     app = await buildApp({ store });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
-    client = new ServerClient(
+    client = new HttpJsonClient(
       `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`,
     );
     for (const guid of ['e', 'a', 'd', 'b', 'c']) await store.desireLRP(desiredDefinition(guid, 0));
@@ -26,7 +27,13 @@ describe('ServerClient.listAll', () => {
   });
 
   it('walks every page of a list route, keeping the caller’s filter', async () => {
-    const all = await client.listAll<DesiredLRP>('/v1/desired_lrps?domain=d', 'desired_lrps', 2);
+    const all = await listAll(
+      client,
+      bbsPublicOperations.listDesiredLrps,
+      'desired_lrps',
+      { domain: 'd' },
+      2,
+    );
     assert.deepEqual(
       all.map((d) => d.process_guid),
       ['a', 'b', 'c', 'd', 'e'],

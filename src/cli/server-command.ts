@@ -3,37 +3,17 @@ import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index
 import type { BbsStore } from '../bbs/index.js';
 import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
-import { type CommandSpec, dataDir, stringOption, untilStopSignal } from './command.js';
 import {
-  taskCallbackConfigFromFlags,
-  taskCallbackServerFlags,
-  taskCallbackServerUsage,
-} from './task-commands.js';
+  type CommandHandler,
+  dataDir,
+  intOption,
+  type OptionValues,
+  stringOption,
+  untilStopSignal,
+} from './command.js';
 
-const server: CommandSpec = {
+const server: CommandHandler = {
   name: 'server',
-  summary:
-    'Run the BBS: the cluster state store and its HTTP API (SQLite in the data dir, or PostgreSQL). Several servers on one PostgreSQL share the work; singletons run in one of them.',
-  usage: `berth server [--listen HOST:PORT] [--db PATH|postgres://…] [--dir DIR] [--auth tokens|none] [--lease-ttl 15s] [--event-retention 24h] [--convergence-interval 30s] [--auction-interval 500ms] [--crash-backoff-base 30s] [--crash-backoff-max 16m] [--unclaimed-timeout 30s] [--task-kick-interval 30s] [--task-pending-limit 30m] [--task-completed-ttl 2m] [--allow-private-callbacks] ${taskCallbackServerUsage}`,
-  options: {
-    listen: { type: 'string' },
-    db: { type: 'string' },
-    'lease-ttl': { type: 'string' },
-    'event-retention': { type: 'string' },
-    'event-poll': { type: 'string' },
-    auth: { type: 'string' },
-    ...taskCallbackServerFlags,
-    'convergence-interval': { type: 'string' },
-    'auction-interval': { type: 'string' },
-    'crash-backoff-base': { type: 'string' },
-    'crash-backoff-max': { type: 'string' },
-    'unclaimed-timeout': { type: 'string' },
-    'task-kick-interval': { type: 'string' },
-    'task-pending-limit': { type: 'string' },
-    'task-completed-ttl': { type: 'string' },
-    // Task callbacks and webhooks to loopback/link-local addresses (refused by default: SSRF).
-    'allow-private-callbacks': { type: 'boolean' },
-  },
   async run(ctx) {
     // A first start on a fresh machine creates the data dir (SQLite cannot create its directory).
     // Private (0700): the database and tokens below it are for root alone.
@@ -88,4 +68,32 @@ const server: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [server];
+export const commands: readonly CommandHandler[] = [server];
+
+/** The server's callback settings from its flags; only what was given (the rest keeps defaults). */
+export function taskCallbackConfigFromFlags(values: OptionValues): {
+  maxAttempts?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  timeoutMs?: number;
+} {
+  const attempts = intOption(values, 'callback-attempts');
+  if (attempts !== undefined && attempts < 1) {
+    throw new InvalidArgumentError(`--callback-attempts must be at least 1, got ${attempts}`, {
+      flag: 'callback-attempts',
+    });
+  }
+  const duration = (name: string) => {
+    const text = stringOption(values, name);
+    return text === undefined ? undefined : parseDuration(text, `--${name}`);
+  };
+  const base = duration('callback-backoff-base');
+  const max = duration('callback-backoff-max');
+  const timeout = duration('callback-timeout');
+  return {
+    ...(attempts !== undefined ? { maxAttempts: attempts } : {}),
+    ...(base !== undefined ? { backoffBaseMs: base } : {}),
+    ...(max !== undefined ? { backoffMaxMs: max } : {}),
+    ...(timeout !== undefined ? { timeoutMs: timeout } : {}),
+  };
+}

@@ -1,30 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import {
   defaultWorkMemoryMb,
+  bbsPublicOperations as ops,
   type Task,
   type TaskDefinition,
-  type TaskDelivery,
   type TaskState,
+  type TaskWithDeliveries,
 } from '../bbs/index.js';
-import { BerthError, InvalidArgumentError, isBerthError, parseDuration } from '../core/index.js';
+import {
+  BerthError,
+  type HttpJsonClient,
+  InvalidArgumentError,
+  isNotFound,
+  parseDuration,
+} from '../core/index.js';
 import {
   booleanOption,
   type CommandContext,
-  type CommandSpec,
+  type CommandHandler,
+  defaultCliDomain,
   formatOption,
   intOption,
   type OptionValues,
   stringListOption,
   stringOption,
 } from './command.js';
-import { type ServerClient, serverClient, serverFlags, serverFlagsUsage } from './server-client.js';
+import { listAll, serverClient } from './server-client.js';
 import { renderTable } from './table-output.js';
-
-/** A task as `GET /v1/tasks/{guid}` returns it: the record and its callback delivery log. */
-export type TaskWithDeliveries = Task & { readonly deliveries: readonly TaskDelivery[] };
-
-/** Domain of tasks run from the CLI unless --domain says otherwise. */
-export const defaultCliDomain = 'berth';
 
 const taskStates: readonly TaskState[] = ['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'];
 
@@ -55,14 +57,12 @@ function envOption(values: OptionValues): Record<string, string> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const taskPath = (guid: string) => `/v1/tasks/${encodeURIComponent(guid)}`;
-
 /**
  * Waits for a task to complete by polling its record. A task with a callback may be deleted by
  * the callback worker right after completing; then the result went to the callback, not to us.
  */
 async function waitForCompletion(
-  client: ServerClient,
+  client: HttpJsonClient,
   guid: string,
   options: { readonly timeoutMs: number | undefined; readonly pollMs: number },
 ): Promise<TaskWithDeliveries> {
@@ -71,9 +71,9 @@ async function waitForCompletion(
   for (;;) {
     let task: TaskWithDeliveries;
     try {
-      task = await client.request<TaskWithDeliveries>('GET', taskPath(guid));
+      task = await client.call(ops.getTask, { params: { task_guid: guid } });
     } catch (err) {
-      if (isBerthError(err) && err.code === 'not_found') {
+      if (isNotFound(err)) {
         throw new BerthError(
           'not_found',
           `Task "${guid}" was deleted before its result could be read (a completion callback or another consumer took it)`,
@@ -94,37 +94,18 @@ async function waitForCompletion(
 }
 
 /** Consumer's clean-up: COMPLETED → RESOLVING → deleted (DESIGN.md: resolve, then delete). */
-async function resolveAndDelete(client: ServerClient, task: Task): Promise<void> {
-  if (task.state === 'COMPLETED') await client.request('POST', `${taskPath(task.task_guid)}/resolve`);
-  await client.request('DELETE', taskPath(task.task_guid));
+async function resolveAndDelete(client: HttpJsonClient, task: Task): Promise<void> {
+  const params = { task_guid: task.task_guid };
+  if (task.state === 'COMPLETED') await client.call(ops.resolveTask, { params });
+  await client.call(ops.deleteTask, { params });
 }
 
 function writeFailure(ctx: CommandContext, task: Task): void {
   ctx.stderr.write(`berth: task ${task.task_guid} failed: ${task.failure_reason || 'no reason recorded'}\n`);
 }
 
-const run: CommandSpec = {
+const run: CommandHandler = {
   name: 'task run',
-  summary:
-    'Run a one-off task on the cluster. Prints the task_guid; with --wait, waits for it, prints its result (the --result-file contents) and exits 0 if it succeeded, 1 with the failure reason on stderr if not. --wait also resolves and deletes the task unless --keep.',
-  usage: `berth task run [--wait[=TIMEOUT]] [--keep] [--result-file PATH] [--callback URL] [--memory MB] [--disk MB] [--env K=V]... [--domain D] [--guid GUID] [--tag TAG]... ${serverFlagsUsage} IMAGE [-- CMD ARGS...]`,
-  options: {
-    ...serverFlags,
-    wait: { type: 'string' },
-    keep: { type: 'boolean' },
-    'result-file': { type: 'string' },
-    callback: { type: 'string' },
-    memory: { type: 'string' },
-    disk: { type: 'string' },
-    env: { type: 'string', short: 'e', multiple: true },
-    domain: { type: 'string' },
-    guid: { type: 'string' },
-    tag: { type: 'string', multiple: true },
-    'poll-interval': { type: 'string' },
-  },
-  optionalValue: ['wait'],
-  positionals: { min: 1, max: 1, names: 'IMAGE' },
-  acceptsRest: true,
   async run(ctx) {
     const v = ctx.values;
     const callback = stringOption(v, 'callback') ?? '';
@@ -150,7 +131,7 @@ const run: CommandSpec = {
       placement_tags: stringListOption(v, 'tag'),
     };
     const client = serverClient(ctx);
-    const created = await client.request<Task>('POST', '/v1/tasks', definition);
+    const created = await client.call(ops.desireTask, { body: definition });
     const waitValue = v.wait;
     if (waitValue === undefined) {
       ctx.stdout.write(`${created.task_guid}\n`);
@@ -175,17 +156,8 @@ const run: CommandSpec = {
   },
 };
 
-const list: CommandSpec = {
+const list: CommandHandler = {
   name: 'task list',
-  summary: 'List tasks (all states, or --state).',
-  usage: `berth task list [--format table|json] [--state PENDING|RUNNING|COMPLETED|RESOLVING] [--domain D] [--no-legend] ${serverFlagsUsage}`,
-  options: {
-    ...serverFlags,
-    format: { type: 'string' },
-    state: { type: 'string' },
-    domain: { type: 'string' },
-    'no-legend': { type: 'boolean' },
-  },
   async run(ctx) {
     const format = formatOption(ctx, ['table', 'json']);
     const state = stringOption(ctx.values, 'state');
@@ -194,12 +166,10 @@ const list: CommandSpec = {
         flag: 'state',
       });
     }
-    const query = new URLSearchParams();
-    if (state !== undefined) query.set('state', state);
-    const domain = stringOption(ctx.values, 'domain');
-    if (domain !== undefined) query.set('domain', domain);
-    const qs = query.toString();
-    const tasks = await serverClient(ctx).listAll<Task>(`/v1/tasks${qs ? `?${qs}` : ''}`, 'tasks');
+    const tasks = await listAll(serverClient(ctx), ops.listTasks, 'tasks', {
+      state,
+      domain: stringOption(ctx.values, 'domain'),
+    });
     if (format === 'json') {
       ctx.stdout.write(`${JSON.stringify(tasks, null, 2)}\n`);
       return 0;
@@ -226,44 +196,30 @@ const list: CommandSpec = {
   },
 };
 
-const get: CommandSpec = {
+const get: CommandHandler = {
   name: 'task get',
-  summary: 'Show one task as JSON, with its completion-callback delivery log (`deliveries`).',
-  usage: `berth task get ${serverFlagsUsage} GUID`,
-  options: { ...serverFlags },
-  positionals: { min: 1, max: 1, names: 'GUID' },
   async run(ctx) {
-    const task = await serverClient(ctx).request<TaskWithDeliveries>('GET', taskPath(guidArg(ctx)));
+    const task = await serverClient(ctx).call(ops.getTask, { params: { task_guid: guidArg(ctx) } });
     ctx.stdout.write(`${JSON.stringify(task, null, 2)}\n`);
     return 0;
   },
 };
 
-const cancel: CommandSpec = {
+const cancel: CommandHandler = {
   name: 'task cancel',
-  summary:
-    'Cancel a task: it becomes COMPLETED, failed, "task was cancelled"; a running container is destroyed by its cell.',
-  usage: `berth task cancel ${serverFlagsUsage} GUID`,
-  options: { ...serverFlags },
-  positionals: { min: 1, max: 1, names: 'GUID' },
   async run(ctx) {
-    const task = await serverClient(ctx).request<Task>('POST', `${taskPath(guidArg(ctx))}/cancel`);
+    const task = await serverClient(ctx).call(ops.cancelTask, { params: { task_guid: guidArg(ctx) } });
     ctx.stdout.write(`${task.task_guid}\n`);
     return 0;
   },
 };
 
-const rm: CommandSpec = {
+const rm: CommandHandler = {
   name: 'task rm',
-  summary:
-    'Remove a finished task (resolve, then delete). A PENDING or RUNNING task is refused unless --force, which cancels it first.',
-  usage: `berth task rm [--force] ${serverFlagsUsage} GUID`,
-  options: { ...serverFlags, force: { type: 'boolean' } },
-  positionals: { min: 1, max: 1, names: 'GUID' },
   async run(ctx) {
     const client = serverClient(ctx);
     const guid = guidArg(ctx);
-    let task = await client.request<Task>('GET', taskPath(guid));
+    let task: Task = await client.call(ops.getTask, { params: { task_guid: guid } });
     if (task.state === 'PENDING' || task.state === 'RUNNING') {
       if (!booleanOption(ctx.values, 'force')) {
         throw new BerthError(
@@ -272,7 +228,7 @@ const rm: CommandSpec = {
           { task_guid: guid, state: task.state },
         );
       }
-      task = await client.request<Task>('POST', `${taskPath(guid)}/cancel`);
+      task = await client.call(ops.cancelTask, { params: { task_guid: guid } });
     }
     await resolveAndDelete(client, task);
     ctx.stdout.write(`${guid}\n`);
@@ -280,44 +236,4 @@ const rm: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [run, list, get, cancel, rm];
-
-// ---- `berth server` flags of the callback worker (used by src/cli/server-command.ts)
-
-export const taskCallbackServerFlags = {
-  'callback-attempts': { type: 'string' },
-  'callback-backoff-base': { type: 'string' },
-  'callback-backoff-max': { type: 'string' },
-  'callback-timeout': { type: 'string' },
-} as const;
-
-export const taskCallbackServerUsage =
-  '[--callback-attempts 5] [--callback-backoff-base 1s] [--callback-backoff-max 30s] [--callback-timeout 10s]';
-
-/** The server's callback settings from its flags; only what was given (the rest keeps defaults). */
-export function taskCallbackConfigFromFlags(values: OptionValues): {
-  maxAttempts?: number;
-  backoffBaseMs?: number;
-  backoffMaxMs?: number;
-  timeoutMs?: number;
-} {
-  const attempts = intOption(values, 'callback-attempts');
-  if (attempts !== undefined && attempts < 1) {
-    throw new InvalidArgumentError(`--callback-attempts must be at least 1, got ${attempts}`, {
-      flag: 'callback-attempts',
-    });
-  }
-  const duration = (name: string) => {
-    const text = stringOption(values, name);
-    return text === undefined ? undefined : parseDuration(text, `--${name}`);
-  };
-  const base = duration('callback-backoff-base');
-  const max = duration('callback-backoff-max');
-  const timeout = duration('callback-timeout');
-  return {
-    ...(attempts !== undefined ? { maxAttempts: attempts } : {}),
-    ...(base !== undefined ? { backoffBaseMs: base } : {}),
-    ...(max !== undefined ? { backoffMaxMs: max } : {}),
-    ...(timeout !== undefined ? { timeoutMs: timeout } : {}),
-  };
-}
+export const commands: readonly CommandHandler[] = [run, list, get, cancel, rm];

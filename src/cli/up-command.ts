@@ -1,33 +1,21 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
-import { ensurePrivateDir, parseDuration } from '../core/index.js';
+import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { CellAgent, httpCellAgentTransport } from '../model/index.js';
+import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { type CommandSpec, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
+import { type CommandHandler, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
+import { narrateEvents } from './up-narrator.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
 const exampleSystemPath = new URL('../../examples/shop.yaml', import.meta.url).pathname;
 
-const up: CommandSpec = {
+const up: CommandHandler = {
   name: 'up',
-  summary:
-    'Run berth on this machine: the server (BBS, auctioneer, converger, registry, API, dashboard) on the embedded SQLite, one local cell, and the example system.',
-  usage:
-    'berth up [--dir DIR] [--listen HOST:PORT] [--memory MB] [--disk MB] [--no-example] [--convergence-interval 30s] [--poll-interval 5s]',
-  options: {
-    listen: { type: 'string' },
-    memory: { type: 'string' },
-    disk: { type: 'string' },
-    'no-example': { type: 'boolean' },
-    'convergence-interval': { type: 'string' },
-    'poll-interval': { type: 'string' },
-    auth: { type: 'string' },
-  },
   async run(ctx) {
     const dir = dataDir(ctx.values);
     // Private (0700): the database, tokens and pods below it are for root alone.
@@ -54,7 +42,19 @@ const up: CommandSpec = {
       '--poll-interval',
     );
     const auth = stringOption(ctx.values, 'auth') === 'none' ? 'none' : 'tokens';
+    // The server's JSON logs (a line per request) go to a file; the terminal gets a summary line
+    // per event that matters (up-narrator.ts). --verbose also copies them to stderr.
+    const logFile = join(dir, 'logs', 'up.log');
+    mkdirSync(join(dir, 'logs'), { recursive: true, mode: 0o700 });
+    const { default: pino } = await import('pino');
+    const logStreams = [{ stream: pino.destination({ dest: logFile, append: true, mkdir: true }) }];
+    if (ctx.values.verbose === true) logStreams.push({ stream: pino.destination(2) });
+    const logger = pino({ name: 'berth-up' }, pino.multistream(logStreams));
+    ctx.stdout.write(
+      `berth up: server logs in ${logFile}${ctx.values.verbose === true ? ' and on stderr' : ' (--verbose: also on stderr)'}\n`,
+    );
     const server = await startBbsServer({
+      logger,
       db,
       dataDir: dir,
       auth,
@@ -68,7 +68,8 @@ const up: CommandSpec = {
     const tokenFile = join(dir, 'admin.token');
     const cellToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
     const history = new HistoryClient(server.url, cellToken ? { token: cellToken } : {});
-    const log = (message: string) => ctx.stderr.write(`berth cell local: ${message}\n`);
+    // The cell's own notes go with the server's logs (stderr too with --verbose).
+    const log = (message: string) => logger.info({ cell: 'local' }, message);
     const cell = await startCell({
       bbs: server.store,
       cellId: 'local',
@@ -98,30 +99,37 @@ const up: CommandSpec = {
     const tokenPath = join(dir, 'admin.token');
     const adminToken =
       auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : '';
-    ctx.stdout.write(`berth is up: ${server.url}\n`);
+    ctx.stdout.write(`berth is up: ${server.url} (server listening)\n`);
     // The token rides in the fragment, which browsers never send to the server.
     ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
-    ctx.stdout.write(`  cell "local": ${cell.url}\n`);
+    ctx.stdout.write(`  cell "local" joined: ${cell.url}\n`);
+    // From here on, a line per event that matters: instances running or crashing, deploys ending.
+    const stop = new AbortController();
+    const say = (line: string) => ctx.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+    const narrator = narrateEvents(server.store, say, { signal: stop.signal }).catch((err: unknown) =>
+      logger.warn({ err }, 'berth up narrator stopped'),
+    );
+    let deployWatch: Promise<void> = Promise.resolve();
     if (!ctx.values['no-example'] && existsSync(exampleSystemPath)) {
-      const token =
-        auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : undefined;
-      const response = await fetch(`${server.url}/v1/deploys`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-        body: JSON.stringify({ definition: readFileSync(exampleSystemPath, 'utf8') }),
-      });
-      const body = (await response.json().catch(() => ({}))) as { id?: string; message?: string };
-      ctx.stdout.write(
-        response.ok
-          ? `  example system "shop" deploying (deploy ${body.id ?? '?'}): berth system status shop\n`
-          : `  example system not deployed: ${body.message ?? `HTTP ${response.status}`}\n`,
-      );
+      const client = new HttpJsonClient(server.url, { token: adminToken || undefined });
+      try {
+        const action = await client.call(systemOperations.deploy, {
+          body: { definition: readFileSync(exampleSystemPath, 'utf8') },
+        });
+        ctx.stdout.write(
+          `  example system "shop" deploying (deploy ${action.id}): berth system status shop\n`,
+        );
+        deployWatch = watchAction(client, action, say, stop.signal);
+      } catch (err) {
+        ctx.stdout.write(
+          `  example system not deployed: ${err instanceof Error ? err.message : String(err)}\n`,
+        );
+      }
     }
     await untilStopSignal();
+    stop.abort();
+    await Promise.all([narrator, deployWatch]);
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
     await cell.close();
     await server.close();
@@ -129,4 +137,29 @@ const up: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [up];
+/** Says how a deploy or teardown ended, once it has. */
+async function watchAction(
+  client: HttpJsonClient,
+  action: ActionRecord,
+  say: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let current = action;
+  try {
+    while (current.state === 'running') {
+      await sleep(1000, signal);
+      if (signal.aborted) return;
+      current = await client.call(systemOperations.getAction, { params: { id: action.id } });
+    }
+    say(
+      current.state === 'succeeded'
+        ? `${current.kind} ${current.id} of system ${current.system} succeeded`
+        : `${current.kind} ${current.id} of system ${current.system} failed: ${current.reason}`,
+    );
+  } catch (err) {
+    if (!signal.aborted)
+      say(`lost track of ${action.kind} ${action.id}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export const commands: readonly CommandHandler[] = [up];

@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
-import type { CommandSpec } from './command.js';
+import type { CommandHandler } from './command.js';
 
-const version: CommandSpec = {
+const version: CommandHandler = {
   name: 'version',
-  summary: 'Print the berth version.',
-  usage: 'berth version',
   async run(ctx) {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       version: string;
@@ -14,4 +12,4 @@ const version: CommandSpec = {
   },
 };
 
-export const commands: readonly CommandSpec[] = [version];
+export const commands: readonly CommandHandler[] = [version];

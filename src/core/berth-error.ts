@@ -53,6 +53,13 @@ export const exitCodeByCode: Readonly<Record<ErrorCode, number>> = {
 
 const retryableCodes: ReadonlySet<ErrorCode> = new Set(['cas_conflict', 'unavailable', 'lock_held']);
 
+/**
+ * Marks every BerthError, so isBerthError knows one made by another copy of this module: the CLI's
+ * bundle (dist/cli/main.bundle.mjs) has its own copy, and the command modules it loads from dist/
+ * (server, image, pod commands) throw errors of the other.
+ */
+const berthErrorBrand = Symbol.for('berth.BerthError');
+
 export class BerthError extends Error {
   readonly code: ErrorCode;
   readonly details: Readonly<Record<string, unknown>>;
@@ -67,6 +74,7 @@ export class BerthError extends Error {
     this.name = 'BerthError';
     this.code = code;
     this.details = details;
+    Object.defineProperty(this, berthErrorBrand, { value: true });
   }
 
   /** Whether repeating the same request later may succeed without the caller changing anything. */
@@ -105,29 +113,52 @@ export class IllegalTransitionError extends BerthError {
   }
 }
 
-const codeByStatus = new Map<number, ErrorCode>(
-  (Object.entries(httpStatusByCode) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
-);
+/**
+ * The code an HTTP status stands for when the body names none of ours: the inverse of
+ * httpStatusByCode (409, shared by several codes, reads as the generic `conflict`), then by class
+ * (a gateway's 502/504, 408 and 429 are the peer being unavailable; any other 4xx is the request).
+ * Never a blanket `internal`: only a 500 is one.
+ */
+export function codeForHttpStatus(status: number): ErrorCode {
+  if (status === 409) return 'conflict';
+  const exact = (Object.entries(httpStatusByCode) as [ErrorCode, number][]).find(([, s]) => s === status);
+  if (exact) return exact[0];
+  if (status === 408 || status === 429 || status >= 500) return 'unavailable';
+  if (status === 413) return 'resource_exhausted';
+  return 'invalid_argument';
+}
 
 /**
  * A berth API's error response back into a BerthError: the body's code when it is one of ours,
- * else the code its HTTP status stands for, else `internal`; a body that is not JSON (a proxy's
- * page) becomes the message.
+ * else the code its HTTP status stands for (codeForHttpStatus); a body that is not a berth error
+ * (a proxy's page) becomes the message. The one copy of this mapping: HttpJsonClient uses it.
  */
 export function berthErrorFromHttp(status: number, text: string): BerthError {
-  let body: { code?: string; message?: string; details?: Record<string, unknown> } = {};
+  let body: { code?: unknown; message?: unknown; details?: unknown } = {};
   try {
-    body = JSON.parse(text) as typeof body;
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) body = parsed;
+    else body = { message: text };
   } catch {
-    body = { message: text };
+    body = { message: text.slice(0, 500) };
   }
   const code =
-    body.code && body.code in httpStatusByCode ? (body.code as ErrorCode) : codeByStatus.get(status);
-  return new BerthError(code ?? 'internal', body.message ?? `HTTP ${status}`, body.details ?? {});
+    typeof body.code === 'string' && body.code in httpStatusByCode
+      ? (body.code as ErrorCode)
+      : codeForHttpStatus(status);
+  const message = typeof body.message === 'string' && body.message !== '' ? body.message : `HTTP ${status}`;
+  const details =
+    typeof body.details === 'object' && body.details !== null && !Array.isArray(body.details)
+      ? (body.details as Record<string, unknown>)
+      : {};
+  return new BerthError(code, message, details);
 }
 
 export function isBerthError(err: unknown): err is BerthError {
-  return err instanceof BerthError;
+  return (
+    err instanceof BerthError ||
+    (err instanceof Error && (err as unknown as Record<symbol, unknown>)[berthErrorBrand] === true)
+  );
 }
 
 /** Node's system errors carry `code`; this narrows without `any`. */

@@ -5,6 +5,8 @@ export * from './bounded-schemas.js';
 export * from './callback-target.js';
 export * from './duration.js';
 export * from './env-redaction.js';
+export * from './http-json-client.js';
+export * from './http-operation.js';
 export * from './limits.js';
 export * from './list-page.js';
 export * from './private-dir.js';

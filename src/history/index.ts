@@ -5,6 +5,7 @@ export * from './finalization.js';
 export * from './history-client.js';
 export type { HistoryDb, HistoryTables } from './history-database.js';
 export { historyMigrationList } from './history-migrations.js';
+export * from './history-operations.js';
 export * from './history-store.js';
 export * from './history-types.js';
 export * from './ingest-records.js';

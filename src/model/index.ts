@@ -24,6 +24,7 @@ export * from './sql-system-store.js';
 export * from './system-agent-plan.js';
 export * from './system-definition.js';
 export * from './system-deployer.js';
+export * from './system-operations.js';
 export type { CellUnitRelations } from './system-relations.js';
 export * from './system-service-record.js';
 export * from './system-status.js';

@@ -1,5 +1,5 @@
 import { actualLrpKey } from '../bbs/index.js';
-import { runLoop } from '../core/index.js';
+import { HttpJsonClient, orAbsent, type QueryValues, runLoop } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -137,24 +137,15 @@ export class RelationSync {
  * which means no relations at all.
  */
 export function serverRelations(serverUrl: string, cellId: string, token?: string): RelationSource {
-  const base = `${serverUrl.replace(/\/$/, '')}/v1/relations`;
-  const get = async <T>(url: string): Promise<T | undefined> => {
-    const res = await fetch(url, {
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (res.status === 404) return undefined;
-    if (!res.ok) throw new Error(`GET ${url}: ${res.status} ${(await res.text()).slice(0, 200)}`);
-    return (await res.json()) as T;
-  };
+  const http = new HttpJsonClient(serverUrl, { token, timeoutMs: 10_000 });
+  const get = <T>(path: string, query?: QueryValues): Promise<T | undefined> =>
+    orAbsent(http.request<T>('GET', path, query ? { query } : {}));
   return {
     async forCell() {
-      return (
-        (await get<{ units: UnitRelations[] }>(`${base}?cell_id=${encodeURIComponent(cellId)}`))?.units ?? []
-      );
+      return (await get<{ units: UnitRelations[] }>('/v1/relations', { cell_id: cellId }))?.units ?? [];
     },
     forInstance(processGuid, index) {
-      return get<UnitRelations>(`${base}/${encodeURIComponent(processGuid)}/${index}`);
+      return get<UnitRelations>(`/v1/relations/${encodeURIComponent(processGuid)}/${index}`);
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { CellPresence } from '../bbs/index.js';
-import { BerthError, type ErrorCode, httpStatusByCode } from '../core/index.js';
+import { BerthError, HttpJsonClient } from '../core/index.js';
 import type { RepState, RepStopRequest, RepWork, RepWorkResult } from './rep-api.js';
 
 /**
@@ -32,66 +32,33 @@ export interface RepClientOptions {
  */
 export class RepClient implements RepApi {
   readonly baseUrl: string;
-  readonly #timeoutMs: number;
-  readonly #fetch: typeof fetch;
-  readonly #authorization: Record<string, string>;
+  readonly #http: HttpJsonClient;
 
   constructor(baseUrl: string, options: RepClientOptions = {}) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
-    this.#fetch = options.fetch ?? fetch;
-    this.#authorization = options.token ? { authorization: `Bearer ${options.token}` } : {};
+    this.#http = new HttpJsonClient(baseUrl, {
+      peer: 'the rep',
+      timeoutMs: options.timeoutMs ?? 10_000,
+      token: options.token,
+      mapError: retryableRepFailure,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    this.baseUrl = this.#http.baseUrl;
   }
 
   state(): Promise<RepState> {
-    return this.#call<RepState>('GET', '/v1/state', undefined);
+    return this.#http.request<RepState>('GET', '/v1/state');
   }
 
   perform(work: RepWork): Promise<RepWorkResult> {
-    return this.#call<RepWorkResult>('POST', '/v1/work', work);
+    return this.#http.request<RepWorkResult>('POST', '/v1/work', { body: work });
   }
 
   async stop(req: RepStopRequest): Promise<void> {
-    await this.#call<undefined>('POST', '/v1/stop', req);
+    await this.#http.request('POST', '/v1/stop', { body: req });
   }
 
   async evacuate(): Promise<void> {
-    await this.#call<undefined>('POST', '/v1/evacuate', undefined);
-  }
-
-  async #call<T>(method: 'GET' | 'POST', path: string, body: unknown): Promise<T> {
-    const url = `${this.baseUrl}${path}`;
-    let response: Response;
-    let text: string;
-    try {
-      response = await this.#fetch(url, {
-        method,
-        ...(body !== undefined
-          ? {
-              headers: { ...this.#authorization, 'content-type': 'application/json' },
-              body: JSON.stringify(body),
-            }
-          : { headers: this.#authorization }),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-      // Read the body under the same timeout: a rep that sends headers and then stalls is as
-      // unavailable as one that never answers.
-      text = await response.text();
-    } catch (err) {
-      throw new BerthError('unavailable', `Cannot reach the rep at ${this.baseUrl}: ${describe(err)}`, {
-        url,
-      });
-    }
-    if (!response.ok) throw errorFrom(url, response.status, text);
-    if (response.status === 204 || response.status === 202 || text === '') return undefined as T;
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new BerthError('unavailable', `Cannot read the answer of the rep at ${url}: not JSON`, {
-        url,
-        status: response.status,
-      });
-    }
+    await this.#http.request('POST', '/v1/evacuate');
   }
 }
 
@@ -103,43 +70,21 @@ export function repClientForCell(cell: CellPresence, options: RepClientOptions =
   });
 }
 
-function errorFrom(url: string, status: number, text: string): BerthError {
-  let body: { code?: unknown; message?: unknown; details?: unknown } = {};
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null) body = parsed as typeof body;
-  } catch {
-    // catch-all: not a berth error body (a proxy's HTML page, say); the status decides.
-  }
-  const message = typeof body.message === 'string' ? body.message : `HTTP ${status}`;
-  const details = {
-    ...(typeof body.details === 'object' && body.details !== null
-      ? (body.details as Record<string, unknown>)
-      : {}),
-    url,
-    status,
-  };
-  // 5xx is the rep failing, not the request being wrong: retryable on the next round.
-  if (status >= 500) return new BerthError('unavailable', `The rep at ${url} failed: ${message}`, details);
-  // A refused token is a cell that restarted with a new one and has not heartbeat it yet (or an
-  // impostor at a stale address): the next round reads the presence again, so retry then.
+/**
+ * The rep's policy over the one mapping: a 5xx is the rep failing, not the request being wrong, so
+ * it is retryable on the next round; so is a refused token (a cell that restarted with a new one
+ * and has not heartbeat it yet, or an impostor at a stale address: the next round reads the
+ * presence again). A 4xx keeps the code the body or status gave it.
+ */
+function retryableRepFailure(err: BerthError, status: number, url: string): BerthError {
+  const details = { ...err.details, url, status };
+  if (status >= 500)
+    return new BerthError('unavailable', `The rep at ${url} failed: ${err.message}`, details);
   if (status === 401)
-    return new BerthError('unavailable', `The rep at ${url} refused the cell's token: ${message}`, details);
-  const code =
-    typeof body.code === 'string' && body.code in httpStatusByCode
-      ? (body.code as ErrorCode)
-      : (codeByStatus.get(status) ?? 'internal');
-  return new BerthError(code, message, details);
-}
-
-const codeByStatus = new Map<number, ErrorCode>(
-  (Object.entries(httpStatusByCode) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
-);
-
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return `${err.message}${cause}`;
-  }
-  return String(err);
+    return new BerthError(
+      'unavailable',
+      `The rep at ${url} refused the cell's token: ${err.message}`,
+      details,
+    );
+  return new BerthError(err.code, err.message, details);
 }

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Name, pageOfWhole } from '../../core/index.js';
+import { historyOperations } from '../../history/index.js';
 import { createdThenId, PageQuery } from '../page-query.js';
 import { userOf } from './auth-hook.js';
 import { roles } from './roles.js';
@@ -35,7 +36,7 @@ export async function registerTokenRoutes(
   if (!tokens) return;
   const admin = { minRole: 'admin' as const };
   app.post(
-    '/v1/tokens',
+    historyOperations.createToken.path,
     {
       config: admin,
       schema: { tags: ['tokens'], summary: 'Create an API token (shown once)', body: TokenBody },

@@ -6,6 +6,7 @@ import { DurationMs, Name, pageOfWhole } from '../../core/index.js';
 import { publicCellPresence } from '../bbs-types.js';
 import { PageQuery } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
+import { bbsPublicOperations } from './public-operations.js';
 
 /** The small lists of the cluster (cells, domains, leases) and a domain's freshness. */
 export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
@@ -13,7 +14,7 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
   const { store } = options;
   const SmallListQuery = Type.Object(PageQuery, { additionalProperties: false });
   app.get(
-    '/v1/cells',
+    bbsPublicOperations.listCells.path,
     {
       schema: {
         tags: ['cells'],
@@ -30,7 +31,7 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
       ),
   );
   app.get(
-    '/v1/domains',
+    bbsPublicOperations.listDomains.path,
     {
       schema: {
         tags: ['domains'],
@@ -41,7 +42,7 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
     async (request) => pageOfWhole('domains', await store.listDomains(), request.query, (d) => d.domain),
   );
   app.put(
-    '/v1/domains/:domain',
+    bbsPublicOperations.upsertDomain.path,
     {
       schema: {
         tags: ['domains'],

@@ -8,6 +8,7 @@ import { defaultWorkMemoryMb, type Monitor } from '../bbs-types.js';
 import { asPrecondition, etag, IfMatch, ifMatch, PageQuery, stripUndefined } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { DesiredLRPDefinitionSchema, DesiredLRPUpdateSchema, type MonitorSchema } from './bbs-schemas.js';
+import { bbsPublicOperations } from './public-operations.js';
 
 /** DesiredLRPs (create, list, read, update with If-Match, remove) and the ActualLRP list. */
 export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
@@ -16,7 +17,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   // ---- DesiredLRPs
 
   app.post(
-    '/v1/desired_lrps',
+    bbsPublicOperations.desireLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -47,7 +48,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   );
 
   app.get(
-    '/v1/desired_lrps',
+    bbsPublicOperations.listDesiredLrps.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -74,7 +75,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   const ProcessGuidParams = Type.Object({ process_guid: Name() });
 
   app.get(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.getDesiredLrp.path,
     { schema: { tags: ['desired_lrps'], params: ProcessGuidParams } },
     async (request, reply) => {
       const desired = await store.getDesiredLRP({ process_guid: request.params.process_guid });
@@ -83,7 +84,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   );
 
   app.patch(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.updateDesiredLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -108,7 +109,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   );
 
   app.delete(
-    '/v1/desired_lrps/:process_guid',
+    bbsPublicOperations.removeDesiredLrp.path,
     {
       schema: {
         tags: ['desired_lrps'],
@@ -130,7 +131,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
   );
 
   app.get(
-    '/v1/actual_lrps',
+    bbsPublicOperations.listActualLrps.path,
     {
       schema: {
         tags: ['actual_lrps'],

@@ -24,6 +24,7 @@ import {
 } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { TaskDefinitionSchema } from './bbs-schemas.js';
+import { bbsPublicOperations } from './public-operations.js';
 
 /** Tasks: create (callback URL checked), list, read with its delivery log, resolve, delete, cancel. */
 export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
@@ -42,7 +43,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     { additionalProperties: false },
   );
   app.get(
-    '/v1/tasks',
+    bbsPublicOperations.listTasks.path,
     {
       schema: {
         tags: ['tasks'],
@@ -65,7 +66,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
   );
 
   app.post(
-    '/v1/tasks',
+    bbsPublicOperations.desireTask.path,
     { schema: { tags: ['tasks'], body: TaskDefinitionSchema } },
     async (request, reply) => {
       const b = request.body;
@@ -89,7 +90,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
   const TaskParams = Type.Object({ task_guid: Name() });
   const deliveryLog = options.taskDeliveries ?? taskDeliveryLogFor(store);
   app.get(
-    '/v1/tasks/:task_guid',
+    bbsPublicOperations.getTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -108,7 +109,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     },
   );
   app.get(
-    '/v1/tasks/:task_guid/deliveries',
+    bbsPublicOperations.taskDeliveries.path,
     {
       schema: {
         tags: ['tasks'],
@@ -122,7 +123,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     }),
   );
   app.post(
-    '/v1/tasks/:task_guid/resolve',
+    bbsPublicOperations.resolveTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -145,7 +146,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     },
   );
   app.delete(
-    '/v1/tasks/:task_guid',
+    bbsPublicOperations.deleteTask.path,
     {
       schema: {
         tags: ['tasks'],
@@ -170,7 +171,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     },
   );
   app.post(
-    '/v1/tasks/:task_guid/cancel',
+    bbsPublicOperations.cancelTask.path,
     { schema: { tags: ['tasks'], params: TaskParams, headers: IfMatch } },
     async (request) => {
       const expected = ifMatch(request.headers['if-match']);

@@ -1,0 +1,103 @@
+import type { Static } from '@sinclair/typebox';
+import { httpOperation } from '../../core/index.js';
+import type { ActualLRP, CellPresence, DesiredLRP, Domain, Task } from '../bbs-types.js';
+import type { TaskDelivery } from '../task-callback-log.js';
+import type {
+  DesiredLRPDefinitionSchema,
+  DesiredLRPUpdateSchema,
+  TaskDefinitionSchema,
+} from './bbs-schemas.js';
+
+/** The paging query of every list route (docs/bbs.md): `limit` up to 1000, `cursor` from the last page. */
+export interface PageQueryValues {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+/** A page of a list route: the records under their key, and where the next page starts. */
+export type RecordPage<Key extends string, T> = { readonly [k in Key]: T[] } & {
+  readonly next_cursor?: string;
+};
+
+export type TaskWithDeliveries = Task & { readonly deliveries: readonly TaskDelivery[] };
+
+/**
+ * The BBS's public routes as one table (the internal ones are bbs-operations.ts): bbs-routes.ts
+ * registers each at `op.path`, and the CLI calls them through HttpJsonClient.call, typed by the
+ * same request schemas the routes validate with.
+ */
+export const bbsPublicOperations = {
+  desireLrp: httpOperation<undefined, undefined, Static<typeof DesiredLRPDefinitionSchema>, DesiredLRP>(
+    'POST',
+    '/v1/desired_lrps',
+  ),
+  listDesiredLrps: httpOperation<
+    undefined,
+    PageQueryValues & { readonly domain?: string },
+    undefined,
+    RecordPage<'desired_lrps', DesiredLRP>
+  >('GET', '/v1/desired_lrps'),
+  getDesiredLrp: httpOperation<{ process_guid: string }, undefined, undefined, DesiredLRP>(
+    'GET',
+    '/v1/desired_lrps/:process_guid',
+  ),
+  updateDesiredLrp: httpOperation<
+    { process_guid: string },
+    undefined,
+    Static<typeof DesiredLRPUpdateSchema>,
+    DesiredLRP
+  >('PATCH', '/v1/desired_lrps/:process_guid'),
+  removeDesiredLrp: httpOperation<{ process_guid: string }>('DELETE', '/v1/desired_lrps/:process_guid'),
+  listActualLrps: httpOperation<
+    undefined,
+    PageQueryValues & { readonly process_guid?: string; readonly domain?: string; readonly cell_id?: string },
+    undefined,
+    RecordPage<'actual_lrps', ActualLRP>
+  >('GET', '/v1/actual_lrps'),
+  listTasks: httpOperation<
+    undefined,
+    PageQueryValues & { readonly state?: string; readonly domain?: string; readonly cell_id?: string },
+    undefined,
+    RecordPage<'tasks', Task>
+  >('GET', '/v1/tasks'),
+  desireTask: httpOperation<undefined, undefined, Static<typeof TaskDefinitionSchema>, Task>(
+    'POST',
+    '/v1/tasks',
+  ),
+  getTask: httpOperation<{ task_guid: string }, undefined, undefined, TaskWithDeliveries>(
+    'GET',
+    '/v1/tasks/:task_guid',
+  ),
+  taskDeliveries: httpOperation<{ task_guid: string }, undefined, undefined, { deliveries: TaskDelivery[] }>(
+    'GET',
+    '/v1/tasks/:task_guid/deliveries',
+  ),
+  resolveTask: httpOperation<{ task_guid: string }, undefined, undefined, Task>(
+    'POST',
+    '/v1/tasks/:task_guid/resolve',
+  ),
+  deleteTask: httpOperation<{ task_guid: string }>('DELETE', '/v1/tasks/:task_guid'),
+  cancelTask: httpOperation<{ task_guid: string }, undefined, undefined, Task>(
+    'POST',
+    '/v1/tasks/:task_guid/cancel',
+  ),
+  listCells: httpOperation<undefined, PageQueryValues, undefined, RecordPage<'cells', CellPresence>>(
+    'GET',
+    '/v1/cells',
+  ),
+  /** Registered by the api layer (api/cell-routes.ts): the server forwards it to the cell's rep. */
+  evacuateCell: httpOperation<
+    { cell_id: string },
+    undefined,
+    undefined,
+    { cell_id: string; evacuating: boolean }
+  >('POST', '/v1/cells/:cell_id/evacuate'),
+  listDomains: httpOperation<undefined, PageQueryValues, undefined, RecordPage<'domains', Domain>>(
+    'GET',
+    '/v1/domains',
+  ),
+  upsertDomain: httpOperation<{ domain: string }, undefined, { ttl_ms: number }, Domain>(
+    'PUT',
+    '/v1/domains/:domain',
+  ),
+} as const;

@@ -1,0 +1,267 @@
+import type { CommandEntry, FlagSpecs } from './command.js';
+import { formatFlags, noLegendFlag, serverFlags } from './command-flags.js';
+
+/** Commands that talk to a berth server. Each loads its handler module, and only it, when run. */
+const tasks = () => import('./task-commands.js');
+const lrps = () => import('./lrp-commands.js');
+const history = () => import('./history-commands.js');
+const systems = () => import('./system-commands.js');
+
+const guid = { min: 1, max: 1, names: 'GUID' } as const;
+const domainFlag: FlagSpecs = { domain: { type: 'string', valueName: 'D', description: 'Only this domain' } };
+const waitFlag: FlagSpecs = {
+  wait: { type: 'boolean', description: 'Wait for the action to end; exit 1 if it failed' },
+};
+
+export const taskCommandTable: readonly CommandEntry[] = [
+  {
+    name: 'task run',
+    summary:
+      'Run a one-off task on the cluster. Prints the task_guid; with --wait, waits for it, prints its result (the --result-file contents) and exits 0 if it succeeded, 1 with the failure reason on stderr if not. --wait also resolves and deletes the task unless --keep.',
+    flags: {
+      wait: {
+        type: 'string',
+        optionalValue: true,
+        valueName: 'TIMEOUT',
+        description: 'Wait for the result (at most TIMEOUT)',
+      },
+      keep: { type: 'boolean', description: 'With --wait: keep the task record instead of deleting it' },
+      'result-file': {
+        type: 'string',
+        valueName: 'PATH',
+        description: "File in the container whose contents are the task's result",
+      },
+      callback: { type: 'string', valueName: 'URL', description: 'POST the finished task to this URL' },
+      memory: { type: 'string', valueName: 'MB', description: 'Memory limit in MB' },
+      disk: { type: 'string', valueName: 'MB', description: 'Disk limit in MB' },
+      env: {
+        type: 'string',
+        short: 'e',
+        multiple: true,
+        valueName: 'K=V',
+        description: 'Set an environment variable',
+      },
+      domain: { type: 'string', valueName: 'D', default: 'berth', description: "The task's domain" },
+      guid: { type: 'string', valueName: 'GUID', default: 'a generated one', description: "The task's guid" },
+      tag: {
+        type: 'string',
+        multiple: true,
+        valueName: 'TAG',
+        description: 'Run only on cells with this placement tag',
+      },
+      'poll-interval': {
+        type: 'string',
+        valueName: 'DURATION',
+        default: '250ms',
+        description: 'How often --wait asks',
+      },
+      ...serverFlags,
+    },
+    positionals: { min: 1, max: 1, names: 'IMAGE' },
+    rest: 'CMD [ARGS...]',
+    load: tasks,
+  },
+  {
+    name: 'task list',
+    summary: 'List tasks (all states, or --state).',
+    flags: {
+      ...formatFlags(['table', 'json']),
+      state: {
+        type: 'string',
+        valueName: 'PENDING|RUNNING|COMPLETED|RESOLVING',
+        description: 'Only tasks in this state',
+      },
+      ...domainFlag,
+      ...noLegendFlag,
+      ...serverFlags,
+    },
+    load: tasks,
+  },
+  {
+    name: 'task get',
+    summary: 'Show one task as JSON, with its completion-callback delivery log (`deliveries`).',
+    flags: serverFlags,
+    positionals: guid,
+    load: tasks,
+  },
+  {
+    name: 'task cancel',
+    summary:
+      'Cancel a task: it becomes COMPLETED, failed, "task was cancelled"; a running container is destroyed by its cell.',
+    flags: serverFlags,
+    positionals: guid,
+    load: tasks,
+  },
+  {
+    name: 'task rm',
+    summary:
+      'Remove a finished task (resolve, then delete). A PENDING or RUNNING task is refused unless --force, which cancels it first.',
+    flags: {
+      force: { type: 'boolean', description: 'Cancel a PENDING or RUNNING task first' },
+      ...serverFlags,
+    },
+    positionals: guid,
+    load: tasks,
+  },
+];
+
+export const lrpCommandTable: readonly CommandEntry[] = [
+  {
+    name: 'lrp desire',
+    summary:
+      'Desire a long-running process from a YAML or JSON file of DesiredLRP fields (process_guid and image required; domain defaults to "berth", instances to 1). Its domain is marked fresh: the file is the whole desired state of it.',
+    flags: serverFlags,
+    positionals: { min: 1, max: 1, names: 'FILE.yaml|FILE.json' },
+    // Its own module: YAML and the DesiredLRP schema load only for this command.
+    load: () => import('./lrp-desire-command.js'),
+  },
+  {
+    name: 'lrp list',
+    summary: 'List DesiredLRPs with how many of their instances run.',
+    flags: { ...formatFlags(['table', 'json']), ...domainFlag, ...noLegendFlag, ...serverFlags },
+    load: lrps,
+  },
+  {
+    name: 'lrp get',
+    summary: 'Show a DesiredLRP and its ActualLRPs (evacuating copies included).',
+    flags: { ...formatFlags(['text', 'json']), ...serverFlags },
+    positionals: guid,
+    load: lrps,
+  },
+  {
+    name: 'lrp scale',
+    summary: 'Change how many instances of a DesiredLRP run (extra ones are stopped, missing ones started).',
+    flags: serverFlags,
+    positionals: { min: 2, max: 2, names: 'GUID N' },
+    load: lrps,
+  },
+  {
+    name: 'lrp rm',
+    summary: 'Remove a DesiredLRP; all its instances are stopped.',
+    flags: serverFlags,
+    positionals: guid,
+    load: lrps,
+  },
+  {
+    name: 'cells',
+    summary: 'List the live cells: zone, capacity, rep address, placement tags.',
+    flags: { ...formatFlags(['table', 'json']), ...noLegendFlag, ...serverFlags },
+    load: lrps,
+  },
+  {
+    name: 'cell drain',
+    summary: 'Evacuate a cell: it takes no new work, hands its instances to other cells, then exits.',
+    flags: serverFlags,
+    positionals: { min: 1, max: 1, names: 'CELL' },
+    load: () => import('./cell-drain-command.js'),
+  },
+];
+
+export const historyCommandTable: readonly CommandEntry[] = [
+  {
+    name: 'ps',
+    summary: 'List every container across the cluster, newest first.',
+    flags: {
+      status: { type: 'string', valueName: 'S', description: 'Only containers with this status' },
+      system: { type: 'string', valueName: 'NAME', description: 'Only containers of this system' },
+      since: {
+        type: 'string',
+        valueName: 'TIME',
+        description: 'Only containers with a change recorded at or after TIME (ISO-8601)',
+      },
+      limit: { type: 'string', valueName: 'N', default: 'all', description: 'At most N containers' },
+      ...formatFlags(['table', 'json']),
+      ...serverFlags,
+    },
+    load: history,
+  },
+  {
+    name: 'history',
+    summary:
+      'Show a container: what was launched, its status, and every recorded change (who or what caused it).',
+    flags: { ...formatFlags(['table', 'json']), ...serverFlags },
+    positionals: { min: 1, max: 1, names: 'CONTAINER_ID' },
+    load: history,
+  },
+  {
+    name: 'events',
+    summary:
+      'Print container status changes from the event bus (SSE) as JSON lines; --follow keeps streaming.',
+    flags: {
+      follow: { type: 'boolean', short: 'f', description: 'Keep streaming until interrupted' },
+      after: { type: 'string', valueName: 'EVENT_ID', description: 'Start after this event' },
+      ...serverFlags,
+    },
+    load: history,
+  },
+  {
+    name: 'subscribe',
+    summary:
+      'Subscribe a webhook URL to container status changes (retried with back-off; see its delivery log); prints its id.',
+    flags: {
+      status: {
+        type: 'string',
+        valueName: 'S,S',
+        default: 'every status',
+        description: 'Only these statuses',
+      },
+      ...serverFlags,
+    },
+    positionals: { min: 1, max: 1, names: 'URL' },
+    load: history,
+  },
+  {
+    name: 'token create',
+    summary: 'Create an API token (admin only); prints the token once.',
+    flags: {
+      role: {
+        type: 'string',
+        valueName: 'admin|operator|viewer',
+        description: "The token's role (required)",
+      },
+      name: { type: 'string', valueName: 'NAME', description: "The token's user name" },
+      ...serverFlags,
+    },
+    load: history,
+  },
+];
+
+export const systemCommandTable: readonly CommandEntry[] = [
+  {
+    name: 'deploy',
+    summary:
+      'Deploy a system definition (YAML): refused with every problem listed, or at once when another action holds a conflicting lock; prints the deploy id.',
+    flags: {
+      path: {
+        type: 'string',
+        valueName: 'P',
+        description: 'Deploy only the part of the system under this path',
+      },
+      ...waitFlag,
+      ...serverFlags,
+    },
+    positionals: { min: 1, max: 1, names: 'FILE' },
+    load: systems,
+  },
+  {
+    name: 'teardown',
+    summary:
+      'Tear a system down (exclusive on /: fails at once while any deploy runs); prints the action id.',
+    flags: { ...waitFlag, ...serverFlags },
+    positionals: { min: 1, max: 1, names: 'SYSTEM' },
+    load: systems,
+  },
+  {
+    name: 'system list',
+    summary: 'List systems and their states.',
+    flags: { ...formatFlags(['table', 'json']), ...serverFlags },
+    load: systems,
+  },
+  {
+    name: 'system status',
+    summary: "A system's state, its services with their units and cells, and its relations.",
+    flags: { ...formatFlags(['text', 'json']), ...serverFlags },
+    positionals: { min: 1, max: 1, names: 'SYSTEM' },
+    load: systems,
+  },
+];

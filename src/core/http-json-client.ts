@@ -1,0 +1,266 @@
+import { request as httpRequest, type RequestOptions } from 'node:http';
+import { BerthError, berthErrorFromHttp } from './berth-error.js';
+import {
+  type HttpOperation,
+  type OperationAnswer,
+  type OperationArgs,
+  operationPath,
+} from './http-operation.js';
+
+/**
+ * `fetch` (undici) for long-lived processes (servers, cells); `node:http` for the CLI, which pays
+ * ~1 ms to load it where fetch's first call loads undici, ~20 ms of a ~100 ms command.
+ */
+export type HttpTransport = 'fetch' | 'node:http';
+
+let processTransport: HttpTransport = 'fetch';
+
+/** Sets the transport of every client made without one in this process (the CLI: node:http). */
+export function setDefaultHttpTransport(transport: HttpTransport): void {
+  processTransport = transport;
+}
+
+/** A query string's values; `undefined` leaves the key out. */
+export type QueryValues = Readonly<Record<string, string | number | boolean | undefined>>;
+
+export interface HttpJsonClientOptions {
+  /** Sent as `Authorization: Bearer …`; absent when the server runs with auth none. */
+  readonly token?: string | undefined;
+  /** Per-request timeout, the body's read included (default 30 s); a timeout is `unavailable`. */
+  readonly timeoutMs?: number;
+  /** Send requests with this fetch (tests). */
+  readonly fetch?: typeof fetch;
+  /** How requests go out when no `fetch` is given; default: the process's (defaultTransport). */
+  readonly transport?: HttpTransport;
+  /** Who answers, for messages: "the berth server", "the rep", "the BBS". */
+  readonly peer?: string;
+  /** Added to the message when the peer cannot be reached (e.g. how to name another server). */
+  readonly unreachableHint?: string;
+  /**
+   * A client's own policy over the one mapping (the rep's: a 5xx is retryable). Called with the
+   * error the response body and status mapped to.
+   */
+  readonly mapError?: (err: BerthError, status: number, url: string) => BerthError;
+}
+
+export interface HttpJsonRequest {
+  readonly query?: QueryValues;
+  /** JSON-encoded; `undefined` sends no body. */
+  readonly body?: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The one HTTP JSON client of berth: base URL, bearer token, JSON in and out, a timeout, and ONE
+ * way from an error response to a BerthError (`berthErrorFromHttp`: the body's code, else the
+ * status's). Every client of a berth API (CLI, rep, history, BBS, cell agent) sends through it, so
+ * an outage reads as `unavailable` and a refusal keeps its code everywhere alike.
+ */
+export class HttpJsonClient {
+  readonly baseUrl: string;
+  readonly #options: HttpJsonClientOptions;
+  readonly #fetch: typeof fetch;
+
+  constructor(baseUrl: string, options: HttpJsonClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#options = options;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  get peer(): string {
+    return this.#options.peer ?? 'the berth server';
+  }
+
+  /** The bearer header, for a caller that opens its own stream (SSE). */
+  authorization(): Record<string, string> {
+    const token = this.#options.token;
+    return token ? { authorization: `Bearer ${token}` } : {};
+  }
+
+  url(path: string, query?: QueryValues): string {
+    const search = new URLSearchParams();
+    for (const [key, value] of Object.entries(query ?? {}))
+      if (value !== undefined) search.set(key, String(value));
+    const qs = search.toString();
+    return `${this.baseUrl}${path}${qs ? `${path.includes('?') ? '&' : '?'}${qs}` : ''}`;
+  }
+
+  /** One operation of a route table (http-operation.ts): typed params, query, body and answer. */
+  call<Op extends HttpOperation<unknown, unknown, unknown, unknown>>(
+    op: Op,
+    ...[args]: OperationArgs<Op> extends { readonly params: unknown } | { readonly body: unknown }
+      ? [OperationArgs<Op>]
+      : [OperationArgs<Op>?]
+  ): Promise<OperationAnswer<Op>> {
+    const given = (args ?? {}) as {
+      params?: Record<string, string | number>;
+      query?: unknown;
+      body?: unknown;
+    };
+    return this.request<OperationAnswer<Op>>(op.method, operationPath(op, given.params), {
+      ...(given.query !== undefined ? { query: given.query as QueryValues } : {}),
+      ...(given.body !== undefined ? { body: given.body } : {}),
+    });
+  }
+
+  /** The decoded JSON answer; `undefined` for 204 or an empty body. */
+  async request<T>(method: string, path: string, req: HttpJsonRequest = {}): Promise<T> {
+    const url = this.url(path, req.query);
+    const timeout = AbortSignal.timeout(req.timeoutMs ?? this.#options.timeoutMs ?? 30_000);
+    const headers: Record<string, string> = {
+      ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...this.authorization(),
+      ...req.headers,
+    };
+    let answer: { status: number; text: string };
+    try {
+      // Under one timeout, the body's read included: a peer that sends headers and then stalls is
+      // as unavailable as one that never answers.
+      answer = await this.#send(
+        method,
+        url,
+        headers,
+        req.body === undefined ? undefined : JSON.stringify(req.body),
+        req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
+      );
+    } catch (err) {
+      throw this.unreachable(url, err);
+    }
+    const { status, text } = answer;
+    if (status < 200 || status > 299) throw this.#error(status, text, url);
+    if (status === 204 || text === '') return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new BerthError('unavailable', `Cannot read the answer of ${this.peer} at ${url}: not JSON`, {
+        url,
+        status,
+      });
+    }
+  }
+
+  async #send(
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
+    const viaFetch =
+      this.#options.fetch ?? ((this.#options.transport ?? processTransport) === 'fetch' ? fetch : undefined);
+    if (viaFetch) {
+      const response = await viaFetch(url, {
+        method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal,
+      });
+      return { status: response.status, text: await response.text() };
+    }
+    const target = new URL(url);
+    // TLS (and its CA bundle) loads only for an https peer.
+    const request = target.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
+    const options: RequestOptions = {
+      method,
+      headers:
+        body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      signal,
+    };
+    return new Promise((resolve, reject) => {
+      const req = request(target, options, (res) => {
+        res.setEncoding('utf8');
+        let text = '';
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /**
+   * Opens a streaming GET (Server-Sent Events): the Response when the status is 2xx with a body,
+   * else the mapped error. No timeout: a stream lives until `signal` aborts.
+   */
+  async openStream(
+    path: string,
+    options: { headers?: Readonly<Record<string, string>>; signal?: AbortSignal } = {},
+  ): Promise<Response & { body: ReadableStream<Uint8Array> }> {
+    const url = this.url(path);
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        headers: { accept: 'text/event-stream', ...this.authorization(), ...options.headers },
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (err) {
+      throw this.unreachable(url, err);
+    }
+    if (!response.ok || !response.body) throw this.#error(response.status, await response.text(), url);
+    return response as Response & { body: ReadableStream<Uint8Array> };
+  }
+
+  /** `unavailable`, naming the peer and the cause (refused, reset, timed out). */
+  unreachable(url: string, err: unknown): PeerUnreachableError {
+    const hint = this.#options.unreachableHint ? ` ${this.#options.unreachableHint}` : '';
+    return new PeerUnreachableError(
+      `Cannot reach ${this.peer} at ${this.baseUrl}: ${describeFetchError(err)}${hint}`,
+      url,
+      err,
+    );
+  }
+
+  #error(status: number, text: string, url: string): BerthError {
+    const err = berthErrorFromHttp(status, text);
+    return this.#options.mapError ? this.#options.mapError(err, status, url) : err;
+  }
+}
+
+/**
+ * No answer at all (refused, reset, timed out): `unavailable`, and distinct from a peer that
+ * answered 503, so a stream reader can reconnect after the one and give up on the other.
+ */
+export class PeerUnreachableError extends BerthError {
+  constructor(message: string, url: string, cause: unknown) {
+    super('unavailable', message, { url }, { cause });
+    this.name = 'PeerUnreachableError';
+  }
+}
+
+/** fetch's TypeError says only "fetch failed"; the reason (ECONNREFUSED…) is in its cause. */
+export function describeFetchError(err: unknown): string {
+  if (err instanceof Error) {
+    if (err.name === 'TimeoutError' || (err.cause instanceof Error && err.cause.name === 'TimeoutError'))
+      return 'timed out';
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return `${err.message}${cause}`;
+  }
+  return String(err);
+}
+
+/** The event blocks of a Server-Sent Events body (the text between blank lines), as they arrive. */
+export async function* sseBlocks(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+      yield buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+    }
+  }
+}
+
+/** An SSE block's `data:` lines joined, as the spec joins them. */
+export function sseData(block: string): string {
+  return block
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice(6))
+    .join('\n');
+}
