@@ -10,6 +10,7 @@ export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-route
 export * from './http/bbs-schemas.js';
 export * from './http/public-operations.js';
 export * from './open-bbs-store.js';
+export * from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ActualLRP, ActualLRPState, DesiredLRP } from '../bbs/index.js';
-import { cellPlacementTag } from '../rep/index.js';
+import { type ActualLRP, type ActualLRPState, cellPlacementTag, type DesiredLRP } from '../bbs/index.js';
 import { ModelBuilder } from '../testing/model-builder.js';
 import {
   modelServiceName,

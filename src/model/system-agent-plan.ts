@@ -1,5 +1,4 @@
-import type { ActualLRP, DesiredLRP } from '../bbs/index.js';
-import { cellPlacementTag } from '../rep/index.js';
+import { type ActualLRP, cellPlacementTag, type DesiredLRP } from '../bbs/index.js';
 import { instanceKey, sidecarUnitGuid, sidecarUnitIndex, unitName } from './instance-names.js';
 import type { ModelView } from './model-types.js';
 import { scopesToEnter } from './relation-rules.js';

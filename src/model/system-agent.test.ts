@@ -3,8 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
-import { cellPlacementTag } from '../rep/index.js';
+import { cellPlacementTag, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { addCell } from './cell-rules.js';
 import {
   modelServiceName,

@@ -1,5 +1,5 @@
+import { cellPlacementTag } from '../bbs/index.js';
 import { describeError, isSuperseded } from '../core/index.js';
-import { cellPlacementTag } from '../rep/index.js';
 import {
   addCell,
   assignUnitToCell,

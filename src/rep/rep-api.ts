@@ -26,11 +26,6 @@ export interface RepState {
   readonly optional_placement_tags: readonly string[];
 }
 
-/** The tag a cell always offers, so work (a sidecar) can be pinned to that one cell. */
-export function cellPlacementTag(cellId: string): string {
-  return `cell:${cellId}`;
-}
-
 export interface RepLRPWork {
   readonly process_guid: string;
   readonly domain: string;

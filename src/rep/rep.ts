@@ -4,6 +4,7 @@ import {
   actualLrpKey,
   type BbsStore,
   type CellCapacity,
+  cellPlacementTag,
   type DesiredLRP,
 } from '../bbs/index.js';
 import { isNotFound, isSuperseded, orAbsent, runLoop } from '../core/index.js';
@@ -13,15 +14,7 @@ import { runEvacuation } from './evacuation.js';
 import { actualFor, applyLRPActions } from './lrp-actions.js';
 import { reconcileLRP } from './reconcile-table.js';
 import type { RelationSync } from './relation-sync.js';
-import {
-  cellPlacementTag,
-  type RepLRPWork,
-  type RepState,
-  type RepStopRequest,
-  type RepTaskWork,
-  type RepWork,
-  type RepWorkResult,
-} from './rep-api.js';
+import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
 import type { RepContext } from './rep-context.js';
 import { reconcileLostTask, reconcileTaskContainer } from './rep-tasks.js';
 

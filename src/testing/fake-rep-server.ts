@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BbsStore, CellCapacity } from '../bbs/index.js';
-import {
-  cellPlacementTag,
-  type RepLRPWork,
-  type RepState,
-  type RepStopRequest,
-  type RepTaskWork,
-  type RepWork,
-  type RepWorkResult,
+import { type BbsStore, type CellCapacity, cellPlacementTag } from '../bbs/index.js';
+import type {
+  RepLRPWork,
+  RepState,
+  RepStopRequest,
+  RepTaskWork,
+  RepWork,
+  RepWorkResult,
 } from '../rep/index.js';
 
 /**
