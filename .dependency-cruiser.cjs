@@ -15,6 +15,32 @@ order.forEach((layer, i) => {
     to: { path: `^src/(${upper.join('|')})/` },
   });
 });
+/**
+ * Modules `berth run` loads by value on its start-up path, imported directly so that it does not
+ * load the rest of their layer (node:child_process and node:crypto stay off that path:
+ * src/cli/pod-commands.test.ts checks). Everything else of another layer comes through its index.
+ */
+const startupEntries = [
+  '^src/history/direct-pod-history[.]ts$',
+  '^src/runtime/foreground-run[.]ts$',
+  '^src/runtime/pod-dirs[.]ts$',
+  '^src/runtime/pod-log[.]ts$',
+  '^src/runtime/pod-log-reader[.]ts$',
+  '^src/runtime/pod-runtime[.]ts$',
+];
+forbidden.push({
+  name: 'other-layers-only-through-their-index',
+  severity: 'error',
+  comment:
+    "a module of another layer is imported through that layer's index.ts (or a sub-layer's, such as " +
+    'src/runtime/image/index.ts), never directly; `node scripts/fix-layer-imports.mjs` rewrites deep imports',
+  // Tests, fixtures and benchmarks reach inside layers on purpose.
+  from: { path: '^src/([^/]+)/', pathNot: '(\\.test\\.ts$|^src/testing/|^src/bench/)' },
+  to: {
+    path: '^src/[^/]+/',
+    pathNot: ['^src/$1/', '^src/[^/]+/index[.]ts$', '^src/[^/]+/[^/]+/index[.]ts$', ...startupEntries],
+  },
+});
 forbidden.push({
   name: 'no-circular',
   severity: 'error',

@@ -1,2 +1,23 @@
-export * from './auction.js';
-export * from './auctioneer-service.js';
+export {
+  type AuctionBatch,
+  type AuctionConfig,
+  type AuctionResult,
+  type AuctionWork,
+  auction,
+  type CellState,
+  cellMatchesTags,
+  guidHash,
+  type LRPAuctionWork,
+  lrpWorkFromStartRequest,
+  type Placement,
+  type PlacementFailure,
+  preferredZoneIndex,
+  type TaskAuctionWork,
+  taskWork,
+} from './auction.js';
+export {
+  type AuctionBatchReport,
+  type AuctioneerConfig,
+  AuctioneerService,
+  type AuctioneerServiceOptions,
+} from './auctioneer-service.js';

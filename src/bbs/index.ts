@@ -1,19 +1,143 @@
-export * from './actual-lrp-key.js';
-export * from './actual-lrp-transitions.js';
-export * from './bbs-client.js';
-export * from './bbs-store.js';
-export * from './bbs-types.js';
-export * from './cas-conflict-error.js';
-export * from './definition-defaults.js';
-export * from './http/bbs-operations.js';
+export { actualLrpKey } from './actual-lrp-key.js';
+export {
+  actualLrpStates,
+  actualLrpTransitions,
+  assertActualLRPTransition,
+  canTransitionActualLRP,
+} from './actual-lrp-transitions.js';
+export { BbsClient, type BbsClientOptions } from './bbs-client.js';
+export type {
+  AckRequestsRequest,
+  AcquireLeaseRequest,
+  ActualLRPFilter,
+  ActualLRPGroup,
+  ActualLRPPageKey,
+  ActualLRPRef,
+  BbsEvent,
+  BbsEventBody,
+  BbsEventType,
+  BbsSnapshot,
+  BbsStore,
+  CancelTaskRequest,
+  CasActualLRPRequest,
+  CasTaskRequest,
+  CellIdRequest,
+  ClaimActualLRPRequest,
+  CompleteTaskRequest,
+  ConvergenceActualLRP,
+  ConvergenceSnapshot,
+  CrashActualLRPRequest,
+  DesiredLRPDefinition,
+  DesiredLRPFilter,
+  EvacuateRunningActualLRPRequest,
+  FailActualLRPRequest,
+  FailTaskRequest,
+  HeartbeatCellRequest,
+  Lease,
+  LeaseResult,
+  ListPage,
+  LRPStopRequest,
+  ProcessGuidRequest,
+  PruneEventsRequest,
+  ReadEventsRequest,
+  RecordCounts,
+  ReleaseLeaseRequest,
+  RemoveActualLRPRequest,
+  RemoveDesiredLRPRequest,
+  RemoveEvacuatingActualLRPRequest,
+  RetireActualLRPResult,
+  StartActualLRPRequest,
+  StartRequestDelivery,
+  StartTaskRequest,
+  StopRequestDelivery,
+  TakeRequestsRequest,
+  TakeStopRequestsRequest,
+  TaskFilter,
+  TaskGuidRequest,
+  TaskStartRequest,
+  TaskStartRequestDelivery,
+  UpdateDesiredLRPRequest,
+  UpsertDomainRequest,
+} from './bbs-store.js';
+export {
+  type ActualLRP,
+  type ActualLRPInstanceKey,
+  type ActualLRPKey,
+  type ActualLRPNetInfo,
+  type ActualLRPState,
+  type CellCapacity,
+  type CellPresence,
+  type DesiredLRP,
+  type DesiredLRPUpdate,
+  type Domain,
+  defaultWorkMemoryMb,
+  type LRPStartRequest,
+  type ModificationTag,
+  type Monitor,
+  type PortMapping,
+  publicCellPresence,
+  type Task,
+  type TaskDefinition,
+  type TaskState,
+} from './bbs-types.js';
+export { CasConflictError, formatTag, parseTag, tagsEqual } from './cas-conflict-error.js';
+export {
+  desiredWithDefaults,
+  taskWithDefaults,
+  validateInstances,
+  validateRoutes,
+  withMonitorDefaults,
+} from './definition-defaults.js';
+export { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
 export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-routes.js';
-export * from './http/bbs-schemas.js';
-export * from './http/public-operations.js';
-export * from './open-bbs-store.js';
-export * from './placement-tags.js';
+export {
+  DesiredLRPDefinitionSchema,
+  DesiredLRPUpdateSchema,
+  ErrorSchema,
+  InstanceKeySchema,
+  ModificationTagSchema,
+  MonitorSchema,
+  NetInfoSchema,
+  operationBodies,
+  PortMappingSchema,
+  TaskDefinitionSchema,
+} from './http/bbs-schemas.js';
+export {
+  bbsPublicOperations,
+  type PageQueryValues,
+  type RecordPage,
+  type TaskWithDeliveries,
+} from './http/public-operations.js';
+export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
+export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
-export * from './task-callback-log.js';
-export * from './task-callback-worker.js';
-export * from './task-transitions.js';
+export {
+  deliveriesOf,
+  SqlTaskDeliveryLog,
+  type TaskDelivery,
+  type TaskDeliveryLog,
+  type TaskDeliveryOutcome,
+  type TaskDeliveryRecord,
+  taskDeliveryLogFor,
+  taskDeliveryOutcomes,
+  toTaskDelivery,
+} from './task-callback-log.js';
+export {
+  callbackBackoffMs,
+  classifyCallbackStatus,
+  defaultTaskCallbackConfig,
+  type TaskCallbackConfig,
+  type TaskCallbackPass,
+  TaskCallbackWorker,
+  type TaskCallbackWorkerOptions,
+  taskCallbackSingleton,
+} from './task-callback-worker.js';
+export {
+  assertTaskTransition,
+  canTransitionTask,
+  taskDeletableStates,
+  taskStates,
+  taskTransitions,
+} from './task-transitions.js';

@@ -10,13 +10,18 @@ import {
   noteStart,
   podDropbox,
 } from '../history/direct-pod-history.js';
-import type { NetworkAttachment } from '../runtime/cni-network.js';
+import type {
+  NetMode,
+  NetworkAttachment,
+  PodInfo,
+  PodLocation,
+  PodManifest,
+  PodStarted,
+} from '../runtime/index.js';
 import { podFiles } from '../runtime/pod-dirs.js';
 import { parseLogSizeMax } from '../runtime/pod-log.js';
 import { copyLog, followLog } from '../runtime/pod-log-reader.js';
-import type { NetMode, PodManifest, PodStarted } from '../runtime/pod-manifest.js';
 import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
-import type { PodInfo, PodLocation } from '../runtime/pod-store.js';
 import {
   booleanOption,
   type CommandContext,
@@ -343,7 +348,7 @@ const gc: CommandHandler = {
     const runtime = await openRuntime(ctx);
     // Every end is in the history before gc may delete the pod.
     await noteExitedPods(runtime, podDropbox(dataDir(ctx.values)));
-    const { collectGarbage } = await import('../runtime/pod-gc.js');
+    const { collectGarbage } = await import('../runtime/index.js');
     const report = collectGarbage(runtime, {
       gracePeriodMs: parseDuration(stringOption(ctx.values, 'grace-period') ?? '30m', '--grace-period'),
       expirePreparedMs: parseDuration(
@@ -355,7 +360,7 @@ const gc: CommandHandler = {
     for (const uuid of report.marked) ctx.stdout.write(`marked ${uuid}\n`);
     for (const uuid of report.discarded) ctx.stdout.write(`discarded ${uuid}\n`);
     for (const uuid of report.deleted) ctx.stdout.write(`deleted ${uuid}\n`);
-    const { recheckPodNetworkRules } = await import('../runtime/pod-firewall.js');
+    const { recheckPodNetworkRules } = await import('../runtime/index.js');
     try {
       if (recheckPodNetworkRules() === 'added')
         ctx.stdout.write(

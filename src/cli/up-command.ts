@@ -6,8 +6,8 @@ import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/
 import { HistoryClient } from '../history/index.js';
 import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
-import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
+import { makeBusyboxRootfs } from '../runtime/index.js';
 import { type CommandHandler, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
 import { narrateEvents } from './up-narrator.js';
 

@@ -1,2 +1,20 @@
-export * from './convergence-plan.js';
-export * from './converger-service.js';
+export {
+  type ConvergenceConfig,
+  type ConvergenceInput,
+  type ConvergencePlan,
+  cellDisappearedReason,
+  defaultConvergenceConfig,
+  type LRPConvergenceItem,
+  mergeStartRequests,
+  pendingExpiredReason,
+  planConvergence,
+  startRequestFor,
+  type TaskConvergenceItem,
+} from './convergence-plan.js';
+export {
+  type ConvergenceItemKind,
+  type ConvergencePassReport,
+  type ConvergerConfig,
+  ConvergerService,
+  type ConvergerServiceOptions,
+} from './converger-service.js';

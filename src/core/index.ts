@@ -1,15 +1,100 @@
-export * from './absence.js';
-export * from './atomic-write.js';
-export * from './berth-error.js';
-export * from './bounded-schemas.js';
-export * from './callback-target.js';
-export * from './duration.js';
-export * from './env-redaction.js';
-export * from './http-json-client.js';
-export * from './http-operation.js';
-export * from './limits.js';
-export * from './list-page.js';
-export * from './private-dir.js';
-export * from './remove-tree.js';
-export * from './request-guards.js';
-export * from './service-loop.js';
+export { isNotFound, isSuperseded, orAbsent, supersededCodes } from './absence.js';
+export { writeFileAtomic } from './atomic-write.js';
+export {
+  BerthError,
+  berthErrorFromHttp,
+  codeForHttpStatus,
+  type ErrorCode,
+  errnoCode,
+  exitCodeByCode,
+  httpStatusByCode,
+  IllegalTransitionError,
+  InvalidArgumentError,
+  isBerthError,
+  NotFoundError,
+} from './berth-error.js';
+export {
+  ArgString,
+  Argv,
+  DiskMb,
+  DurationMs,
+  EnvMap,
+  ExitCode,
+  ImageRef,
+  InstanceIndex,
+  Instances,
+  Int32,
+  MemoryMb,
+  Message,
+  Name,
+  NameOrEmpty,
+  PlacementTags,
+  Routes,
+  Url,
+} from './bounded-schemas.js';
+export {
+  type CallbackTargetPolicy,
+  checkCallbackUrl,
+  privateAddressKind,
+  refusedCallbackTarget,
+} from './callback-target.js';
+export { formatDuration, parseDuration } from './duration.js';
+export { redactEnv, redactedEnvValue } from './env-redaction.js';
+export {
+  describeFetchError,
+  HttpJsonClient,
+  type HttpJsonClientOptions,
+  type HttpJsonRequest,
+  type HttpTransport,
+  PeerUnreachableError,
+  type QueryValues,
+  setDefaultHttpTransport,
+  sseBlocks,
+  sseData,
+} from './http-json-client.js';
+export {
+  type HttpMethod,
+  type HttpOperation,
+  httpOperation,
+  type OperationAnswer,
+  type OperationArgs,
+  operationPath,
+  type QueryArgs,
+  type Sendable,
+} from './http-operation.js';
+export { isStorableText, jsonNestingDepth, limits, textPattern } from './limits.js';
+export {
+  decodeCursor,
+  defaultPageSize,
+  encodeCursor,
+  isString,
+  maxPageSize,
+  pageOfWhole,
+  parsePageLimit,
+  toPage,
+} from './list-page.js';
+export { ensurePrivateDir } from './private-dir.js';
+export { removeTree } from './remove-tree.js';
+export {
+  findUnstorableText,
+  installRequestGuards,
+  nestingDepthExceeds,
+  type UnstorableText,
+} from './request-guards.js';
+export {
+  Backoff,
+  type BackoffPolicy,
+  backoffDelayMs,
+  describeError,
+  forEachLimited,
+  LocalLoop,
+  type LoopOptions,
+  type RoundOutcome,
+  runLoop,
+  type ServiceLogger,
+  type SingletonContext,
+  silentLogger,
+  sleep,
+  type WakeReason,
+  Wakeup,
+} from './service-loop.js';

@@ -1,2 +1,20 @@
-export * from './container-state.js';
-export * from './executor.js';
+export {
+  assertContainerTransition,
+  type ContainerResource,
+  type ContainerResult,
+  type ContainerState,
+  type ContainerTags,
+  canTransitionContainer,
+  containerStates,
+  containerTransitions,
+  type ExecutorContainer,
+  type LRPContainerTags,
+  type TaskContainerTags,
+} from './container-state.js';
+export {
+  type ContainerRunSpec,
+  Executor,
+  type ExecutorCapacity,
+  type ExecutorOptions,
+  sharedDirPath,
+} from './executor.js';

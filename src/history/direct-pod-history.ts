@@ -2,11 +2,17 @@ import { existsSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'nod
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { errnoCode } from '../core/index.js';
+import type {
+  PodExit,
+  PodInfo,
+  PodManifest,
+  PodObituary,
+  PodRuntime,
+  PodStarted,
+  PodStore,
+} from '../runtime/index.js';
 import { obituariesDir, podFiles } from '../runtime/pod-dirs.js';
 import { readLogTail } from '../runtime/pod-log-reader.js';
-import type { PodExit, PodManifest, PodObituary, PodStarted } from '../runtime/pod-manifest.js';
-import type { PodRuntime } from '../runtime/pod-runtime.js';
-import type { PodInfo, PodStore } from '../runtime/pod-store.js';
 // Narrow imports: `berth run` loads this, and must not pay for the history store's SQL modules.
 import { collectFinalization } from './finalization.js';
 import type { IngestRecord } from './ingest-records.js';

@@ -1,15 +1,88 @@
-export * from './cell-event-journal.js';
-export * from './container-status.js';
-export * from './direct-pod-history.js';
-export * from './finalization.js';
-export * from './history-client.js';
+export {
+  CellEventJournal,
+  type CellEventJournalOptions,
+  type CellObservation,
+  type DeliveryLoopOptions,
+  deliveryBackoff,
+} from './cell-event-journal.js';
+export {
+  canonicalTimestamp,
+  compareIds,
+  compareItems,
+  dedupeKey,
+  effectiveTime,
+  foldStatus,
+  type StatusItem,
+  stepStatus,
+  type TopLevelStatus,
+} from './container-status.js';
+export {
+  factsOf,
+  noteExit,
+  noteExitedPods,
+  noteLaunch,
+  noteObituaries,
+  noteStart,
+  type PodFacts,
+  podDropbox,
+} from './direct-pod-history.js';
+export {
+  collectFinalization,
+  type DeclaredOutput,
+  type FinalizeInput,
+  type LogTailRead,
+} from './finalization.js';
+export { HistoryClient, type HistoryClientOptions } from './history-client.js';
 export type { HistoryDb, HistoryTables } from './history-database.js';
 export { historyMigrationList } from './history-migrations.js';
-export * from './history-operations.js';
-export * from './history-store.js';
-export * from './history-types.js';
-export * from './ingest-records.js';
-export * from './record-dropbox.js';
-export * from './status-mapping.js';
-export * from './user-actions.js';
-export * from './webhook-subscriptions.js';
+export { type CreatedToken, historyOperations } from './history-operations.js';
+export {
+  type ContainerLogs,
+  type ContainerPage,
+  type ContainerStatusEvent,
+  containerEventType,
+  HistoryStore,
+  type HistoryStoreOptions,
+  type ListContainersRequest,
+} from './history-store.js';
+export {
+  type ContainerLaunch,
+  type ContainerOutput,
+  type ContainerRecord,
+  type ContainerStatus,
+  type ContainerWithHistory,
+  type EntityType,
+  entityTypes,
+  type HistoryItem,
+  type NewHistoryItem,
+  type OwnerKind,
+  ownerKinds,
+} from './history-types.js';
+export type {
+  EventRecord,
+  FinalizationRecord,
+  IngestRecord,
+  IngestResult,
+  ItemRecord,
+  LaunchRecord,
+} from './ingest-records.js';
+export { RecordDropbox } from './record-dropbox.js';
+export {
+  dockerEventStatuses,
+  finalStatusFor,
+  friendlyStatuses,
+  isTerminalStatus,
+  mapRawStatus,
+  statusMappingTable,
+  swarmTaskStates,
+  terminalStatuses,
+} from './status-mapping.js';
+export { recordUserAction, type UserAction } from './user-actions.js';
+export {
+  type Delivery,
+  type DeliveryState,
+  type Subscription,
+  type SubscriptionWithDeliveries,
+  type WebhookOptions,
+  WebhookSubscriptions,
+} from './webhook-subscriptions.js';

@@ -1,9 +1,47 @@
-export * from './cell.js';
-export * from './cell-history.js';
-export * from './crash-policy.js';
-export * from './reconcile-table.js';
-export * from './relation-sync.js';
-export * from './rep.js';
-export * from './rep-api.js';
-export * from './rep-client.js';
-export * from './rep-server.js';
+export { type CellCompanion, type CellOptions, type RunningCell, repTokenPath, startCell } from './cell.js';
+export { CellHistory } from './cell-history.js';
+export {
+  type CrashHistory,
+  type CrashOutcome,
+  type CrashPolicy,
+  crashRestartDueAt,
+  defaultCrashPolicy,
+  nextCrashState,
+  resetWindowMs,
+  restartDelay,
+  shouldRestartCrashed,
+  validateCrashPolicy,
+} from './crash-policy.js';
+export {
+  containerVanishedReason,
+  type LRPActualCase,
+  type LRPContainerCase,
+  type LRPReconcileInput,
+  type LRPReconcileRow,
+  type LRPRepAction,
+  type LRPRowAction,
+  lrpReconcileTable,
+  matchLRPRow,
+  matchTaskRow,
+  reconcileLRP,
+  reconcileTask,
+  stillDeletesContainer,
+  type TaskCase,
+  type TaskContainerCase,
+  type TaskReconcileRow,
+  type TaskRepAction,
+  type TaskRowAction,
+  taskReconcileTable,
+} from './reconcile-table.js';
+export {
+  type RelationSource,
+  RelationSync,
+  type RelationSyncOptions,
+  relationsFileName,
+  serverRelations,
+  type UnitRelations,
+} from './relation-sync.js';
+export { Rep, type RepOptions } from './rep.js';
+export type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
+export { type RepApi, RepClient, type RepClientOptions, repClientForCell } from './rep-client.js';
+export { buildRepApp } from './rep-server.js';

@@ -1,12 +1,72 @@
 // The runtime's public surface for upper layers. The CLI imports modules directly to keep the
 // hot path of `berth run` free of what it does not use.
-export * from './cni-network.js';
-export * from './layered-root.js';
-export * from './pod-firewall.js';
-export * from './pod-gc.js';
-export * from './pod-log.js';
-export * from './pod-log-reader.js';
-export * from './pod-manifest.js';
-export * from './pod-runtime.js';
-export * from './pod-state.js';
-export * from './pod-store.js';
+
+export { makeBusyboxRootfs } from './busybox-rootfs.js';
+export {
+  attachNetwork,
+  attachNetworkInBackground,
+  cniPluginDir,
+  detachNetwork,
+  detachNetworkInBackground,
+  type NetworkAttachment,
+  netnsDir,
+  netnsName,
+  netnsPath,
+  type PortPublish,
+  type ReservedIn,
+} from './cni-network.js';
+export { LayeredRoot, readInLayeredRoot } from './layered-root.js';
+export {
+  bridgeName,
+  ensurePodNetworkRules,
+  hostGuardChain,
+  hostGuardJump,
+  masqueradeRule,
+  type PodRulesFound,
+  podSubnet,
+  recheckPodNetworkRules,
+} from './pod-firewall.js';
+export { collectGarbage, type GcOptions, type GcReport } from './pod-gc.js';
+export {
+  checkLogSizeMax,
+  defaultLogSizeMax,
+  logDroppedMarker,
+  logFileNames,
+  maxLogSizeMax,
+  minLogSizeMax,
+  parseLogSizeMax,
+  RotatingLogWriter,
+} from './pod-log.js';
+export { copyLog, defaultLogTailBytes, followLog, type LogTail, readLogTail } from './pod-log-reader.js';
+export type {
+  Masquerade,
+  NetMode,
+  PodApp,
+  PodExit,
+  PodManifest,
+  PodNetwork,
+  PodObituary,
+  PodStarted,
+  PodUser,
+} from './pod-manifest.js';
+export {
+  defaultPidsLimit,
+  holderEntry,
+  type ImageResolver,
+  ImageUnavailableError,
+  PodRuntime,
+  type PrepareOptions,
+  parseMemory,
+} from './pod-runtime.js';
+export {
+  assertPhaseMove,
+  isPodPhase,
+  lockedPhases,
+  type PodPhase,
+  type PodState,
+  phaseMoves,
+  podPhases,
+  podState,
+  stateTable,
+} from './pod-state.js';
+export { type PodInfo, type PodLocation, PodStore } from './pod-store.js';

@@ -2,18 +2,13 @@
  * The image store of the runtime: content-addressed OCI images under `<data dir>/images`.
  * `openImageStore` is cheap (mkdir only) and loads no tar or zlib code: the pod hot path calls it.
  */
+
 import { ImageStore } from './image-store.js';
 
 export type { StoredBlob } from './blob-store.js';
 export { digestHex, isDigest } from './digest.js';
 export { isImageName, normalizeImageName } from './image-reference.js';
-export type {
-  GcOptions,
-  GcResult,
-  HashedFile,
-  RemoveResult,
-  StoredManifest,
-} from './image-store.js';
+export type { GcOptions, GcResult, HashedFile, RemoveResult, StoredManifest } from './image-store.js';
 export type { ImageRuntimeConfig, ImageSummary, ResolvedImage } from './image-types.js';
 export {
   dockerManifest,
@@ -24,7 +19,6 @@ export {
   ociManifest,
 } from './media-types.js';
 export { ImageStore };
-
 export function openImageStore(dataDir: string): ImageStore {
   return new ImageStore(dataDir);
 }
