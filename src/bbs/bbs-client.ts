@@ -1,4 +1,4 @@
-import { type BerthError, HttpJsonClient, PeerUnreachableError, sseBlocks, sseData } from '../core/index.js';
+import { type BerthError, HttpJsonClient } from '../core/index.js';
 import type {
   AckRequestsRequest,
   AcquireLeaseRequest,
@@ -145,33 +145,8 @@ export class BbsClient implements BbsStore {
    * order. The stream is resumed from the last event seen when the connection drops.
    */
   async *streamEvents(options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<BbsEvent> {
-    let cursor = options.after;
-    while (!options.signal?.aborted) {
-      let response: Response & { body: ReadableStream<Uint8Array> };
-      try {
-        response = await this.#http.openStream('/v1/events', {
-          headers: cursor ? { 'last-event-id': cursor } : {},
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-      } catch (err) {
-        if (options.signal?.aborted) return;
-        // Refused or reset: the server restarts; an answer that is an error is final.
-        if (!(err instanceof PeerUnreachableError)) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        continue;
-      }
-      try {
-        for await (const event of parseSse(response.body)) {
-          // Events already read in the same chunk are not handed out after the caller aborted.
-          if (options.signal?.aborted) return;
-          cursor = event.id;
-          yield event;
-        }
-      } catch (err) {
-        if (options.signal?.aborted) return;
-        void err;
-      }
-    }
+    for await (const block of this.#http.followStream('/v1/events', options))
+      if (block.data) yield JSON.parse(block.data) as BbsEvent;
   }
 
   private call<T>(operation: BbsOperationName, body: unknown): Promise<T> {
@@ -185,11 +160,4 @@ function withCasCurrent(err: BerthError): BerthError {
   const details = err.details;
   const expected = (details.expected ?? null) as ConstructorParameters<typeof CasConflictError>[2];
   return new CasConflictError(String(details.kind), String(details.id), expected, details.current ?? null);
-}
-
-async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<BbsEvent> {
-  for await (const block of sseBlocks(body)) {
-    const data = sseData(block);
-    if (data) yield JSON.parse(data) as BbsEvent;
-  }
 }

@@ -180,5 +180,36 @@ for (const transport of ['fetch', 'node:http'] as const satisfies readonly HttpT
       reply(403, '{"code":"forbidden","message":"viewer"}');
       await assert.rejects(make(baseUrl).openStream('/v1/events'), { code: 'forbidden' });
     });
+
+    it('followStream resumes after the last id when the stream drops, and stops on abort', async () => {
+      const lastIds: Array<string | undefined> = [];
+      answer = (req, res) => {
+        const last = req.headers['last-event-id'] as string | undefined;
+        lastIds.push(last);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // Each connection sends the two events after the one asked for, then drops.
+        const from = Number(last ?? 0);
+        res.end(
+          `: ping\n\nid: ${from + 1}\nevent: e\ndata: ${from + 1}\n\nid: ${from + 2}\ndata: ${from + 2}\n\n`,
+        );
+      };
+      const controller = new AbortController();
+      const data: string[] = [];
+      for await (const block of make(baseUrl).followStream('/v1/events', {
+        signal: controller.signal,
+        reconnectMs: 1,
+      })) {
+        if (block.data) data.push(block.data);
+        if (data.length === 5) controller.abort();
+      }
+      assert.deepEqual(data, ['1', '2', '3', '4', '5']);
+      assert.deepEqual(lastIds, [undefined, '2', '4']);
+    });
+
+    it('followStream throws an answer that is an error instead of retrying it', async () => {
+      reply(401, '{"code":"unauthenticated","message":"no token"}');
+      const stream = make(baseUrl).followStream('/v1/events', { reconnectMs: 1 });
+      await assert.rejects(stream.next(), { code: 'unauthenticated' });
+    });
   });
 }

@@ -6,6 +6,7 @@ import {
   type OperationArgs,
   operationPath,
 } from './http-operation.js';
+import { sleep } from './service-loop.js';
 
 /**
  * `fetch` (undici) for long-lived processes (servers, cells); `node:http` for the CLI, which pays
@@ -205,6 +206,47 @@ export class HttpJsonClient {
     return response as Response & { body: ReadableStream<Uint8Array> };
   }
 
+  /**
+   * Follows an SSE stream at `path` until `signal` aborts, yielding each event block once, in order.
+   * When the connection drops or the peer cannot be reached (it restarts), it reconnects after
+   * `reconnectMs` and resumes after the last block that carried an `id:` (Last-Event-ID); an
+   * answer that is an error (401, 404…) is final and thrown.
+   */
+  async *followStream(
+    path: string,
+    options: { after?: string; signal?: AbortSignal; reconnectMs?: number } = {},
+  ): AsyncGenerator<SseBlock> {
+    const signal = options.signal ?? new AbortController().signal;
+    let cursor = options.after;
+    while (!signal.aborted) {
+      let response: Response & { body: ReadableStream<Uint8Array> };
+      try {
+        response = await this.openStream(path, {
+          headers: cursor ? { 'last-event-id': cursor } : {},
+          signal,
+        });
+      } catch (err) {
+        if (signal.aborted) return;
+        if (!(err instanceof PeerUnreachableError)) throw err;
+        await sleep(options.reconnectMs ?? 500, signal);
+        continue;
+      }
+      try {
+        for await (const text of sseBlocks(response.body)) {
+          // Blocks already read in the same chunk are not handed out after the caller aborted.
+          if (signal.aborted) return;
+          const block = parseSseBlock(text);
+          if (block.id !== undefined) cursor = block.id;
+          yield block;
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        // The connection dropped mid-stream (reset, server stopped): reconnect and resume.
+        void err;
+      }
+    }
+  }
+
   /** `unavailable`, naming the peer and the cause (refused, reset, timed out). */
   unreachable(url: string, err: unknown): PeerUnreachableError {
     const hint = this.#options.unreachableHint ? ` ${this.#options.unreachableHint}` : '';
@@ -254,6 +296,23 @@ export async function* sseBlocks(body: ReadableStream<Uint8Array>): AsyncGenerat
       buffer = buffer.slice(end + 2);
     }
   }
+}
+
+/** One Server-Sent Events block: its `id:`, `event:` and joined `data:` lines. */
+export interface SseBlock {
+  readonly id?: string;
+  readonly event?: string;
+  readonly data: string;
+}
+
+export function parseSseBlock(block: string): SseBlock {
+  const id = /^id: (.*)$/m.exec(block)?.[1];
+  const event = /^event: (.*)$/m.exec(block)?.[1];
+  return {
+    ...(id !== undefined ? { id } : {}),
+    ...(event !== undefined ? { event } : {}),
+    data: sseData(block),
+  };
 }
 
 /** An SSE block's `data:` lines joined, as the spec joins them. */

@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { closeSync, existsSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
@@ -22,6 +20,7 @@ import {
   type ContainerTags,
   type ExecutorContainer,
 } from './container-state.js';
+import { checkMonitor } from './monitor-check.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -336,7 +335,13 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     const tick = async () => {
       this.#monitors.delete(record.guid);
       if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
-      const healthy = await this.#check(record, monitor, podAddress);
+      const healthy = await checkMonitor(
+        monitor,
+        podAddress,
+        record.podUuid
+          ? { uuid: record.podUuid, runcRoot: this.#options.runtime.store.dirs.runc }
+          : undefined,
+      );
       if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
       if (healthy) {
         failures = 0;
@@ -351,51 +356,6 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       this.#monitors.set(record.guid, setTimeout(tick, interval));
     };
     this.#monitors.set(record.guid, setTimeout(tick, 0));
-  }
-
-  async #check(record: Record_, monitor: Monitor, address: string): Promise<boolean> {
-    try {
-      if ('tcp' in monitor) {
-        return await new Promise<boolean>((resolve) => {
-          const socket = connect({ host: address, port: monitor.tcp, timeout: 1000 });
-          socket.once('connect', () => {
-            socket.destroy();
-            resolve(true);
-          });
-          socket.once('error', () => resolve(false));
-          socket.once('timeout', () => {
-            socket.destroy();
-            resolve(false);
-          });
-        });
-      }
-      if ('http' in monitor) {
-        const response = await fetch(`http://${address}:${monitor.http.port}${monitor.http.path}`, {
-          signal: AbortSignal.timeout(1000),
-        });
-        return response.status >= 200 && response.status < 400;
-      }
-      const uuid = record.podUuid;
-      if (!uuid) return false;
-      return await new Promise<boolean>((resolve) => {
-        const child = spawn(
-          'runc',
-          ['--root', this.#options.runtime.store.dirs.runc, 'exec', uuid, ...monitor.command],
-          {
-            stdio: 'ignore',
-          },
-        );
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        child.once('exit', (code) => {
-          clearTimeout(timer);
-          resolve(code === 0);
-        });
-        child.once('error', () => resolve(false));
-      });
-    } catch {
-      // catch-all: a check that cannot even run is a failed check; the monitor counts it as such.
-      return false;
-    }
   }
 
   /** The monitor gave up: stop the pod; its exit completes the container as crashed. */

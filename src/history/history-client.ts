@@ -1,4 +1,4 @@
-import { HttpJsonClient, PeerUnreachableError, sseBlocks, sseData } from '../core/index.js';
+import { HttpJsonClient } from '../core/index.js';
 import { type CreatedToken, historyOperations } from './history-operations.js';
 import type {
   ContainerLogs,
@@ -66,31 +66,8 @@ export class HistoryClient {
   async *streamContainerEvents(
     options: { after?: string; signal?: AbortSignal } = {},
   ): AsyncGenerator<ContainerStatusEvent & { id: string }> {
-    let cursor = options.after;
-    while (!options.signal?.aborted) {
-      let response: Response & { body: ReadableStream<Uint8Array> };
-      try {
-        response = await this.#http.openStream('/v1/events', {
-          headers: cursor ? { 'last-event-id': cursor } : {},
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-      } catch (err) {
-        if (options.signal?.aborted) return;
-        if (!(err instanceof PeerUnreachableError)) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        continue;
-      }
-      try {
-        for await (const block of sseBlocks(response.body)) {
-          if (options.signal?.aborted) return;
-          const id = /^id: (.*)$/m.exec(block)?.[1];
-          if (id) cursor = id;
-          if (!/^event: container_status_changed$/m.test(block)) continue;
-          yield JSON.parse(sseData(block)) as ContainerStatusEvent & { id: string };
-        }
-      } catch {
-        if (options.signal?.aborted) return;
-      }
-    }
+    for await (const block of this.#http.followStream('/v1/events', options))
+      if (block.event === 'container_status_changed')
+        yield JSON.parse(block.data) as ContainerStatusEvent & { id: string };
   }
 }

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -8,13 +8,8 @@ import {
   NotFoundError,
   writeFileAtomic,
 } from '../core/index.js';
-import { type AppOverrides, resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
-import {
-  attachNetworkInBackground,
-  detachNetwork,
-  type NetworkAttachment,
-  type PortPublish,
-} from './cni-network.js';
+import { resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
+import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
@@ -23,59 +18,17 @@ import { type NativeChild, spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
 import { removePodCgroup } from './pod-cgroup.js';
 import { obituariesDir, podFiles } from './pod-dirs.js';
+import { hostResolvConf, hostsFile, tryLockFor, waitLockWithTimeout } from './pod-host-support.js';
 import { liveLeftovers, type PodLeftovers } from './pod-leftovers.js';
 import { checkLogSizeMax, defaultLogSizeMax } from './pod-log.js';
 import { readLogTail } from './pod-log-reader.js';
-import type { NetMode, PodExit, PodManifest, PodObituary } from './pod-manifest.js';
+import type { PodExit, PodManifest, PodObituary } from './pod-manifest.js';
+import { defaultPidsLimit, ImageUnavailableError, type PrepareOptions } from './pod-options.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 import { resolveUser } from './user-spec.js';
 
-export interface PrepareOptions extends AppOverrides {
-  readonly name?: string;
-  readonly memoryBytes?: number | null;
-  /** Most processes (threads included) the pod may hold: absent = `defaultPidsLimit`, null = no limit. */
-  readonly pidsLimit?: number | null;
-  /** Bytes at which the pod's log rotates (`--log-size-max`); default `defaultLogSizeMax`. */
-  readonly logSizeMax?: number;
-  readonly net?: NetMode;
-  readonly ports?: readonly PortPublish[];
-  readonly labels?: Readonly<Record<string, string>>;
-  /** Container path of a read-only dir of host-written files (see `writeSharedFile`). */
-  readonly sharedDir?: string;
-  /** Files the shared dir starts with, by name. */
-  readonly sharedFiles?: Readonly<Record<string, string>>;
-  /**
-   * `--net private` pods about to run in this process: start attaching the network now, so the
-   * CNI plugins run while the pod's files are written. The attach comes back as `network`, for
-   * stage 1; whoever gets it owns the pod's network from then on.
-   */
-  readonly attachNetworkNow?: boolean;
-}
-
-/**
- * The image of a pod could not be had (unknown, or its pull failed): the same code and message as
- * the cause, marked so a cell reports a placement error instead of a crash.
- */
-export class ImageUnavailableError extends BerthError {
-  constructor(
-    readonly image: string,
-    cause: unknown,
-  ) {
-    super(
-      cause instanceof BerthError ? cause.code : 'unavailable',
-      cause instanceof Error ? cause.message : String(cause),
-      { ...(cause instanceof BerthError ? cause.details : {}), image },
-      { cause },
-    );
-    this.name = 'ImageUnavailableError';
-  }
-}
-
-/**
- * Every pod's pids limit unless told otherwise, as podman's (`pids_limit` in containers.conf): a
- * fork bomb in one pod then ends at its own limit instead of the host's.
- */
-export const defaultPidsLimit = 2048;
+// The pod commands import these from here, a start-up entry of `berth run` (.dependency-cruiser.cjs).
+export { defaultPidsLimit, ImageUnavailableError, type PrepareOptions, parseMemory } from './pod-options.js';
 
 const sharedNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -85,62 +38,6 @@ export interface ImageResolver {
 }
 
 const namePattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
-
-/** Parses `--memory` the way podman does: a number of bytes with an optional b/k/m/g suffix. */
-export function parseMemory(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim());
-  if (!match)
-    throw new InvalidArgumentError(`Invalid --memory "${text}": expected a size such as 64m or 1g`, {
-      flag: 'memory',
-    });
-  const factor: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
-  const bytes = Math.floor(Number(match[1]) * (factor[(match[2] ?? '').toLowerCase()] ?? 1));
-  // The kernel refuses limits this small; say so here rather than as a runc error.
-  if (bytes < 6 * 1024 * 1024)
-    throw new InvalidArgumentError(`Invalid --memory "${text}": the minimum is 6m`, { flag: 'memory' });
-  return bytes;
-}
-
-function hostsFile(hostname: string): string {
-  return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t${hostname}\n`;
-}
-
-function hostResolvConf(): string {
-  try {
-    return readFileSync('/etc/resolv.conf', 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/**
- * Retries a non-blocking lock for up to `ms`, yielding to the event loop between tries: the
- * shared lock in the way may be this very process's (a waiter about to unlock).
- */
-async function tryLockFor(fd: number, mode: 'shared' | 'exclusive', ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (tryLock(fd, mode)) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/**
- * A bounded blocking wait for a shared lock. A flock(2) blocked on libuv's thread pool cannot be
- * cancelled, and a process cannot exit while one is pending, so a wait with a deadline blocks in
- * util-linux's flock(1) instead: it sleeps in the kernel and gives up at the deadline.
- */
-function waitLockWithTimeout(path: string, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('flock', ['--shared', '--wait', String(timeoutMs / 1000), path, 'true'], {
-      stdio: 'ignore',
-    });
-    child.once('error', reject);
-    // 1 = timed out; 0 = granted; anything else (the directory moved): look again.
-    child.once('exit', (code) => resolve(code !== 1));
-  });
-}
 
 /**
  * The node-local pod runtime of seed 000 over runc. Stateless: every call re-reads the pods
