@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import {
@@ -10,7 +8,7 @@ import {
 } from '../bbs/index.js';
 import { InvalidArgumentError, runLoop, type ServiceLogger } from '../core/index.js';
 import type { HistoryStore } from '../history/index.js';
-import { SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
+import { defaultOwner, SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
 import { openTokenAuth } from './auth/token-store.js';
@@ -82,7 +80,9 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   const logger =
     options.logger === undefined ? pino({ name: 'berth-server' }, pino.destination(2)) : options.logger;
   const metrics = new ApiMetrics();
-  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // One identity for the server's leases and the deploys it owns: host:pid:nonce, which the
+  // action runner can check for liveness (defaultOwnerDead) when it takes over a dead owner's work.
+  const holder = defaultOwner();
   const allowPrivateCallbacks = options.allowPrivateCallbacks === true;
 
   // ---- Stores
