@@ -39,36 +39,30 @@ export class DesiredLrpStore {
     const req = desiredWithDefaults(given);
     validateDesired(req);
     return this.#ctx.mutate('desireLRP', async (tx) => {
-      const existing = await loadDesired(tx, req.process_guid, true);
-      if (existing) {
-        throw new BerthError('already_exists', `Cannot desire LRP "${req.process_guid}": it already exists`, {
-          kind: 'DesiredLRP',
-          id: req.process_guid,
-          current: existing,
-        });
-      }
       const desired: DesiredLRP = {
         ...stripUndefined(req),
         created_at: tx.now,
         modification_tag: { epoch: randomUUID(), index: 0 },
       };
-      try {
-        await tx.db.insertInto('desired_lrps').values(desiredToRow(desired)).execute();
-      } catch (err) {
-        if (tx.isUniqueViolation(err)) {
-          throw new BerthError(
-            'already_exists',
-            `Cannot desire LRP "${req.process_guid}": it already exists`,
-            {
-              kind: 'DesiredLRP',
-              id: req.process_guid,
-            },
-          );
-        }
-        throw err;
+      // The insert is the existence check (one round trip fewer on PostgreSQL than reading first);
+      // DO NOTHING rather than a unique violation, which would abort a PostgreSQL transaction.
+      const inserted = await tx.db
+        .insertInto('desired_lrps')
+        .values(desiredToRow(desired))
+        .onConflict((conflict) => conflict.column('process_guid').doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 0) {
+        const existing = await loadDesired(tx, req.process_guid, false);
+        throw new BerthError('already_exists', `Cannot desire LRP "${req.process_guid}": it already exists`, {
+          kind: 'DesiredLRP',
+          id: req.process_guid,
+          ...(existing ? { current: existing } : {}),
+        });
       }
       tx.events.push({ type: 'desired_lrp_created', desired_lrp: desired });
-      await this.#reconcileIndices(tx, desired);
+      // Removing a DesiredLRP deleted every start request of its guid, so a new one has none left
+      // over at or above its instance count to delete.
+      await this.#reconcileIndices(tx, desired, { fresh: true });
       return desired;
     });
   }
@@ -148,7 +142,7 @@ export class DesiredLrpStore {
    * below `instances` gets an UNCLAIMED ActualLRP and a start request; every index at or above it
    * is retired (UNCLAIMED/CRASHED deleted, CLAIMED/RUNNING asked to stop on their cell).
    */
-  async #reconcileIndices(tx: Tx, desired: DesiredLRP): Promise<void> {
+  async #reconcileIndices(tx: Tx, desired: DesiredLRP, options: { fresh?: boolean } = {}): Promise<void> {
     const actuals = await loadActualsOf(tx, desired.process_guid, true);
     const present = new Set<number>();
     const unstarted: ActualLRP[] = [];
@@ -176,6 +170,7 @@ export class DesiredLrpStore {
       await recordStartRequests(tx, desired, missing);
     }
     // A start request for an index that is no longer desired must not reach the auctioneer.
+    if (options.fresh) return;
     await tx.db
       .deleteFrom('start_requests')
       .where('kind', '=', 'lrp')
