@@ -20,6 +20,7 @@ import {
   type ContainerTags,
   type ExecutorContainer,
 } from './container-state.js';
+import { HostPortPool } from './host-port-pool.js';
 import { checkMonitor } from './monitor-check.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
@@ -92,13 +93,14 @@ const resultFileLimit = 10 * 1024;
 export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   readonly #options: ExecutorOptions;
   readonly #containers = new Map<string, Record_>();
-  readonly #usedPorts = new Set<number>();
+  readonly #hostPorts: HostPortPool;
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #monitors = new Map<string, NodeJS.Timeout>();
 
   constructor(options: ExecutorOptions) {
     super();
     this.#options = options;
+    this.#hostPorts = new HostPortPool(options.portRange);
   }
 
   get runtime(): PodRuntime {
@@ -139,7 +141,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       stopRequested: existsSync(join(this.#options.runtime.store.path(pod), 'stop-requested')),
       adopted: true,
     };
-    for (const p of pod.manifest?.ports ?? []) this.#usedPorts.add(p.host_port);
+    this.#hostPorts.markTaken(pod.manifest?.ports ?? []);
     if (pod.network) record.netInfo = this.#netInfo(pod.network.ports);
     this.#containers.set(record.guid, record);
     if (pod.state === 'running') {
@@ -231,23 +233,6 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     if (to === 'RUNNING' || to === 'COMPLETED') this.emit('container', this.#view(record));
   }
 
-  #allocatePorts(containerPorts: readonly number[]): PortMapping[] {
-    const from = this.#options.portRange?.from ?? 61000;
-    const to = this.#options.portRange?.to ?? 61999;
-    const mappings: PortMapping[] = [];
-    for (const containerPort of containerPorts) {
-      let host = from;
-      while (host <= to && this.#usedPorts.has(host)) host++;
-      if (host > to) {
-        for (const m of mappings) this.#usedPorts.delete(m.host_port);
-        throw new BerthError('resource_exhausted', `No free host port in ${from}-${to}`);
-      }
-      this.#usedPorts.add(host);
-      mappings.push({ container_port: containerPort, host_port: host });
-    }
-    return mappings;
-  }
-
   #netInfo(ports: readonly { host_port: number; container_port: number }[]): ActualLRPNetInfo {
     return {
       address: this.#options.hostAddress,
@@ -267,7 +252,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     record.spec = spec;
     let mappings: PortMapping[] = [];
     try {
-      mappings = this.#allocatePorts(spec.ports);
+      mappings = this.#hostPorts.take(spec.ports);
       const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
       if (spec.ports[0] !== undefined) env.push(`PORT=${spec.ports[0]}`);
       if (record.tags.kind === 'lrp') {
@@ -311,7 +296,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       this.#move(record, 'CREATED');
       this.#scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
     } catch (err) {
-      for (const m of mappings) this.#usedPorts.delete(m.host_port);
+      this.#hostPorts.release(mappings);
       if (record.state === 'INITIALIZING' || record.state === 'CREATED') {
         record.result = {
           failed: true,
@@ -504,8 +489,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
-      const manifest = record.netInfo?.ports ?? [];
-      for (const p of manifest) this.#usedPorts.delete(p.host_port);
+      this.#hostPorts.release(record.netInfo?.ports ?? []);
     }
     this.#containers.delete(guid);
   }
