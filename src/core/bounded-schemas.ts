@@ -1,5 +1,6 @@
 import { type StringOptions, Type } from '@sinclair/typebox';
 import { limits } from './limits.js';
+import { defaultPageSize, maxPageSize } from './list-page.js';
 
 /**
  * TypeBox building blocks that carry their bound (src/core/limits.ts), so every schema of the API
@@ -59,3 +60,17 @@ export const Routes = () =>
     maxProperties: limits.maxRouteKeys,
     propertyNames: { maxLength: limits.maxNameLength },
   });
+
+/**
+ * `limit` + `cursor` of every list route (docs/bbs.md, Paging), as strings with their bounds:
+ * `parsePageLimit` and `decodeCursor` (list-page.ts) read them and name what is wrong.
+ */
+export const PageQueryFields = {
+  limit: Type.Optional(
+    Type.String({
+      maxLength: 16,
+      description: `page size, 1 to ${maxPageSize} (default ${defaultPageSize})`,
+    }),
+  ),
+  cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'next_cursor of the previous page' })),
+};

@@ -28,6 +28,7 @@ export {
   Message,
   Name,
   NameOrEmpty,
+  PageQueryFields,
   PlacementTags,
   Routes,
   Url,

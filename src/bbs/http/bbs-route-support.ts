@@ -1,27 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import {
-  BerthError,
-  checkCallbackUrl,
-  defaultPageSize,
-  InvalidArgumentError,
-  maxPageSize,
-} from '../../core/index.js';
+import { BerthError, checkCallbackUrl, InvalidArgumentError } from '../../core/index.js';
 import type { ModificationTag } from '../bbs-types.js';
 import { CasConflictError, formatTag, parseTag } from '../cas-conflict-error.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 
 /** What the BBS's route rooms share: paging query, ETag and If-Match, the callback-URL check. */
-
-/** `limit` + `cursor` of every list route, as the container list has them (docs/bbs.md, Paging). */
-export const PageQuery = {
-  limit: Type.Optional(
-    Type.String({
-      maxLength: 16,
-      description: `page size, 1 to ${maxPageSize} (default ${defaultPageSize})`,
-    }),
-  ),
-  cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'next_cursor of the previous page' })),
-};
 
 export const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String()) });
 

@@ -2,9 +2,8 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { DurationMs, Name, pageOfWhole } from '../../core/index.js';
+import { DurationMs, Name, PageQueryFields, pageOfWhole } from '../../core/index.js';
 import { publicCellPresence } from '../bbs-types.js';
-import { PageQuery } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { bbsPublicOperations } from './public-operations.js';
 
@@ -12,7 +11,7 @@ import { bbsPublicOperations } from './public-operations.js';
 export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { store } = options;
-  const SmallListQuery = Type.Object(PageQuery, { additionalProperties: false });
+  const SmallListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
   app.get(
     bbsPublicOperations.listCells.path,
     {

@@ -2,10 +2,18 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { decodeCursor, isString, Name, NameOrEmpty, parsePageLimit, toPage } from '../../core/index.js';
+import {
+  decodeCursor,
+  isString,
+  Name,
+  NameOrEmpty,
+  PageQueryFields,
+  parsePageLimit,
+  toPage,
+} from '../../core/index.js';
 import type { ActualLRPPageKey } from '../bbs-store.js';
 import { defaultWorkMemoryMb, type Monitor } from '../bbs-types.js';
-import { asPrecondition, etag, IfMatch, ifMatch, PageQuery, stripUndefined } from './bbs-route-support.js';
+import { asPrecondition, etag, IfMatch, ifMatch, stripUndefined } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { DesiredLRPDefinitionSchema, DesiredLRPUpdateSchema, type MonitorSchema } from './bbs-schemas.js';
 import { bbsPublicOperations } from './public-operations.js';
@@ -54,7 +62,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
         tags: ['desired_lrps'],
         summary: 'DesiredLRPs by process_guid, a page at a time: { desired_lrps, next_cursor? }',
         querystring: Type.Object(
-          { domain: Type.Optional(NameOrEmpty()), ...PageQuery },
+          { domain: Type.Optional(NameOrEmpty()), ...PageQueryFields },
           { additionalProperties: false },
         ),
       },
@@ -142,7 +150,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
             process_guid: Type.Optional(Type.String()),
             domain: Type.Optional(Type.String()),
             cell_id: Type.Optional(Type.String()),
-            ...PageQuery,
+            ...PageQueryFields,
           },
           { additionalProperties: false },
         ),

@@ -8,6 +8,7 @@ import {
   isString,
   Name,
   NameOrEmpty,
+  PageQueryFields,
   parsePageLimit,
   toPage,
 } from '../../core/index.js';
@@ -18,7 +19,6 @@ import {
   etag,
   IfMatch,
   ifMatch,
-  PageQuery,
   stripUndefined,
   taskCallbackCheck,
 } from './bbs-route-support.js';
@@ -38,7 +38,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
       state: Type.Optional(
         Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
       ),
-      ...PageQuery,
+      ...PageQueryFields,
     },
     { additionalProperties: false },
   );
