@@ -44,6 +44,12 @@ export interface HttpJsonClientOptions {
   readonly mapError?: (err: BerthError, status: number, url: string) => BerthError;
 }
 
+/** What a typed client (BBS, rep, history) lets its callers set; the peer and error policy are its own. */
+export type PeerClientOptions = Pick<
+  HttpJsonClientOptions,
+  'token' | 'timeoutMs' | 'fetch' | 'unreachableHint'
+>;
+
 export interface HttpJsonRequest {
   readonly query?: QueryValues;
   /** JSON-encoded; `undefined` sends no body. */

@@ -47,6 +47,7 @@ export {
   type HttpJsonClientOptions,
   type HttpJsonRequest,
   type HttpTransport,
+  type PeerClientOptions,
   PeerUnreachableError,
   type QueryValues,
   setDefaultHttpTransport,

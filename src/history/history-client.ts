@@ -1,4 +1,4 @@
-import { HttpJsonClient } from '../core/index.js';
+import { HttpJsonClient, type PeerClientOptions } from '../core/index.js';
 import { type CreatedToken, historyOperations } from './history-operations.js';
 import type {
   ContainerLogs,
@@ -10,14 +10,8 @@ import type { ContainerWithHistory } from './history-types.js';
 import type { IngestRecord, IngestResult } from './ingest-records.js';
 import type { Subscription, SubscriptionWithDeliveries } from './webhook-subscriptions.js';
 
-export interface HistoryClientOptions {
-  /** Bearer token; absent when the server runs with auth none. */
-  readonly token?: string | undefined;
-  /** Added to "Cannot reach …" (the CLI names its --server flag). */
-  readonly unreachableHint?: string;
-  readonly timeoutMs?: number;
-  readonly fetch?: typeof fetch;
-}
+/** The token is absent when the server runs with auth none; the hint names the CLI's --server flag. */
+export type HistoryClientOptions = PeerClientOptions;
 
 /**
  * The history API over HTTP: what cells post journaled batches with (`ingest` is the
@@ -28,12 +22,7 @@ export class HistoryClient {
   readonly #http: HttpJsonClient;
 
   constructor(baseUrl: string, options: HistoryClientOptions = {}) {
-    this.#http = new HttpJsonClient(baseUrl, {
-      token: options.token,
-      timeoutMs: options.timeoutMs ?? 30_000,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.unreachableHint ? { unreachableHint: options.unreachableHint } : {}),
-    });
+    this.#http = new HttpJsonClient(baseUrl, options);
     this.baseUrl = this.#http.baseUrl;
   }
 

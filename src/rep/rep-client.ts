@@ -1,5 +1,5 @@
 import type { CellPresence } from '../bbs/index.js';
-import { BerthError, HttpJsonClient } from '../core/index.js';
+import { BerthError, HttpJsonClient, type PeerClientOptions } from '../core/index.js';
 import type { RepState, RepStopRequest, RepWork, RepWorkResult } from './rep-api.js';
 
 /**
@@ -13,16 +13,12 @@ export interface RepApi {
   evacuate(): Promise<void>;
 }
 
-export interface RepClientOptions {
-  /**
-   * Per-request timeout (default 10 s). A timeout is `unavailable`: the auctioneer skips the cell
-   * for this round rather than waiting on it, so one slow cell cannot stall every placement.
-   */
-  readonly timeoutMs?: number;
-  readonly fetch?: typeof fetch;
-  /** The rep's token (`CellPresence.rep_token`), sent as `Authorization: Bearer`. */
-  readonly token?: string;
-}
+/**
+ * The per-request timeout defaults to 10 s. A timeout is `unavailable`: the auctioneer skips the
+ * cell for this round rather than waiting on it, so one slow cell cannot stall every placement.
+ * The token is the rep's (`CellPresence.rep_token`).
+ */
+export type RepClientOptions = PeerClientOptions;
 
 /**
  * The rep's HTTP API as seen by the auctioneer and converger. Every failure to get an answer
@@ -36,11 +32,10 @@ export class RepClient implements RepApi {
 
   constructor(baseUrl: string, options: RepClientOptions = {}) {
     this.#http = new HttpJsonClient(baseUrl, {
+      timeoutMs: 10_000,
+      ...options,
       peer: 'the rep',
-      timeoutMs: options.timeoutMs ?? 10_000,
-      token: options.token,
       mapError: retryableRepFailure,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     this.baseUrl = this.#http.baseUrl;
   }

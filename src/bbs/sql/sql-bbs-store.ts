@@ -1,51 +1,5 @@
 import type { SqlBackend, SqlDatabase } from '../../db/index.js';
-import type {
-  AckRequestsRequest,
-  AcquireLeaseRequest,
-  ActualLRPFilter,
-  ActualLRPGroup,
-  ActualLRPRef,
-  BbsEvent,
-  BbsSnapshot,
-  BbsStore,
-  CancelTaskRequest,
-  CasActualLRPRequest,
-  CasTaskRequest,
-  CellIdRequest,
-  ClaimActualLRPRequest,
-  CompleteTaskRequest,
-  ConvergenceSnapshot,
-  CrashActualLRPRequest,
-  DesiredLRPDefinition,
-  DesiredLRPFilter,
-  EvacuateRunningActualLRPRequest,
-  FailActualLRPRequest,
-  FailTaskRequest,
-  HeartbeatCellRequest,
-  Lease,
-  LeaseResult,
-  ProcessGuidRequest,
-  PruneEventsRequest,
-  ReadEventsRequest,
-  RecordCounts,
-  ReleaseLeaseRequest,
-  RemoveActualLRPRequest,
-  RemoveDesiredLRPRequest,
-  RemoveEvacuatingActualLRPRequest,
-  RetireActualLRPResult,
-  StartActualLRPRequest,
-  StartRequestDelivery,
-  StartTaskRequest,
-  StopRequestDelivery,
-  TakeRequestsRequest,
-  TakeStopRequestsRequest,
-  TaskFilter,
-  TaskGuidRequest,
-  TaskStartRequestDelivery,
-  UpdateDesiredLRPRequest,
-  UpsertDomainRequest,
-} from '../bbs-store.js';
-import type { ActualLRP, CellPresence, DesiredLRP, Domain, Task } from '../bbs-types.js';
+import type { BbsStore } from '../bbs-store.js';
 import { ActualLrpStore } from './actual-lrp-store.js';
 import { bbsMigrationList } from './bbs-migrations.js';
 import { CellStore } from './cell-store.js';
@@ -122,205 +76,71 @@ export class SqlBbsStore implements BbsStore {
     await this.database.close();
   }
 
-  // ---------------------------------------------------------------- DesiredLrpStore
+  // The store's operations, each delegated to the module of its resource.
+  // DesiredLrpStore
+  desireLRP: BbsStore['desireLRP'] = (req) => this.#desired.desireLRP(req);
+  getDesiredLRP: BbsStore['getDesiredLRP'] = (req) => this.#desired.getDesiredLRP(req);
+  listDesiredLRPs: BbsStore['listDesiredLRPs'] = (req) => this.#desired.listDesiredLRPs(req);
+  updateDesiredLRP: BbsStore['updateDesiredLRP'] = (req) => this.#desired.updateDesiredLRP(req);
+  removeDesiredLRP: BbsStore['removeDesiredLRP'] = (req) => this.#desired.removeDesiredLRP(req);
 
-  desireLRP(given: DesiredLRPDefinition): Promise<DesiredLRP> {
-    return this.#desired.desireLRP(given);
-  }
+  // ActualLrpStore
+  listActualLRPs: BbsStore['listActualLRPs'] = (req) => this.#actual.listActualLRPs(req);
+  getActualLRP: BbsStore['getActualLRP'] = (req) => this.#actual.getActualLRP(req);
+  createActualLRP: BbsStore['createActualLRP'] = (req) => this.#actual.createActualLRP(req);
+  claimActualLRP: BbsStore['claimActualLRP'] = (req) => this.#actual.claimActualLRP(req);
+  startActualLRP: BbsStore['startActualLRP'] = (req) => this.#actual.startActualLRP(req);
+  crashActualLRP: BbsStore['crashActualLRP'] = (req) => this.#actual.crashActualLRP(req);
+  failActualLRP: BbsStore['failActualLRP'] = (req) => this.#actual.failActualLRP(req);
+  unclaimActualLRP: BbsStore['unclaimActualLRP'] = (req) => this.#actual.unclaimActualLRP(req);
+  removeActualLRP: BbsStore['removeActualLRP'] = (req) => this.#actual.removeActualLRP(req);
+  retireActualLRP: BbsStore['retireActualLRP'] = (req) => this.#actual.retireActualLRP(req);
+  evacuateRunningActualLRP: BbsStore['evacuateRunningActualLRP'] = (req) =>
+    this.#actual.evacuateRunningActualLRP(req);
+  removeEvacuatingActualLRP: BbsStore['removeEvacuatingActualLRP'] = (req) =>
+    this.#actual.removeEvacuatingActualLRP(req);
 
-  getDesiredLRP(req: ProcessGuidRequest): Promise<DesiredLRP> {
-    return this.#desired.getDesiredLRP(req);
-  }
+  // RequestOutbox
+  takeStartRequests: BbsStore['takeStartRequests'] = (req) => this.#outbox.takeStartRequests(req);
+  ackStartRequests: BbsStore['ackStartRequests'] = (req) => this.#outbox.ackStartRequests(req);
+  takeTaskStartRequests: BbsStore['takeTaskStartRequests'] = (req) => this.#outbox.takeTaskStartRequests(req);
+  ackTaskStartRequests: BbsStore['ackTaskStartRequests'] = (req) => this.#outbox.ackTaskStartRequests(req);
+  takeStopRequests: BbsStore['takeStopRequests'] = (req) => this.#outbox.takeStopRequests(req);
+  ackStopRequests: BbsStore['ackStopRequests'] = (req) => this.#outbox.ackStopRequests(req);
 
-  listDesiredLRPs(req?: DesiredLRPFilter): Promise<DesiredLRP[]> {
-    return this.#desired.listDesiredLRPs(req);
-  }
+  // TaskStore
+  desireTask: BbsStore['desireTask'] = (req) => this.#tasks.desireTask(req);
+  getTask: BbsStore['getTask'] = (req) => this.#tasks.getTask(req);
+  listTasks: BbsStore['listTasks'] = (req) => this.#tasks.listTasks(req);
+  startTask: BbsStore['startTask'] = (req) => this.#tasks.startTask(req);
+  completeTask: BbsStore['completeTask'] = (req) => this.#tasks.completeTask(req);
+  failTask: BbsStore['failTask'] = (req) => this.#tasks.failTask(req);
+  cancelTask: BbsStore['cancelTask'] = (req) => this.#tasks.cancelTask(req);
+  resolvingTask: BbsStore['resolvingTask'] = (req) => this.#tasks.resolvingTask(req);
+  demoteResolvingTask: BbsStore['demoteResolvingTask'] = (req) => this.#tasks.demoteResolvingTask(req);
+  deleteTask: BbsStore['deleteTask'] = (req) => this.#tasks.deleteTask(req);
 
-  updateDesiredLRP(req: UpdateDesiredLRPRequest): Promise<DesiredLRP> {
-    return this.#desired.updateDesiredLRP(req);
-  }
+  // DomainStore
+  upsertDomain: BbsStore['upsertDomain'] = (req) => this.#domains.upsertDomain(req);
+  listDomains: BbsStore['listDomains'] = () => this.#domains.listDomains();
 
-  removeDesiredLRP(req: RemoveDesiredLRPRequest): Promise<void> {
-    return this.#desired.removeDesiredLRP(req);
-  }
+  // CellStore
+  heartbeatCell: BbsStore['heartbeatCell'] = (req) => this.#cells.heartbeatCell(req);
+  listCells: BbsStore['listCells'] = () => this.#cells.listCells();
+  removeCell: BbsStore['removeCell'] = (req) => this.#cells.removeCell(req);
 
-  // ---------------------------------------------------------------- ActualLrpStore
+  // LeaseStore
+  acquireLease: BbsStore['acquireLease'] = (req) => this.#leases.acquireLease(req);
+  releaseLease: BbsStore['releaseLease'] = (req) => this.#leases.releaseLease(req);
+  listLeases: BbsStore['listLeases'] = () => this.#leases.listLeases();
 
-  listActualLRPs(req?: ActualLRPFilter): Promise<ActualLRP[]> {
-    return this.#actual.listActualLRPs(req);
-  }
+  // SnapshotReads
+  readSnapshot: BbsStore['readSnapshot'] = () => this.#snapshots.readSnapshot();
+  readConvergenceSnapshot: BbsStore['readConvergenceSnapshot'] = () =>
+    this.#snapshots.readConvergenceSnapshot();
+  countRecords: BbsStore['countRecords'] = () => this.#snapshots.countRecords();
 
-  getActualLRP(req: ActualLRPRef): Promise<ActualLRPGroup> {
-    return this.#actual.getActualLRP(req);
-  }
-
-  createActualLRP(req: ActualLRPRef): Promise<ActualLRP> {
-    return this.#actual.createActualLRP(req);
-  }
-
-  claimActualLRP(req: ClaimActualLRPRequest): Promise<ActualLRP> {
-    return this.#actual.claimActualLRP(req);
-  }
-
-  startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP> {
-    return this.#actual.startActualLRP(req);
-  }
-
-  crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP> {
-    return this.#actual.crashActualLRP(req);
-  }
-
-  failActualLRP(req: FailActualLRPRequest): Promise<ActualLRP> {
-    return this.#actual.failActualLRP(req);
-  }
-
-  unclaimActualLRP(req: CasActualLRPRequest): Promise<ActualLRP> {
-    return this.#actual.unclaimActualLRP(req);
-  }
-
-  removeActualLRP(req: RemoveActualLRPRequest): Promise<void> {
-    return this.#actual.removeActualLRP(req);
-  }
-
-  retireActualLRP(req: CasActualLRPRequest): Promise<RetireActualLRPResult> {
-    return this.#actual.retireActualLRP(req);
-  }
-
-  evacuateRunningActualLRP(req: EvacuateRunningActualLRPRequest): Promise<ActualLRPGroup> {
-    return this.#actual.evacuateRunningActualLRP(req);
-  }
-
-  removeEvacuatingActualLRP(req: RemoveEvacuatingActualLRPRequest): Promise<void> {
-    return this.#actual.removeEvacuatingActualLRP(req);
-  }
-
-  // ---------------------------------------------------------------- RequestOutbox
-
-  takeStartRequests(req: TakeRequestsRequest): Promise<StartRequestDelivery[]> {
-    return this.#outbox.takeStartRequests(req);
-  }
-
-  ackStartRequests(req: AckRequestsRequest): Promise<void> {
-    return this.#outbox.ackStartRequests(req);
-  }
-
-  takeTaskStartRequests(req: TakeRequestsRequest): Promise<TaskStartRequestDelivery[]> {
-    return this.#outbox.takeTaskStartRequests(req);
-  }
-
-  ackTaskStartRequests(req: AckRequestsRequest): Promise<void> {
-    return this.#outbox.ackTaskStartRequests(req);
-  }
-
-  takeStopRequests(req: TakeStopRequestsRequest): Promise<StopRequestDelivery[]> {
-    return this.#outbox.takeStopRequests(req);
-  }
-
-  ackStopRequests(req: AckRequestsRequest): Promise<void> {
-    return this.#outbox.ackStopRequests(req);
-  }
-
-  // ---------------------------------------------------------------- TaskStore
-
-  desireTask(given: Parameters<BbsStore['desireTask']>[0]): Promise<Task> {
-    return this.#tasks.desireTask(given);
-  }
-
-  getTask(req: TaskGuidRequest): Promise<Task> {
-    return this.#tasks.getTask(req);
-  }
-
-  listTasks(req?: TaskFilter): Promise<Task[]> {
-    return this.#tasks.listTasks(req);
-  }
-
-  startTask(req: StartTaskRequest): Promise<Task> {
-    return this.#tasks.startTask(req);
-  }
-
-  completeTask(req: CompleteTaskRequest): Promise<Task> {
-    return this.#tasks.completeTask(req);
-  }
-
-  failTask(req: FailTaskRequest): Promise<Task> {
-    return this.#tasks.failTask(req);
-  }
-
-  cancelTask(req: CancelTaskRequest): Promise<Task> {
-    return this.#tasks.cancelTask(req);
-  }
-
-  resolvingTask(req: CasTaskRequest): Promise<Task> {
-    return this.#tasks.resolvingTask(req);
-  }
-
-  demoteResolvingTask(req: CasTaskRequest): Promise<Task> {
-    return this.#tasks.demoteResolvingTask(req);
-  }
-
-  deleteTask(req: CasTaskRequest): Promise<void> {
-    return this.#tasks.deleteTask(req);
-  }
-
-  // ---------------------------------------------------------------- DomainStore
-
-  upsertDomain(req: UpsertDomainRequest): Promise<Domain> {
-    return this.#domains.upsertDomain(req);
-  }
-
-  listDomains(): Promise<Domain[]> {
-    return this.#domains.listDomains();
-  }
-
-  // ---------------------------------------------------------------- CellStore
-
-  heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence> {
-    return this.#cells.heartbeatCell(req);
-  }
-
-  listCells(): Promise<CellPresence[]> {
-    return this.#cells.listCells();
-  }
-
-  removeCell(req: CellIdRequest): Promise<void> {
-    return this.#cells.removeCell(req);
-  }
-
-  // ---------------------------------------------------------------- LeaseStore
-
-  acquireLease(req: AcquireLeaseRequest): Promise<LeaseResult> {
-    return this.#leases.acquireLease(req);
-  }
-
-  releaseLease(req: ReleaseLeaseRequest): Promise<void> {
-    return this.#leases.releaseLease(req);
-  }
-
-  listLeases(): Promise<Lease[]> {
-    return this.#leases.listLeases();
-  }
-
-  // ---------------------------------------------------------------- SnapshotReads
-
-  readSnapshot(): Promise<BbsSnapshot> {
-    return this.#snapshots.readSnapshot();
-  }
-
-  readConvergenceSnapshot(): Promise<ConvergenceSnapshot> {
-    return this.#snapshots.readConvergenceSnapshot();
-  }
-
-  countRecords(): Promise<RecordCounts> {
-    return this.#snapshots.countRecords();
-  }
-
-  // ---------------------------------------------------------------- EventStore
-
-  readEvents(req: ReadEventsRequest): Promise<BbsEvent[]> {
-    return this.#events.readEvents(req);
-  }
-
-  pruneEvents(req: PruneEventsRequest): Promise<number> {
-    return this.#events.pruneEvents(req);
-  }
+  // EventStore
+  readEvents: BbsStore['readEvents'] = (req) => this.#events.readEvents(req);
+  pruneEvents: BbsStore['pruneEvents'] = (req) => this.#events.pruneEvents(req);
 }
