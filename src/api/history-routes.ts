@@ -10,10 +10,12 @@ import {
   Message,
   Name,
   NameOrEmpty,
+  PageQuery,
   pageOfWhole,
   Url,
 } from '../core/index.js';
 import {
+  ContainerListQuery,
   type HistoryStore,
   historyOperations,
   type IngestRecord,
@@ -23,7 +25,7 @@ import {
 import { userOf } from './auth/auth-hook.js';
 import { registerTokenRoutes } from './auth/token-routes.js';
 import type { TokenStore } from './auth/token-store.js';
-import { createdThenId, PageQuery } from './page-query.js';
+import { createdThenId } from './page-query.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const strict = { additionalProperties: false } as const;
@@ -115,16 +117,6 @@ const IngestBody = Type.Object(
   strict,
 );
 
-const ListQuery = Type.Object(
-  {
-    status: Type.Optional(Name()),
-    system: Type.Optional(Name()),
-    since: Type.Optional(Name({ description: 'ISO-8601: changed at or after' })),
-    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })),
-    cursor: Type.Optional(NameOrEmpty({ description: 'next_cursor of the previous page' })),
-  },
-  strict,
-);
 const IdParams = Type.Object({ id: Name() });
 const UserActionBody = Type.Object(
   {
@@ -168,7 +160,7 @@ export async function registerHistoryRoutes(
       schema: {
         tags: ['containers'],
         summary: 'Every container berth ran, newest first; filter by status, system, since; cursor pages',
-        querystring: ListQuery,
+        querystring: ContainerListQuery,
       },
     },
     async (request) => {

@@ -2,9 +2,8 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Name, pageOfWhole } from '../core/index.js';
+import { Name, PageQuery, pageOfWhole } from '../core/index.js';
 import { type SystemDeployer, systemOperations } from '../model/index.js';
-import { PageQuery } from './page-query.js';
 
 const ActionSchema = Type.Object({
   id: Type.String(),

@@ -102,12 +102,7 @@ export {
   PortMappingSchema,
   TaskDefinitionSchema,
 } from './http/bbs-schemas.js';
-export {
-  bbsPublicOperations,
-  type PageQueryValues,
-  type RecordPage,
-  type TaskWithDeliveries,
-} from './http/public-operations.js';
+export { bbsPublicOperations, type RecordPage, type TaskWithDeliveries } from './http/public-operations.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';

@@ -22,7 +22,7 @@ export function serverClient(ctx: Pick<CommandContext, 'values'>): HttpJsonClien
 export async function listAll<
   Key extends string,
   T,
-  Q extends { readonly limit?: number; readonly cursor?: string },
+  Q extends { readonly limit?: number | string; readonly cursor?: string },
 >(
   client: HttpJsonClient,
   op: HttpOperation<

@@ -74,3 +74,6 @@ export const PageQueryFields = {
   ),
   cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'next_cursor of the previous page' })),
 };
+
+/** The query of a list route with nothing to filter by (cells, domains, systems, tokens): the page. */
+export const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });

@@ -6,6 +6,8 @@
  * or a changed body type fails to compile on both sides. The tables are in the lowest layer both
  * the route and its clients may import (bbs/http/public-operations.ts, history/, model/).
  */
+import type { Static, TSchema } from '@sinclair/typebox';
+
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HttpOperation<Params, Query, Body, Answer> {
@@ -31,6 +33,15 @@ export type Sendable<T> = T extends readonly (infer U)[]
   : T extends object
     ? { readonly [K in keyof T]: Sendable<T[K]> }
     : T;
+
+/**
+ * An operation's query type from the TypeBox schema its route validates with. A URL carries every
+ * value as a string; `limit`, the page size of every list route, is also taken as the number
+ * callers hold it as.
+ */
+export type QueryOf<S extends TSchema> = {
+  readonly [K in keyof Static<S>]: K extends 'limit' ? Static<S>[K] | number : Static<S>[K];
+};
 
 /** A query as a caller builds it: any key may be absent or `undefined` (left out of the URL). */
 export type QueryArgs<Q> = { readonly [K in keyof Q]?: Q[K] | undefined };

@@ -28,6 +28,7 @@ export {
   Message,
   Name,
   NameOrEmpty,
+  PageQuery,
   PageQueryFields,
   PlacementTags,
   Routes,
@@ -62,6 +63,7 @@ export {
   type OperationArgs,
   operationPath,
   type QueryArgs,
+  type QueryOf,
   type Sendable,
 } from './http-operation.js';
 export { isStorableText, jsonNestingDepth, limits, textPattern } from './limits.js';

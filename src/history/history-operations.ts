@@ -1,5 +1,6 @@
-import { httpOperation } from '../core/index.js';
-import type { ContainerLogs, ContainerPage, ListContainersRequest } from './history-store.js';
+import { Type } from '@sinclair/typebox';
+import { httpOperation, Name, NameOrEmpty, type QueryOf } from '../core/index.js';
+import type { ContainerLogs, ContainerPage } from './history-store.js';
 import type { ContainerWithHistory } from './history-types.js';
 import type { IngestRecord, IngestResult } from './ingest-records.js';
 import type { Subscription, SubscriptionWithDeliveries } from './webhook-subscriptions.js';
@@ -12,12 +13,24 @@ export interface CreatedToken {
   readonly token: string;
 }
 
+/** `GET /v1/containers`' filters and page; the route validates with it, clients are typed by it. */
+export const ContainerListQuery = Type.Object(
+  {
+    status: Type.Optional(Name()),
+    system: Type.Optional(Name()),
+    since: Type.Optional(Name({ description: 'ISO-8601: changed at or after' })),
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })),
+    cursor: Type.Optional(NameOrEmpty({ description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
 /**
  * The history API as one table: api/history-routes.ts registers each route at `op.path`, and
  * HistoryClient (cells posting batches, the CLI reading) calls the same operations.
  */
 export const historyOperations = {
-  listContainers: httpOperation<undefined, ListContainersRequest, undefined, ContainerPage>(
+  listContainers: httpOperation<undefined, QueryOf<typeof ContainerListQuery>, undefined, ContainerPage>(
     'GET',
     '/v1/containers',
   ),

@@ -35,7 +35,7 @@ export {
 export { HistoryClient, type HistoryClientOptions } from './history-client.js';
 export type { HistoryDb, HistoryTables } from './history-database.js';
 export { historyMigrationList } from './history-migrations.js';
-export { type CreatedToken, historyOperations } from './history-operations.js';
+export { ContainerListQuery, type CreatedToken, historyOperations } from './history-operations.js';
 export {
   type ContainerLogs,
   type ContainerPage,

@@ -1,4 +1,4 @@
-import { httpOperation } from '../core/index.js';
+import { httpOperation, type PageQuery, type QueryOf } from '../core/index.js';
 import type { ActionRecord } from './sql-system-store.js';
 import type { SystemStatusJson } from './system-status-view.js';
 
@@ -27,7 +27,7 @@ export const systemOperations = {
   ),
   listSystems: httpOperation<
     undefined,
-    { readonly limit?: number; readonly cursor?: string },
+    QueryOf<typeof PageQuery>,
     undefined,
     { systems: SystemSummary[]; next_cursor?: string }
   >('GET', '/v1/systems'),

@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { DurationMs, Name, PageQueryFields, pageOfWhole } from '../../core/index.js';
+import { DurationMs, Name, PageQuery, pageOfWhole } from '../../core/index.js';
 import { publicCellPresence } from '../bbs-types.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { bbsPublicOperations } from './public-operations.js';
@@ -11,14 +11,13 @@ import { bbsPublicOperations } from './public-operations.js';
 export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { store } = options;
-  const SmallListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
   app.get(
     bbsPublicOperations.listCells.path,
     {
       schema: {
         tags: ['cells'],
         summary: 'Live cells: { cells, next_cursor? }',
-        querystring: SmallListQuery,
+        querystring: PageQuery,
       },
     },
     async (request) =>
@@ -35,7 +34,7 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
       schema: {
         tags: ['domains'],
         summary: 'Fresh domains: { domains, next_cursor? }',
-        querystring: SmallListQuery,
+        querystring: PageQuery,
       },
     },
     async (request) => pageOfWhole('domains', await store.listDomains(), request.query, (d) => d.domain),
@@ -57,7 +56,7 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
       schema: {
         tags: ['leases'],
         summary: 'Singleton leases and holders: { leases, next_cursor? }',
-        querystring: SmallListQuery,
+        querystring: PageQuery,
       },
     },
     async (request) => pageOfWhole('leases', await store.listLeases(), request.query, (l) => l.name),

@@ -2,20 +2,13 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import {
-  decodeCursor,
-  isString,
-  Name,
-  NameOrEmpty,
-  PageQueryFields,
-  parsePageLimit,
-  toPage,
-} from '../../core/index.js';
+import { decodeCursor, isString, Name, parsePageLimit, toPage } from '../../core/index.js';
 import type { ActualLRPPageKey } from '../bbs-store.js';
 import { defaultWorkMemoryMb, type Monitor } from '../bbs-types.js';
 import { asPrecondition, etag, IfMatch, ifMatch, stripUndefined } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { DesiredLRPDefinitionSchema, DesiredLRPUpdateSchema, type MonitorSchema } from './bbs-schemas.js';
+import { ActualLrpListQuery, DesiredLrpListQuery } from './list-query-schemas.js';
 import { bbsPublicOperations } from './public-operations.js';
 
 /** DesiredLRPs (create, list, read, update with If-Match, remove) and the ActualLRP list. */
@@ -61,10 +54,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
       schema: {
         tags: ['desired_lrps'],
         summary: 'DesiredLRPs by process_guid, a page at a time: { desired_lrps, next_cursor? }',
-        querystring: Type.Object(
-          { domain: Type.Optional(NameOrEmpty()), ...PageQueryFields },
-          { additionalProperties: false },
-        ),
+        querystring: DesiredLrpListQuery,
       },
     },
     async (request) => {
@@ -145,15 +135,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
         tags: ['actual_lrps'],
         summary:
           'ActualLRPs, evacuating copies included (evacuating: true), a page at a time: { actual_lrps, next_cursor? }',
-        querystring: Type.Object(
-          {
-            process_guid: Type.Optional(Type.String()),
-            domain: Type.Optional(Type.String()),
-            cell_id: Type.Optional(Type.String()),
-            ...PageQueryFields,
-          },
-          { additionalProperties: false },
-        ),
+        querystring: ActualLrpListQuery,
       },
     },
     async (request) => {

@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import { httpOperation } from '../../core/index.js';
+import { httpOperation, type PageQuery, type QueryOf } from '../../core/index.js';
 import type { ActualLRP, CellPresence, DesiredLRP, Domain, Task } from '../bbs-types.js';
 import type { TaskDelivery } from '../task-callback-log.js';
 import type {
@@ -7,12 +7,7 @@ import type {
   DesiredLRPUpdateSchema,
   TaskDefinitionSchema,
 } from './bbs-schemas.js';
-
-/** The paging query of every list route (docs/bbs.md): `limit` up to 1000, `cursor` from the last page. */
-export interface PageQueryValues {
-  readonly limit?: number;
-  readonly cursor?: string;
-}
+import type { ActualLrpListQuery, DesiredLrpListQuery, TaskListQuery } from './list-query-schemas.js';
 
 /** A page of a list route: the records under their key, and where the next page starts. */
 export type RecordPage<Key extends string, T> = { readonly [k in Key]: T[] } & {
@@ -33,7 +28,7 @@ export const bbsPublicOperations = {
   ),
   listDesiredLrps: httpOperation<
     undefined,
-    PageQueryValues & { readonly domain?: string },
+    QueryOf<typeof DesiredLrpListQuery>,
     undefined,
     RecordPage<'desired_lrps', DesiredLRP>
   >('GET', '/v1/desired_lrps'),
@@ -50,16 +45,14 @@ export const bbsPublicOperations = {
   removeDesiredLrp: httpOperation<{ process_guid: string }>('DELETE', '/v1/desired_lrps/:process_guid'),
   listActualLrps: httpOperation<
     undefined,
-    PageQueryValues & { readonly process_guid?: string; readonly domain?: string; readonly cell_id?: string },
+    QueryOf<typeof ActualLrpListQuery>,
     undefined,
     RecordPage<'actual_lrps', ActualLRP>
   >('GET', '/v1/actual_lrps'),
-  listTasks: httpOperation<
-    undefined,
-    PageQueryValues & { readonly state?: string; readonly domain?: string; readonly cell_id?: string },
-    undefined,
-    RecordPage<'tasks', Task>
-  >('GET', '/v1/tasks'),
+  listTasks: httpOperation<undefined, QueryOf<typeof TaskListQuery>, undefined, RecordPage<'tasks', Task>>(
+    'GET',
+    '/v1/tasks',
+  ),
   desireTask: httpOperation<undefined, undefined, Static<typeof TaskDefinitionSchema>, Task>(
     'POST',
     '/v1/tasks',
@@ -81,10 +74,12 @@ export const bbsPublicOperations = {
     'POST',
     '/v1/tasks/:task_guid/cancel',
   ),
-  listCells: httpOperation<undefined, PageQueryValues, undefined, RecordPage<'cells', CellPresence>>(
-    'GET',
-    '/v1/cells',
-  ),
+  listCells: httpOperation<
+    undefined,
+    QueryOf<typeof PageQuery>,
+    undefined,
+    RecordPage<'cells', CellPresence>
+  >('GET', '/v1/cells'),
   /** Registered by the api layer (api/cell-routes.ts): the server forwards it to the cell's rep. */
   evacuateCell: httpOperation<
     { cell_id: string },
@@ -92,7 +87,7 @@ export const bbsPublicOperations = {
     undefined,
     { cell_id: string; evacuating: boolean }
   >('POST', '/v1/cells/:cell_id/evacuate'),
-  listDomains: httpOperation<undefined, PageQueryValues, undefined, RecordPage<'domains', Domain>>(
+  listDomains: httpOperation<undefined, QueryOf<typeof PageQuery>, undefined, RecordPage<'domains', Domain>>(
     'GET',
     '/v1/domains',
   ),

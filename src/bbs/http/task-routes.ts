@@ -2,16 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import {
-  BerthError,
-  decodeCursor,
-  isString,
-  Name,
-  NameOrEmpty,
-  PageQueryFields,
-  parsePageLimit,
-  toPage,
-} from '../../core/index.js';
+import { BerthError, decodeCursor, isString, Name, parsePageLimit, toPage } from '../../core/index.js';
 import { defaultWorkMemoryMb, type Task, type TaskState } from '../bbs-types.js';
 import { taskDeliveryLogFor, toTaskDelivery } from '../task-callback-log.js';
 import {
@@ -24,6 +15,7 @@ import {
 } from './bbs-route-support.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { TaskDefinitionSchema } from './bbs-schemas.js';
+import { TaskListQuery } from './list-query-schemas.js';
 import { bbsPublicOperations } from './public-operations.js';
 
 /** Tasks: create (callback URL checked), list, read with its delivery log, resolve, delete, cancel. */
@@ -31,24 +23,13 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const { store } = options;
   const checkTaskCallback = taskCallbackCheck(options);
-  const TaskQuery = Type.Object(
-    {
-      domain: Type.Optional(NameOrEmpty()),
-      cell_id: Type.Optional(NameOrEmpty()),
-      state: Type.Optional(
-        Type.Union(['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => Type.Literal(s))),
-      ),
-      ...PageQueryFields,
-    },
-    { additionalProperties: false },
-  );
   app.get(
     bbsPublicOperations.listTasks.path,
     {
       schema: {
         tags: ['tasks'],
         summary: 'Tasks by task_guid, a page at a time: { tasks, next_cursor? }',
-        querystring: TaskQuery,
+        querystring: TaskListQuery,
       },
     },
     async (request) => {
