@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { BerthError, type ErrorCode } from '../core/index.js';
+import { BerthError, codeForHttpStatus, describeFetchError, type ErrorCode } from '../core/index.js';
 import { dockerManifest, dockerManifestList, ociIndex, ociManifest } from '../runtime/image/index.js';
 
 /** The `--server` default of `berth image push|pull` and cells: `berth server`'s own default. */
@@ -32,12 +32,12 @@ export class RegistryRequestError extends BerthError {
   }
 }
 
+/**
+ * core's one status mapping, with a registry client's policy over it: any 5xx is the remote
+ * registry failing (retry later), never a berth `internal`.
+ */
 function codeForStatus(status: number): ErrorCode {
-  if (status === 401) return 'unauthenticated';
-  if (status === 403) return 'forbidden';
-  if (status === 404) return 'not_found';
-  if (status === 408 || status === 429 || status >= 500) return 'unavailable';
-  return 'invalid_argument';
+  return status >= 500 ? 'unavailable' : codeForHttpStatus(status);
 }
 
 function sha256(bytes: Uint8Array): string {
@@ -146,10 +146,9 @@ export class RegistryClient {
         ...(init.body === undefined ? {} : { body: init.body, duplex: 'half' }),
       } as RequestInit);
     } catch (err) {
-      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
       throw new RegistryRequestError(
         'unavailable',
-        `Cannot reach the registry at ${this.serverUrl}: ${cause}`,
+        `Cannot reach the registry at ${this.serverUrl}: ${describeFetchError(err)}`,
         { url, method },
         { cause: err },
       );
