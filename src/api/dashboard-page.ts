@@ -104,6 +104,8 @@ async function renderSystems() {
     const services = serviceTree(system.services, (service) => {
       const units = el('ul');
       for (const unit of service.units || []) {
+        // Keep the selection on this refresh's copy of the unit: its container changes on restarts.
+        if (selected && selected.service.path === service.path && selected.unit.name === unit.name) selected = { service, unit };
         const label = 'unit ' + unit.index + (unit.principal ? ' (sidecar of ' + unit.principal + ')' : '');
         units.append(el('li', { 'data-unit': unit.name || String(unit.index) }, el('span', { class: 'unit', onclick: () => { selected = { service, unit }; renderTimeline(); } }, label), ' ',
           badge(unit.state || unit.life), unit.cell_id ? el('span', { class: 'cell' }, ' on ' + unit.cell_id) : ''));
@@ -129,16 +131,10 @@ async function renderTimeline() {
   const target = document.getElementById('timeline');
   title.textContent = 'History of ' + service.path + ' unit ' + unit.index;
   if (!service.process_guid || service.kind === 'job') { target.textContent = 'This unit has no container (yet).'; return; }
-  // A sidecar unit runs as its own one-instance LRP <guid>.u<index>.
-  const guid = service.sidecar_of ? service.process_guid + '.u' + unit.index : service.process_guid;
-  const index = service.sidecar_of ? 0 : unit.index;
-  const actuals = await api('/v1/actual_lrps?limit=1000&process_guid=' + encodeURIComponent(guid));
-  const list = Array.isArray(actuals) ? actuals : actuals.actual_lrps || [];
-  const actual = list.find((a) => a.index === index && !a.evacuating);
-  if (!actual || !actual.instance_guid) { target.textContent = 'Not placed yet.'; return; }
+  if (!unit.instance_guid) { target.textContent = 'Not placed yet.'; return; }
   let record;
-  try { record = await api('/v1/containers/' + encodeURIComponent(actual.instance_guid)); }
-  catch { target.textContent = 'No history recorded yet for container ' + actual.instance_guid + '.'; return; }
+  try { record = await api('/v1/containers/' + encodeURIComponent(unit.instance_guid)); }
+  catch { target.textContent = 'No history recorded yet for container ' + unit.instance_guid + '.'; return; }
   const rows = record.history.map((h) => el('tr', {}, el('td', {}, h.time_recorded), el('td', {}, badge(h.status)), el('td', {}, h.entity_type), el('td', {}, h.exit_code ?? ''), el('td', {}, h.message || '')));
   target.className = '';
   target.replaceChildren(el('p', {}, 'container ', el('code', {}, record.id), ' ', badge(record.status)),

@@ -15,6 +15,8 @@ export interface UnitStatus {
   readonly cell_id: string | null;
   /** A sidecar's principal unit (`/web/api#0`), null for principals. */
   readonly principal: string | null;
+  /** The container the unit runs in now (its ActualLRP's instance guid: the history's id), if placed. */
+  readonly instance_guid: string | null;
 }
 
 export interface ServiceStatus {
@@ -188,6 +190,7 @@ function serviceStatus(
         state: actual?.state ?? 'UNPLACED',
         cell_id: u.cell_id ?? (actual?.cell_id || null),
         principal: u.principal ? unitLabel(system, u.principal) : null,
+        instance_guid: actual?.instance_guid || null,
       };
     });
   return {
