@@ -13,6 +13,7 @@ import {
   InvalidArgumentError,
   isNotFound,
   parseDuration,
+  sleep,
 } from '../core/index.js';
 import {
   booleanOption,
@@ -54,8 +55,6 @@ function envOption(values: OptionValues): Record<string, string> {
   }
   return env;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Waits for a task to complete by polling its record. A task with a callback may be deleted by
