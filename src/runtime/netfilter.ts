@@ -1,5 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { BerthError } from '../core/index.js';
+import { tryLock } from './flock.js';
 
 /**
  * What every part of the `--net private` host setup shares: which bridge and subnet, where the
@@ -45,16 +48,48 @@ function fail(what: string, result: ReturnType<typeof spawnSync>): never {
 export function ensureRule(family: Family, table: string, rule: readonly string[], insert: boolean): boolean {
   const run = (op: string) =>
     spawnSync(tool(family), ['--wait', '-t', table, op, ...rule], { encoding: 'utf8' });
-  const check = run('-C');
-  if (check.error)
-    throw new BerthError(
-      'unavailable',
-      `Cannot set up --net private: ${tool(family)}: ${check.error.message}`,
-    );
-  if (check.status === 0) return false;
-  const add = run(insert ? '-I' : '-A');
-  if (add.status !== 0) fail(`add ${tool(family)} rule "${rule.join(' ')}"`, add);
-  return true;
+  return withRulesLock(() => {
+    const check = run('-C');
+    if (check.error)
+      throw new BerthError(
+        'unavailable',
+        `Cannot set up --net private: ${tool(family)}: ${check.error.message}`,
+      );
+    if (check.status === 0) return false;
+    const add = run(insert ? '-I' : '-A');
+    if (add.status !== 0) fail(`add ${tool(family)} rule "${rule.join(' ')}"`, add);
+    return true;
+  });
+}
+
+/** How long a berth process waits for another one's check-and-add before giving up. */
+const rulesLockWaitMs = 30_000;
+
+/**
+ * Runs `work` holding the host-wide rules lock (flock on a file in netRunDir). A check and an add
+ * are two iptables commands, and iptables' own lock covers only one: two cells starting at once
+ * would both find a rule missing and both add it. The wait polls (the section is two short
+ * commands) because the callers are synchronous.
+ */
+function withRulesLock<T>(work: () => T): T {
+  mkdirSync(netRunDir(), { recursive: true, mode: 0o700 });
+  const fd = openSync(join(netRunDir(), 'iptables-rules.lock'), 'a', 0o600);
+  try {
+    const deadline = Date.now() + rulesLockWaitMs;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    while (!tryLock(fd, 'exclusive')) {
+      if (Date.now() > deadline)
+        throw new BerthError(
+          'unavailable',
+          `Cannot set up --net private: another berth process held ${join(netRunDir(), 'iptables-rules.lock')} for ${rulesLockWaitMs / 1000} s`,
+        );
+      Atomics.wait(pause, 0, 0, 5);
+    }
+    return work();
+  } finally {
+    // Closing the only descriptor drops the lock.
+    closeSync(fd);
+  }
 }
 
 /**
