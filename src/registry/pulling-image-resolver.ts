@@ -50,13 +50,13 @@ export class ImagePullError extends BerthError {
  * own locks make racing imports safe and blobs already present are not fetched again.
  */
 export class PullingImageResolver {
-  private readonly inFlight = new Map<string, Promise<ResolvedImage>>();
-  private readonly client: RegistryClient;
+  readonly #inFlight = new Map<string, Promise<ResolvedImage>>();
+  readonly #client: RegistryClient;
   /** Pulls started by this resolver (tests and metrics). */
   pulls = 0;
 
   constructor(private readonly options: PullingImageResolverOptions) {
-    this.client = new RegistryClient({
+    this.#client = new RegistryClient({
       serverUrl: options.serverUrl,
       ...(options.token !== undefined ? { token: options.token } : {}),
     });
@@ -70,18 +70,18 @@ export class PullingImageResolver {
       if (!isBerthError(err) || err.code !== 'not_found' || !isPullable(ref)) throw err;
     }
     const name = normalizeImageName(ref);
-    let pull = this.inFlight.get(name);
+    let pull = this.#inFlight.get(name);
     if (pull === undefined) {
-      pull = this.pull(name).finally(() => this.inFlight.delete(name));
-      this.inFlight.set(name, pull);
+      pull = this.#pull(name).finally(() => this.#inFlight.delete(name));
+      this.#inFlight.set(name, pull);
     }
     return pull;
   }
 
-  private async pull(name: string): Promise<ResolvedImage> {
+  async #pull(name: string): Promise<ResolvedImage> {
     this.pulls += 1;
     try {
-      await pullImage(this.options.store, this.client, name);
+      await pullImage(this.options.store, this.#client, name);
       const image = await this.options.store.resolve(name);
       this.options.onPull?.(name, image);
       return image;

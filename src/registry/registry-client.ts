@@ -57,7 +57,7 @@ export class RegistryClient {
 
   /** GET a manifest by tag or digest; refuses it unless its bytes hash to the digest named. */
   async getManifest(name: string, reference: string): Promise<FetchedManifest> {
-    const response = await this.request('GET', `/v2/${name}/manifests/${reference}`, {
+    const response = await this.#request('GET', `/v2/${name}/manifests/${reference}`, {
       headers: { accept: manifestAccept },
     });
     const bytes = Buffer.from(await response.arrayBuffer());
@@ -76,13 +76,13 @@ export class RegistryClient {
   }
 
   async hasBlob(name: string, digest: string): Promise<boolean> {
-    const response = await this.request('HEAD', `/v2/${name}/blobs/${digest}`, { allow: [404] });
+    const response = await this.#request('HEAD', `/v2/${name}/blobs/${digest}`, { allow: [404] });
     return response.status === 200;
   }
 
   /** The blob's bytes as a stream; the caller verifies them (ImageStore.putBlob does). */
   async getBlob(name: string, digest: string): Promise<Readable> {
-    const response = await this.request('GET', `/v2/${name}/blobs/${digest}`);
+    const response = await this.#request('GET', `/v2/${name}/blobs/${digest}`);
     if (response.body === null) return Readable.from([]);
     return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
   }
@@ -90,7 +90,7 @@ export class RegistryClient {
   /** Uploads a file as a blob (POST a session, PUT it with ?digest=) unless the registry has it. */
   async pushBlob(name: string, digest: string, path: string): Promise<'pushed' | 'exists'> {
     if (await this.hasBlob(name, digest)) return 'exists';
-    const started = await this.request('POST', `/v2/${name}/blobs/uploads/`, { allow: [201, 202] });
+    const started = await this.#request('POST', `/v2/${name}/blobs/uploads/`, { allow: [201, 202] });
     // A registry may answer a POST with 201 when it mounted the blob by itself.
     if (started.status === 201) return 'exists';
     const location = started.headers.get('location');
@@ -104,7 +104,7 @@ export class RegistryClient {
     const target = new URL(location, `${this.serverUrl}/`);
     target.searchParams.set('digest', digest);
     const body = Readable.toWeb(createReadStream(path)) as unknown as ReadableStream<Uint8Array>;
-    await this.request('PUT', target.href, {
+    await this.#request('PUT', target.href, {
       body,
       headers: { 'content-type': 'application/octet-stream' },
     });
@@ -113,7 +113,7 @@ export class RegistryClient {
 
   /** PUTs a manifest under a tag (or its digest); returns the digest the registry stored. */
   async putManifest(name: string, reference: string, bytes: Buffer, mediaType: string): Promise<string> {
-    const response = await this.request('PUT', `/v2/${name}/manifests/${reference}`, {
+    const response = await this.#request('PUT', `/v2/${name}/manifests/${reference}`, {
       body: bytes,
       headers: { 'content-type': mediaType },
     });
@@ -121,12 +121,12 @@ export class RegistryClient {
   }
 
   async listTags(name: string): Promise<string[]> {
-    const response = await this.request('GET', `/v2/${name}/tags/list`);
+    const response = await this.#request('GET', `/v2/${name}/tags/list`);
     const body = (await response.json()) as { tags?: string[] | null };
     return body.tags ?? [];
   }
 
-  private async request(
+  async #request(
     method: string,
     pathOrUrl: string,
     init: {

@@ -57,10 +57,10 @@ export class RegistryError extends Error {
   readonly more: readonly RegistryError[];
 
   body(): RegistryErrorBody {
-    return { errors: [this, ...this.more].map((e) => e.entry()) };
+    return { errors: [this, ...this.more].map((e) => e.#entry()) };
   }
 
-  private entry(): { code: string; message: string; detail?: unknown } {
+  #entry(): { code: string; message: string; detail?: unknown } {
     return {
       code: this.code,
       message: this.message,

@@ -24,7 +24,7 @@ const idPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  * than `idleTtlMs` are deleted by `sweep`.
  */
 export class UploadSessions {
-  private readonly sessions = new Map<string, Session>();
+  readonly #sessions = new Map<string, Session>();
 
   constructor(
     private readonly dir: string,
@@ -33,15 +33,15 @@ export class UploadSessions {
 
   async create(): Promise<string> {
     const id = randomUUID();
-    const handle = await open(this.path(id), 'wx', 0o600);
+    const handle = await open(this.#path(id), 'wx', 0o600);
     await handle.close();
-    this.sessions.set(id, { hash: createHash('sha256'), hashedBytes: 0, queue: Promise.resolve() });
+    this.#sessions.set(id, { hash: createHash('sha256'), hashedBytes: 0, queue: Promise.resolve() });
     return id;
   }
 
   /** Bytes received so far; BLOB_UPLOAD_UNKNOWN if there is no such upload. */
   async size(id: string): Promise<number> {
-    const info = await stat(this.path(id)).catch((err: unknown) => {
+    const info = await stat(this.#path(id)).catch((err: unknown) => {
       if (errnoCode(err) === 'ENOENT') throw unknownUpload(id);
       throw err;
     });
@@ -57,7 +57,7 @@ export class UploadSessions {
     body: AsyncIterable<Uint8Array>,
     range?: { readonly start: number; readonly end: number },
   ): Promise<number> {
-    return this.serialized(id, async (session) => {
+    return this.#serialized(id, async (session) => {
       const start = await this.size(id);
       if (range !== undefined && range.start !== start) {
         throw new RegistryError(
@@ -67,9 +67,9 @@ export class UploadSessions {
           { status: 416, headers: { Range: rangeHeader(start), 'Docker-Upload-UUID': id } },
         );
       }
-      const written = await this.write(id, session, body, start);
+      const written = await this.#write(id, session, body, start);
       if (range !== undefined && range.end - range.start + 1 !== written) {
-        await truncate(this.path(id), start);
+        await truncate(this.#path(id), start);
         session.hash = undefined;
         throw new RegistryError(
           'BLOB_UPLOAD_INVALID',
@@ -87,10 +87,10 @@ export class UploadSessions {
    * into the store and then calls `forget`.
    */
   finish(id: string, digest: string, body: AsyncIterable<Uint8Array> | undefined): Promise<HashedFile> {
-    return this.serialized(id, async (session) => {
+    return this.#serialized(id, async (session) => {
       const start = await this.size(id);
-      if (body !== undefined) await this.write(id, session, body, start);
-      const path = this.path(id);
+      if (body !== undefined) await this.#write(id, session, body, start);
+      const path = this.#path(id);
       const size = await this.size(id);
       const handle = await open(path, 'r+');
       try {
@@ -116,12 +116,12 @@ export class UploadSessions {
   }
 
   async cancel(id: string): Promise<void> {
-    this.sessions.delete(id);
-    await rm(this.path(id), { force: true });
+    this.#sessions.delete(id);
+    await rm(this.#path(id), { force: true });
   }
 
   forget(id: string): void {
-    this.sessions.delete(id);
+    this.#sessions.delete(id);
   }
 
   /** Deletes uploads idle for longer than the TTL (a client that gave up); returns how many. */
@@ -131,26 +131,26 @@ export class UploadSessions {
       const path = join(this.dir, name);
       const info = await stat(path).catch(() => undefined);
       if (info === undefined || now - info.mtimeMs <= this.idleTtlMs) continue;
-      this.sessions.delete(name);
+      this.#sessions.delete(name);
       await rm(path, { recursive: true, force: true });
       removed += 1;
     }
     return removed;
   }
 
-  private path(id: string): string {
+  #path(id: string): string {
     if (!idPattern.test(id)) throw unknownUpload(id);
     return join(this.dir, id);
   }
 
-  private async write(
+  async #write(
     id: string,
     session: Session,
     body: AsyncIterable<Uint8Array>,
     start: number,
   ): Promise<number> {
     if (session.hash !== undefined && session.hashedBytes !== start) session.hash = undefined;
-    const handle = await open(this.path(id), 'a');
+    const handle = await open(this.#path(id), 'a');
     let written = 0;
     try {
       for await (const chunk of body) {
@@ -169,12 +169,12 @@ export class UploadSessions {
     return written;
   }
 
-  private serialized<T>(id: string, fn: (session: Session) => Promise<T>): Promise<T> {
-    let session = this.sessions.get(id);
+  #serialized<T>(id: string, fn: (session: Session) => Promise<T>): Promise<T> {
+    let session = this.#sessions.get(id);
     if (session === undefined) {
       // Known on disk but not in memory (server restarted): continue without a running hash.
       session = { hash: undefined, hashedBytes: 0, queue: Promise.resolve() };
-      this.sessions.set(id, session);
+      this.#sessions.set(id, session);
     }
     const own = session;
     const run = own.queue.then(() => fn(own));

@@ -41,7 +41,7 @@ type Entry =
  * overlayfs's `redirect_dir` and metacopy features are not followed: berth mounts without them.
  */
 export class LayeredRoot {
-  private readonly opened: number[] = [];
+  readonly #opened: number[] = [];
 
   private constructor(private readonly roots: readonly number[]) {}
 
@@ -59,16 +59,16 @@ export class LayeredRoot {
       }
     }
     const root = new LayeredRoot(roots);
-    root.opened.push(...roots);
+    root.#opened.push(...roots);
     return root;
   }
 
   close(): void {
-    for (const fd of this.opened.splice(0)) closeSync(fd);
+    for (const fd of this.#opened.splice(0)) closeSync(fd);
   }
 
   /** `name` in the merged directory made of `dirFds` (top first). */
-  private lookup(dirFds: readonly number[], name: string): Entry {
+  #lookup(dirFds: readonly number[], name: string): Entry {
     const dirs: number[] = [];
     for (const dirFd of dirFds) {
       let fd: number;
@@ -79,7 +79,7 @@ export class LayeredRoot {
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw err;
       }
-      this.opened.push(fd);
+      this.#opened.push(fd);
       const stat = fstatSync(fd);
       if (stat.isCharacterDevice() && stat.rdev === 0) break; // a whiteout: nothing below shows
       if (stat.isDirectory()) {
@@ -115,7 +115,7 @@ export class LayeredRoot {
         if (stack.length > 1) stack.pop();
         continue;
       }
-      const entry = this.lookup(stack[stack.length - 1] as readonly number[], part);
+      const entry = this.#lookup(stack[stack.length - 1] as readonly number[], part);
       if (entry.kind === 'missing') return undefined;
       if (entry.kind === 'symlink') {
         links += 1;

@@ -202,7 +202,7 @@ export class PodRuntime {
       );
     }
     try {
-      this.upgradeOciConfig(run, manifest);
+      this.#upgradeOciConfig(run, manifest);
     } catch (err) {
       closeSync(lockFd);
       throw new BerthError(
@@ -217,7 +217,7 @@ export class PodRuntime {
    * A pod prepared by a berth before 2026-11-24 has a config.json without the root overlay (stage
    * 1 mounted it on the host then): written anew from its pod.json, it runs as any other.
    */
-  private upgradeOciConfig(location: PodLocation, manifest: PodManifest): void {
+  #upgradeOciConfig(location: PodLocation, manifest: PodManifest): void {
     const path = join(this.store.path(location), podFiles.ociConfig);
     const config = JSON.parse(readFileSync(path, 'utf8')) as { mounts?: { destination?: string }[] };
     if (config.mounts?.some((m) => m.destination === '/')) return;
@@ -345,17 +345,17 @@ export class PodRuntime {
         state: info.state,
       });
     }
-    this.runcKill(info.uuid, 'TERM');
+    this.#runcKill(info.uuid, 'TERM');
     try {
       return await this.waitExit(info.uuid, timeoutMs);
     } catch (err) {
       if (!(err instanceof BerthError) || err.code !== 'unavailable') throw err;
     }
-    this.runcKill(info.uuid, 'KILL');
+    this.#runcKill(info.uuid, 'KILL');
     return this.waitExit(info.uuid);
   }
 
-  private runcKill(uuid: string, signal: string): void {
+  #runcKill(uuid: string, signal: string): void {
     // A container that exited meanwhile makes runc fail; waitExit then returns at once.
     spawnSync('runc', ['--root', this.store.dirs.runc, 'kill', uuid, signal], { stdio: 'ignore' });
   }
@@ -399,7 +399,7 @@ export class PodRuntime {
    * so "every container berth ever ran" holds even for pods deleted the moment they exit. Best
    * effort: a pod with no exit record, or a full disk, leaves none.
    */
-  private writeObituary(location: PodLocation, path: string): void {
+  #writeObituary(location: PodLocation, path: string): void {
     try {
       if (existsSync(join(path, podFiles.historyNoted))) return;
       const info = this.store.inspect(location);
@@ -445,7 +445,7 @@ export class PodRuntime {
       });
     }
     if (leftovers.hasCgroup(location.uuid)) removePodCgroup(location.uuid);
-    this.writeObituary(location, path);
+    this.#writeObituary(location, path);
     this.store.remove(location);
   }
 

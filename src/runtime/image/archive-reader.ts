@@ -20,8 +20,8 @@ const maxAliasHops = 40;
  * aliases inside that map.
  */
 export class StagedArchive implements ImageSource {
-  private readonly files = new Map<string, SourceFile>();
-  private readonly aliases = new Map<string, string>();
+  readonly #files = new Map<string, SourceFile>();
+  readonly #aliases = new Map<string, string>();
 
   private constructor(readonly description: string) {}
 
@@ -45,8 +45,8 @@ export class StagedArchive implements ImageSource {
         const path = components.join('/');
         if (type === 'file' || type === 'contiguous-file' || type === undefined || type === null) {
           count += 1;
-          staged.files.set(path, await writeHashing(entryChunks(entry), join(workDir, `f${count}`)));
-          staged.aliases.delete(path);
+          staged.#files.set(path, await writeHashing(entryChunks(entry), join(workDir, `f${count}`)));
+          staged.#aliases.delete(path);
           continue;
         }
         for await (const _ of entryChunks(entry)) {
@@ -61,8 +61,8 @@ export class StagedArchive implements ImageSource {
               { entry: name },
             );
           }
-          staged.aliases.set(path, target.join('/'));
-          staged.files.delete(path);
+          staged.#aliases.set(path, target.join('/'));
+          staged.#files.delete(path);
         }
       }
       await feeding;
@@ -73,12 +73,12 @@ export class StagedArchive implements ImageSource {
     return staged;
   }
 
-  private lookup(path: string): SourceFile | undefined {
+  #lookup(path: string): SourceFile | undefined {
     let key = archivePathComponents(path)?.join('/') ?? '';
     for (let hop = 0; hop <= maxAliasHops; hop++) {
-      const file = this.files.get(key);
+      const file = this.#files.get(key);
       if (file !== undefined) return file;
-      const next = this.aliases.get(key);
+      const next = this.#aliases.get(key);
       if (next === undefined) return undefined;
       key = next;
     }
@@ -86,11 +86,11 @@ export class StagedArchive implements ImageSource {
   }
 
   has(path: string): boolean {
-    return this.lookup(path) !== undefined;
+    return this.#lookup(path) !== undefined;
   }
 
   async file(path: string): Promise<SourceFile> {
-    const file = this.lookup(path);
+    const file = this.#lookup(path);
     if (file === undefined) {
       throw new InvalidArgumentError(
         `Cannot import "${this.description}": the archive has no file "${path}"`,

@@ -45,7 +45,7 @@ export class BlobStore {
   ): Promise<StoredBlob> {
     let tmp: string | undefined;
     try {
-      return await this.ingestVia(file, what, expected, (path) => {
+      return await this.#ingestVia(file, what, expected, (path) => {
         tmp = path;
       });
     } catch (err) {
@@ -55,7 +55,7 @@ export class BlobStore {
     }
   }
 
-  private async ingestVia(
+  async #ingestVia(
     file: SourceFile,
     what: string,
     expected: { readonly digest: string; readonly size?: number } | undefined,

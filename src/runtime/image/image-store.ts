@@ -73,28 +73,28 @@ const hexPrefix = /^[a-f0-9]{4,64}$/;
  * imports load tar and zlib code only when called.
  */
 export class ImageStore {
-  private readonly layout: StoreLayout;
-  private readonly locks: StoreLocks;
+  readonly #layout: StoreLayout;
+  readonly #locks: StoreLocks;
 
   constructor(readonly dataDir: string) {
-    this.layout = new StoreLayout(dataDir);
-    this.locks = new StoreLocks(this.layout);
-    for (const dir of [this.layout.blobs, this.layout.rootfsDir, this.layout.records]) {
+    this.#layout = new StoreLayout(dataDir);
+    this.#locks = new StoreLocks(this.#layout);
+    for (const dir of [this.#layout.blobs, this.#layout.rootfsDir, this.#layout.records]) {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
     }
-    mkdirSync(this.layout.tmp, { recursive: true, mode: 0o700 });
+    mkdirSync(this.#layout.tmp, { recursive: true, mode: 0o700 });
   }
 
   /** Imports a docker-archive or oci-archive tarball (plain or gzip) or an OCI layout directory. */
   async importArchive(path: string, options: { readonly name?: string } = {}): Promise<ImageSummary> {
     const { importArchive } = await import('./image-importer.js');
-    return importArchive(await this.deps(), path, options);
+    return importArchive(await this.#deps(), path, options);
   }
 
   /** Makes a single-layer image of a directory (Env PATH default, Cmd ["/bin/sh"]). */
   async importRootfs(dir: string, name: string): Promise<ImageSummary> {
     const { importRootfs } = await import('./image-importer.js');
-    return importRootfs(await this.deps(), dir, name);
+    return importRootfs(await this.#deps(), dir, name);
   }
 
   /**
@@ -107,12 +107,12 @@ export class ImageStore {
     options: { readonly name?: string } = {},
   ): Promise<ImageSummary> {
     const { importManifest } = await import('./image-importer.js');
-    const image = await importManifest(await this.deps(), manifest, mediaType, options);
+    const image = await importManifest(await this.#deps(), manifest, mediaType, options);
     // The blobs belong to an image now: their pending marks are no longer needed.
-    const record = readRecord(this.layout, image.id);
+    const record = readRecord(this.#layout, image.id);
     if (record !== undefined) {
       for (const digest of recordBlobs(record)) {
-        await unlink(join(this.layout.pending, digestHex(digest))).catch(() => undefined);
+        await unlink(join(this.#layout.pending, digestHex(digest))).catch(() => undefined);
       }
     }
     return image;
@@ -130,13 +130,13 @@ export class ImageStore {
   ): Promise<StoredBlob> {
     digestHex(expected.digest);
     const { writeStreamHashing } = await import('./blob-store.js');
-    const lease = await this.locks.holdForWork();
+    const lease = await this.#locks.holdForWork();
     try {
-      const deps = await this.deps();
-      const tmp = tempName(this.layout, 'pull');
+      const deps = await this.#deps();
+      const tmp = tempName(this.#layout, 'pull');
       try {
         const hashed = await writeStreamHashing(source, tmp);
-        await this.markPending(expected.digest);
+        await this.#markPending(expected.digest);
         return await deps.blobs.ingest({ ...hashed, path: tmp, staged: true }, what, expected);
       } finally {
         await rm(tmp, { force: true });
@@ -156,10 +156,10 @@ export class ImageStore {
     what: string,
   ): Promise<StoredBlob> {
     digestHex(expected.digest);
-    const lease = await this.locks.holdForWork();
+    const lease = await this.#locks.holdForWork();
     try {
-      const deps = await this.deps();
-      await this.markPending(expected.digest);
+      const deps = await this.#deps();
+      await this.#markPending(expected.digest);
       return await deps.blobs.ingest({ ...file, staged: true }, what, expected);
     } finally {
       lease.release();
@@ -168,41 +168,41 @@ export class ImageStore {
 
   /** Where the registry keeps uploads in progress: same filesystem as the blobs, for rename. */
   uploadsDir(): string {
-    mkdirSync(this.layout.uploads, { recursive: true, mode: 0o700 });
-    return this.layout.uploads;
+    mkdirSync(this.#layout.uploads, { recursive: true, mode: 0o700 });
+    return this.#layout.uploads;
   }
 
   /** The names index (`name:tag` → image id), as the registry lists tags. */
   names(): Readonly<Record<string, string>> {
-    return readNames(this.layout);
+    return readNames(this.#layout);
   }
 
   /** The manifest of the image `name:tag` points at, if the name exists. */
   manifestByName(name: string): StoredManifest | undefined {
-    const id = readNames(this.layout)[name];
-    const record = id === undefined ? undefined : readRecord(this.layout, id);
+    const id = readNames(this.#layout)[name];
+    const record = id === undefined ? undefined : readRecord(this.#layout, id);
     return record === undefined ? undefined : manifestOf(record);
   }
 
   /** The stored image whose manifest has this digest, if any. */
   manifestByDigest(digest: string): StoredManifest | undefined {
-    const record = this.records().find((r) => r.manifestDigest === digest);
+    const record = this.#records().find((r) => r.manifestDigest === digest);
     return record === undefined ? undefined : manifestOf(record);
   }
 
   list(): ImageSummary[] {
-    const names = readNames(this.layout);
-    return this.records()
+    const names = readNames(this.#layout);
+    return this.#records()
       .map((record) => summary(record, names))
       .sort((a, b) => b.created.localeCompare(a.created) || a.id.localeCompare(b.id));
   }
 
   async resolve(ref: string): Promise<ResolvedImage> {
-    const names = readNames(this.layout);
-    const { id } = this.find(ref, names);
-    const record = readRecord(this.layout, id);
+    const names = readNames(this.#layout);
+    const { id } = this.#find(ref, names);
+    const record = readRecord(this.#layout, id);
     if (record === undefined) throw new NotFoundError('image', ref);
-    return { ...summary(record, names), config: record.config, rootfs: this.layout.rootfs(id) };
+    return { ...summary(record, names), config: record.config, rootfs: this.#layout.rootfs(id) };
   }
 
   /**
@@ -211,27 +211,27 @@ export class ImageStore {
    * keeps its mounted rootfs until it exits, but pods prepared from it will fail to start.
    */
   async remove(ref: string): Promise<RemoveResult> {
-    const lease = await this.locks.holdForWork();
+    const lease = await this.#locks.holdForWork();
     let trash: string | undefined;
     let result: RemoveResult;
     try {
-      const inUse = await this.rootfsInUse();
-      result = await this.locks.withNamesLock(async () => {
-        const names = readNames(this.layout);
-        const found = this.find(ref, names);
+      const inUse = await this.#rootfsInUse();
+      result = await this.#locks.withNamesLock(async () => {
+        const names = readNames(this.#layout);
+        const found = this.#find(ref, names);
         const untagged = found.name === undefined ? namesOf(names, found.id) : [found.name];
         for (const name of untagged) delete names[name];
         const deleted = namesOf(names, found.id).length === 0 ? found.id : undefined;
-        if (untagged.length > 0) await writeNames(this.layout, names);
+        if (untagged.length > 0) await writeNames(this.#layout, names);
         if (deleted !== undefined) {
           // Record first: a crash after it leaves a complete rootfs without a record, which a
           // later import of the same image reuses and gc otherwise deletes.
-          await unlink(this.layout.record(deleted)).catch(ignoreMissing);
+          await unlink(this.#layout.record(deleted)).catch(ignoreMissing);
           // A live pod's overlay has this rootfs as its lower dir: it stays (without a record)
           // until gc finds no pod using it.
           if (!inUse.has(digestHex(deleted))) {
-            trash = await makeWorkDir(this.layout, 'remove');
-            await rename(this.layout.rootfs(deleted), join(trash, 'rootfs')).catch(ignoreMissing);
+            trash = await makeWorkDir(this.#layout, 'remove');
+            await rename(this.#layout.rootfs(deleted), join(trash, 'rootfs')).catch(ignoreMissing);
           }
         }
         return deleted === undefined ? { untagged } : { untagged, deleted };
@@ -252,39 +252,39 @@ export class ImageStore {
    * the grace period (its manifest may still come), or a rootfs a live pod uses.
    */
   async gc(options: GcOptions = {}): Promise<GcResult> {
-    const lease = await this.locks.tryHoldForGc();
+    const lease = await this.#locks.tryHoldForGc();
     if (lease === undefined) return { ran: false, blobsRemoved: 0, rootfsRemoved: 0, tmpRemoved: 0 };
     try {
-      const tmpRemoved = await this.locks.sweepTmp();
-      const inUse = await this.rootfsInUse();
-      const pending = await this.pendingBlobs(options.pendingGraceMs ?? defaultPendingGraceMs);
-      return await this.locks.withNamesLock(async () => {
-        const records = this.records();
+      const tmpRemoved = await this.#locks.sweepTmp();
+      const inUse = await this.#rootfsInUse();
+      const pending = await this.#pendingBlobs(options.pendingGraceMs ?? defaultPendingGraceMs);
+      return await this.#locks.withNamesLock(async () => {
+        const records = this.#records();
         const live = new Set(records.flatMap((r) => recordBlobs(r).map((d) => digestHex(d))));
         const ids = new Set(records.map((r) => digestHex(r.id)));
         let blobsRemoved = 0;
         let bytesRemoved = 0;
         let pendingKept = 0;
-        for (const hex of await readdir(this.layout.blobs)) {
+        for (const hex of await readdir(this.#layout.blobs)) {
           if (live.has(hex)) continue;
           if (pending.has(hex)) {
             pendingKept += 1;
             continue;
           }
-          const path = join(this.layout.blobs, hex);
+          const path = join(this.#layout.blobs, hex);
           bytesRemoved += statSync(path, { throwIfNoEntry: false })?.size ?? 0;
           await rm(path, { force: true });
           blobsRemoved += 1;
         }
         let rootfsRemoved = 0;
         let rootfsKept = 0;
-        for (const hex of await readdir(this.layout.rootfsDir)) {
+        for (const hex of await readdir(this.#layout.rootfsDir)) {
           if (ids.has(hex)) continue;
           if (inUse.has(hex)) {
             rootfsKept += 1;
             continue;
           }
-          await rm(join(this.layout.rootfsDir, hex), { recursive: true, force: true });
+          await rm(join(this.#layout.rootfsDir, hex), { recursive: true, force: true });
           rootfsRemoved += 1;
         }
         return {
@@ -303,9 +303,9 @@ export class ImageStore {
   }
 
   /** Marks a blob as pushed or pulled just now (see GcOptions.pendingGraceMs). */
-  private async markPending(digest: string): Promise<void> {
-    mkdirSync(this.layout.pending, { recursive: true, mode: 0o755 });
-    const path = join(this.layout.pending, digestHex(digest));
+  async #markPending(digest: string): Promise<void> {
+    mkdirSync(this.#layout.pending, { recursive: true, mode: 0o755 });
+    const path = join(this.#layout.pending, digestHex(digest));
     const now = new Date();
     await utimes(path, now, now).catch(async (err: unknown) => {
       if (errnoCode(err) !== 'ENOENT') throw err;
@@ -314,12 +314,12 @@ export class ImageStore {
   }
 
   /** Hex digests of blobs marked pending within the grace period; older marks are deleted. */
-  private async pendingBlobs(graceMs: number): Promise<Set<string>> {
+  async #pendingBlobs(graceMs: number): Promise<Set<string>> {
     const fresh = new Set<string>();
-    const names = await readdir(this.layout.pending).catch(() => [] as string[]);
+    const names = await readdir(this.#layout.pending).catch(() => [] as string[]);
     const cutoff = Date.now() - graceMs;
     for (const hex of names) {
-      const path = join(this.layout.pending, hex);
+      const path = join(this.#layout.pending, hex);
       const info = await stat(path).catch(() => undefined);
       if (info !== undefined && info.mtimeMs > cutoff) fresh.add(hex);
       else await rm(path, { force: true });
@@ -332,7 +332,7 @@ export class ImageStore {
    * pod.json `image.rootfs`): deleting one would pull the lower dir from under a live overlay or
    * make a prepared pod unstartable. Loaded lazily: the pod store needs the flock addon.
    */
-  private async rootfsInUse(): Promise<Set<string>> {
+  async #rootfsInUse(): Promise<Set<string>> {
     const { PodStore } = await import('../pod-store.js');
     const pods = new PodStore(this.dataDir);
     const used = new Set<string>();
@@ -350,31 +350,31 @@ export class ImageStore {
 
   /** Path of a blob in the store (whether or not it is there), for the registry to serve. */
   blobPath(digest: string): string {
-    return this.layout.blob(digest);
+    return this.#layout.blob(digest);
   }
 
   hasBlob(digest: string): boolean {
-    return existsSync(this.layout.blob(digest));
+    return existsSync(this.#layout.blob(digest));
   }
 
   /** The blob writer (and node:crypto with it) loads only for imports, off the pod hot path. */
-  private async deps(): Promise<{ layout: StoreLayout; blobs: BlobStore; locks: StoreLocks }> {
+  async #deps(): Promise<{ layout: StoreLayout; blobs: BlobStore; locks: StoreLocks }> {
     const { BlobStore } = await import('./blob-store.js');
-    return { layout: this.layout, blobs: new BlobStore(this.layout), locks: this.locks };
+    return { layout: this.#layout, blobs: new BlobStore(this.#layout), locks: this.#locks };
   }
 
-  private records(): ImageRecord[] {
-    return readdirSync(this.layout.records)
+  #records(): ImageRecord[] {
+    return readdirSync(this.#layout.records)
       .filter((f) => /^[a-f0-9]{64}\.json$/.test(f))
-      .map((f) => readRecord(this.layout, `sha256:${f.slice(0, 64)}`))
+      .map((f) => readRecord(this.#layout, `sha256:${f.slice(0, 64)}`))
       .filter((r): r is ImageRecord => r !== undefined);
   }
 
   /** name:tag, short name (`busybox` for `docker.io/library/busybox:latest`), id, id prefix. */
-  private find(ref: string, names: NamesIndex): Found {
+  #find(ref: string, names: NamesIndex): Found {
     if (ref.startsWith('sha256:')) {
       if (isDigest(ref)) return { id: ref };
-      return this.findByPrefix(ref, ref.slice('sha256:'.length));
+      return this.#findByPrefix(ref, ref.slice('sha256:'.length));
     }
     if (isImageName(ref)) {
       const name = normalizeImageName(ref);
@@ -390,13 +390,13 @@ export class ImageStore {
       const onlyId = only === undefined ? undefined : names[only];
       if (only !== undefined && onlyId !== undefined) return { id: onlyId, name: only };
     }
-    if (hexPrefix.test(ref)) return this.findByPrefix(ref, ref);
+    if (hexPrefix.test(ref)) return this.#findByPrefix(ref, ref);
     throw new NotFoundError('image', ref);
   }
 
-  private findByPrefix(ref: string, prefix: string): Found {
+  #findByPrefix(ref: string, prefix: string): Found {
     if (!hexPrefix.test(prefix)) throw new NotFoundError('image', ref);
-    const matches = readdirSync(this.layout.records).filter(
+    const matches = readdirSync(this.#layout.records).filter(
       (f) => f.startsWith(prefix) && f.endsWith('.json'),
     );
     if (matches.length > 1) {

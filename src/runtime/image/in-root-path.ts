@@ -46,7 +46,7 @@ export class SymlinkLoopInRootError extends Error {
  */
 export class InRootResolver {
   /** Resolved relative paths known to be real directories; dropped when something is replaced. */
-  private readonly knownDirs = new Set<string>();
+  readonly #knownDirs = new Set<string>();
 
   constructor(readonly root: string) {}
 
@@ -72,7 +72,7 @@ export class InRootResolver {
       }
       const rel = [...resolved, part];
       const key = rel.join('/');
-      if (this.knownDirs.has(key)) {
+      if (this.#knownDirs.has(key)) {
         resolved.push(part);
         continue;
       }
@@ -95,7 +95,7 @@ export class InRootResolver {
       } else if (!stat.isDirectory()) {
         throw new NotADirectoryInRootError(key);
       }
-      this.knownDirs.add(key);
+      this.#knownDirs.add(key);
       resolved.push(part);
     }
     return resolved;
@@ -103,14 +103,14 @@ export class InRootResolver {
 
   /** Records a directory this process just made at `rel`. */
   remember(rel: readonly string[]): void {
-    this.knownDirs.add(rel.join('/'));
+    this.#knownDirs.add(rel.join('/'));
   }
 
   /** Drops what is known about `rel` and everything below it, after it was removed or replaced. */
   forget(rel: readonly string[]): void {
     const key = rel.join('/');
-    for (const known of this.knownDirs) {
-      if (known === key || known.startsWith(`${key}/`)) this.knownDirs.delete(known);
+    for (const known of this.#knownDirs) {
+      if (known === key || known.startsWith(`${key}/`)) this.#knownDirs.delete(known);
     }
   }
 }

@@ -8,7 +8,7 @@ import { archivePathComponents } from './in-root-path.js';
 export class LayoutDirSource implements ImageSource {
   constructor(readonly description: string) {}
 
-  private resolve(path: string): string | undefined {
+  #resolve(path: string): string | undefined {
     // Paths come from the layout's own JSON; `..` there is an attempt to read outside it.
     const components = archivePathComponents(path);
     if (components === null || components.length === 0) return undefined;
@@ -16,12 +16,12 @@ export class LayoutDirSource implements ImageSource {
   }
 
   has(path: string): boolean {
-    const full = this.resolve(path);
+    const full = this.#resolve(path);
     return full !== undefined && existsSync(full);
   }
 
   async file(path: string): Promise<SourceFile> {
-    const full = this.resolve(path);
+    const full = this.#resolve(path);
     const stat = full === undefined ? undefined : statSync(full, { throwIfNoEntry: false });
     if (full === undefined || stat === undefined || !stat.isFile()) {
       throw new InvalidArgumentError(

@@ -19,7 +19,7 @@ export class StoreBlobSource implements ImageSource {
     private readonly extra: ReadonlyMap<string, string>,
   ) {}
 
-  private resolve(path: string): string | undefined {
+  #resolve(path: string): string | undefined {
     const own = this.extra.get(path);
     if (own !== undefined) return own;
     const hex = blobPathPattern.exec(path)?.[1];
@@ -27,12 +27,12 @@ export class StoreBlobSource implements ImageSource {
   }
 
   has(path: string): boolean {
-    const full = this.resolve(path);
+    const full = this.#resolve(path);
     return full !== undefined && statSync(full, { throwIfNoEntry: false })?.isFile() === true;
   }
 
   async file(path: string): Promise<SourceFile> {
-    const full = this.resolve(path);
+    const full = this.#resolve(path);
     const stat = full === undefined ? undefined : statSync(full, { throwIfNoEntry: false });
     if (full === undefined || stat === undefined || !stat.isFile()) {
       const digest = blobPathPattern.exec(path)?.[1];
