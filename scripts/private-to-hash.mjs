@@ -9,8 +9,14 @@ import ts from 'typescript';
 const root = process.cwd();
 const prefixes = process.argv.slice(2).map((p) => resolve(root, p));
 const configPath = ts.findConfigFile(root, ts.sys.fileExists, 'tsconfig.json');
-const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic() {} });
-const files = new Map(config.fileNames.map((f) => [resolve(f), { version: 0, text: readFileSync(f, 'utf8') }]));
+const config = ts.getParsedCommandLineOfConfigFile(
+  configPath,
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic() {} },
+);
+const files = new Map(
+  config.fileNames.map((f) => [resolve(f), { version: 0, text: readFileSync(f, 'utf8') }]),
+);
 const host = {
   getScriptFileNames: () => [...files.keys()],
   getScriptVersion: (f) => String(files.get(resolve(f))?.version ?? 0),
@@ -28,7 +34,9 @@ const host = {
 };
 const service = ts.createLanguageService(host);
 const wanted = (f) =>
-  !/\.test\.ts$/.test(f) && f.startsWith(join(root, 'src')) && (prefixes.length === 0 || prefixes.some((p) => f.startsWith(p)));
+  !/\.test\.ts$/.test(f) &&
+  f.startsWith(join(root, 'src')) &&
+  (prefixes.length === 0 || prefixes.some((p) => f.startsWith(p)));
 
 function nextPrivate() {
   const program = service.getProgram();
@@ -39,10 +47,12 @@ function nextPrivate() {
     const visit = (node) => {
       if (found) return;
       if (
-        (ts.isPropertyDeclaration(node) || ts.isMethodDeclaration(node) || ts.isGetAccessor(node) || ts.isSetAccessor(node)) &&
+        (ts.isPropertyDeclaration(node) ||
+          ts.isMethodDeclaration(node) ||
+          ts.isGetAccessor(node) ||
+          ts.isSetAccessor(node)) &&
         node.modifiers?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword) &&
-        ts.isIdentifier(node.name) &&
-        !node.modifiers.some((m) => m.kind === ts.SyntaxKind.StaticKeyword && false)
+        ts.isIdentifier(node.name)
       ) {
         found = { file, node, sf };
         return;
@@ -61,7 +71,10 @@ for (;;) {
   if (!hit) break;
   const { file, node, sf } = hit;
   const name = node.name.text;
-  const locations = service.findRenameLocations(file, node.name.getStart(sf), false, false, { providePrefixAndSuffixTextForRename: false }) ?? [];
+  const locations =
+    service.findRenameLocations(file, node.name.getStart(sf), false, false, {
+      providePrefixAndSuffixTextForRename: false,
+    }) ?? [];
   const edits = new Map();
   for (const loc of locations) {
     const list = edits.get(resolve(loc.fileName)) ?? [];
@@ -75,7 +88,8 @@ for (;;) {
   for (const [f, list] of edits) {
     const entry = files.get(f);
     let text = entry.text;
-    for (const e of list.sort((a, b) => b.start - a.start)) text = text.slice(0, e.start) + e.text + text.slice(e.start + e.length);
+    for (const e of list.sort((a, b) => b.start - a.start))
+      text = text.slice(0, e.start) + e.text + text.slice(e.start + e.length);
     entry.text = text;
     entry.version++;
   }
