@@ -49,6 +49,26 @@ export const taskCommandTable: readonly CommandEntry[] = [
         valueName: 'TAG',
         description: 'Run only on cells with this placement tag',
       },
+      output: {
+        type: 'string',
+        multiple: true,
+        valueName: 'NAME=PATH',
+        description:
+          'Keep this file or directory of the container as output NAME when the task ends (berth task outputs)',
+      },
+      'outputs-max-bytes': {
+        type: 'string',
+        valueName: 'N',
+        default: '67108864 (64 MiB)',
+        description: 'Bytes of output the task may leave; more fails the task',
+      },
+      'output-dir': {
+        type: 'string',
+        short: 'o',
+        valueName: 'DIR',
+        default: './GUID-outputs',
+        description: 'With --wait and --output: unpack the outputs here before the task is deleted',
+      },
       'poll-interval': {
         type: 'string',
         valueName: 'DURATION',
@@ -89,6 +109,23 @@ export const taskCommandTable: readonly CommandEntry[] = [
     summary:
       'Cancel a task: it becomes COMPLETED, failed, "task was cancelled"; a running container is destroyed by its cell.',
     flags: serverFlags,
+    positionals: guid,
+    load: tasks,
+  },
+  {
+    name: 'task outputs',
+    summary:
+      "Download a task's outputs (its --output files and directories, collected by its cell when it ended) and unpack them into DIR, one entry per output name; prints each file written. Nothing in DIR is overwritten.",
+    flags: {
+      'output-dir': {
+        type: 'string',
+        short: 'o',
+        valueName: 'DIR',
+        default: './GUID-outputs',
+        description: 'Where to unpack them (created if missing)',
+      },
+      ...serverFlags,
+    },
     positionals: guid,
     load: tasks,
   },

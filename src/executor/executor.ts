@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { closeSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
+import type { ActualLRPNetInfo, Monitor, PortMapping, TaskOutputDeclaration } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import {
   defaultLogTailBytes,
@@ -22,6 +22,7 @@ import {
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
 import { checkMonitor } from './monitor-check.js';
+import { type CollectedOutputs, collectTaskOutputs, type OutputCollectionLimits } from './task-outputs.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -426,6 +427,23 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     const record = this.#containers.get(guid);
     if (!record?.podUuid) return { text: '', size: 0, truncated: false };
     return readLogTail(this.#options.runtime.logDir(record.podUuid).dir, maxBytes);
+  }
+
+  /**
+   * Archives a completed container's declared outputs (task-outputs.ts) into `archive`, while its
+   * pod (and so its root) still exists; undefined when the container never had a pod (its launch
+   * failed: nothing ran, nothing to collect). Throws OutputCollectionError naming the output.
+   */
+  async collectOutputs(
+    guid: string,
+    outputs: readonly TaskOutputDeclaration[],
+    limits: OutputCollectionLimits,
+    archive: string,
+  ): Promise<CollectedOutputs | undefined> {
+    const record = this.#containers.get(guid);
+    if (!record?.podUuid) return undefined;
+    const pod = this.#options.runtime.status(record.podUuid);
+    return collectTaskOutputs(this.#options.runtime.store.rootLayers(pod), outputs, limits, archive);
   }
 
   /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */

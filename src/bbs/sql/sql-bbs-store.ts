@@ -56,6 +56,7 @@ import { LeaseStore } from './lease-store.js';
 import { RequestOutbox } from './request-outbox.js';
 import { SnapshotReads } from './snapshot-reads.js';
 import { type SqlBbsStoreOptions, StoreContext } from './store-context.js';
+import { taskOutputMigrationList, TaskOutputStore } from './task-output-store.js';
 import { TaskStore } from './task-store.js';
 
 export type { SqlBbsStoreOptions } from './store-context.js';
@@ -70,6 +71,8 @@ export type { SqlBbsStoreOptions } from './store-context.js';
 export class SqlBbsStore implements BbsStore {
   /** The database handle the store was opened on; history and the model share it. */
   readonly database: SqlDatabase;
+  /** Task output archives, on the same database (deleteTask deletes a task's archive with it). */
+  readonly taskOutputs: TaskOutputStore;
   readonly #desired: DesiredLrpStore;
   readonly #actual: ActualLrpStore;
   readonly #outbox: RequestOutbox;
@@ -83,6 +86,7 @@ export class SqlBbsStore implements BbsStore {
   private constructor(database: SqlDatabase, options: SqlBbsStoreOptions) {
     this.database = database;
     const ctx = new StoreContext(database, options);
+    this.taskOutputs = new TaskOutputStore(database, ctx.now);
     this.#desired = new DesiredLrpStore(ctx);
     this.#actual = new ActualLrpStore(ctx);
     this.#outbox = new RequestOutbox(ctx);
@@ -101,7 +105,7 @@ export class SqlBbsStore implements BbsStore {
   static async open(database: SqlDatabase, options: SqlBbsStoreOptions = {}): Promise<SqlBbsStore> {
     const store = new SqlBbsStore(database, options);
     try {
-      await database.migrate([bbsMigrationList], (options.now ?? (() => new Date()))());
+      await database.migrate([bbsMigrationList, taskOutputMigrationList], (options.now ?? (() => new Date()))());
     } catch (err) {
       await database.close();
       throw err;

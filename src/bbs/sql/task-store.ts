@@ -15,6 +15,7 @@ import { taskWithDefaults } from '../definition-defaults.js';
 import { assertTaskTransition, taskDeletableStates } from '../task-transitions.js';
 import { recordStop } from './request-outbox.js';
 import { rowToTask, taskToRow } from './row-mapping.js';
+import { deleteTaskOutputs } from './task-output-store.js';
 import {
   type CasTarget,
   casWrite,
@@ -210,6 +211,8 @@ export class TaskStore {
         },
         taskCasTarget(tx, before.task_guid, req.expected),
       );
+      // Its outputs go with it (docs/history.md "Task outputs").
+      await deleteTaskOutputs(tx.db, before.task_guid);
       tx.events.push({ type: 'task_removed', task: before });
     });
   }
