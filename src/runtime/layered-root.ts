@@ -133,6 +133,8 @@ export class LayeredRoot {
    * The root itself is a `dir`.
    */
   entryAt(path: string, followLast = false): RootEntry {
+    // A trailing slash asks for what the name resolves to, as in POSIX path resolution.
+    const follow = followLast || /\/\.?$/.test(path);
     // Each element is one merged directory on the way down, so `..` goes back to its parent.
     const stack: (readonly number[])[] = [this.roots];
     const pending = path.split('/');
@@ -148,7 +150,7 @@ export class LayeredRoot {
       const entry = this.lookup(stack[stack.length - 1] as readonly number[], part);
       if (entry.kind === 'missing') return entry;
       if (entry.kind === 'symlink') {
-        if (!followLast && !rest()) return entry;
+        if (!follow && !rest()) return entry;
         links += 1;
         if (links > maxSymlinks) return { kind: 'missing' };
         if (entry.target.startsWith('/')) stack.length = 1;
