@@ -34,7 +34,6 @@ import {
 } from './command.js';
 import { listAll, serverClient } from './server-client.js';
 import { renderTable } from './table-output.js';
-import { extractOutputs } from './task-output-extract.js';
 
 const taskStates: readonly TaskState[] = ['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'];
 
@@ -305,6 +304,8 @@ async function downloadOutputs(
         { task_guid: guid },
       );
     }
+    // Loaded only here: tar-stream stays out of the CLI bundle (scripts/bundle-pod-cli.mjs).
+    const { extractOutputs } = await import('./task-output-extract.js');
     const extracted = await extractOutputs(createReadStream(file), dest);
     for (const path of extracted.files) listing.write(`${join(dest, path)}\n`);
   } finally {

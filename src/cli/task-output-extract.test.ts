@@ -100,6 +100,10 @@ describe('extractOutputs', () => {
     writeFileSync(join(dest, 'kept'), 'mine\n');
     await refused([{ name: 'kept', content: 'theirs' }], dest);
     assert.equal(readFileSync(join(dest, 'kept'), 'utf8'), 'mine\n');
+    // A refused entry with more content than the streams buffer: refused the same way.
+    const big = await refused([{ name: 'kept', content: 'y'.repeat(1024 * 1024) }, { name: 'next' }], dest);
+    assert.match(big.message, /exists already/);
+    assert.equal(existsSync(join(dest, 'next')), false);
   });
 
   it('stops at the byte and entry limits (a gzip bomb ends there)', async () => {

@@ -1,4 +1,5 @@
-import { createWriteStream, lstatSync, mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -47,6 +48,9 @@ export async function extractOutputs(
   let entries = 0;
   const extract = tar.extract();
   extract.on('entry', (header, stream, next) => {
+    // A refused entry fails the extraction (`next(err)`), which destroys this entry's stream with
+    // the same error: that error is the extraction's, reported once by the pipeline below.
+    stream.on('error', () => {});
     const write = async (): Promise<void> => {
       entries += 1;
       if (entries > limits.maxEntries)
@@ -69,8 +73,10 @@ export async function extractOutputs(
         throw new UnsafeArchiveError(`The archive unpacks to more than ${limits.maxBytes} bytes`);
       ensureDirs(dest, parts.slice(0, -1));
       const target = join(dest, ...parts);
+      // Opened before the entry is read: a refusal here is ours to report, not the tar stream's.
+      let file: FileHandle;
       try {
-        await pipeline(stream, createWriteStream(target, { flags: 'wx', mode: (header.mode ?? 0o644) & 0o777 }));
+        file = await open(target, 'wx', (header.mode ?? 0o644) & 0o777);
       } catch (err) {
         if (errnoCode(err) === 'EEXIST') {
           throw new BerthError('already_exists', `Cannot write ${target}: it exists already (choose another -o DIR)`, {
@@ -79,6 +85,7 @@ export async function extractOutputs(
         }
         throw err;
       }
+      await pipeline(stream, file.createWriteStream());
       files.push(parts.join('/'));
     };
     write().then(
