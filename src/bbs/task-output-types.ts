@@ -107,7 +107,10 @@ export function validateTaskOutputs(
     }
     seen.add(output.name);
   }
-  if (maxBytes !== undefined && (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > taskOutputLimits.maxBytes)) {
+  if (
+    maxBytes !== undefined &&
+    (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > taskOutputLimits.maxBytes)
+  ) {
     throw new InvalidArgumentError(
       `outputs_max_bytes must be an integer from 1 to ${taskOutputLimits.maxBytes}, got ${maxBytes}`,
       { field: 'outputs_max_bytes', limit: taskOutputLimits.maxBytes },

@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -108,8 +117,14 @@ describe('extractOutputs', () => {
 
   it('stops at the byte and entry limits (a gzip bomb ends there)', async () => {
     const big = await archive([{ name: 'big', content: 'x'.repeat(5000) }]);
-    await assert.rejects(extractOutputs(big, freshDir(), { maxBytes: 1000, maxEntries: 10 }), /more than 1000 bytes/);
+    await assert.rejects(
+      extractOutputs(big, freshDir(), { maxBytes: 1000, maxEntries: 10 }),
+      /more than 1000 bytes/,
+    );
     const many = await archive([1, 2, 3].map((i) => ({ name: `f${i}`, content: '' })));
-    await assert.rejects(extractOutputs(many, freshDir(), { maxBytes: 1000, maxEntries: 2 }), /more than 2 entries/);
+    await assert.rejects(
+      extractOutputs(many, freshDir(), { maxBytes: 1000, maxEntries: 2 }),
+      /more than 2 entries/,
+    );
   });
 });

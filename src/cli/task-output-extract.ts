@@ -79,9 +79,13 @@ export async function extractOutputs(
         file = await open(target, 'wx', (header.mode ?? 0o644) & 0o777);
       } catch (err) {
         if (errnoCode(err) === 'EEXIST') {
-          throw new BerthError('already_exists', `Cannot write ${target}: it exists already (choose another -o DIR)`, {
-            path: target,
-          });
+          throw new BerthError(
+            'already_exists',
+            `Cannot write ${target}: it exists already (choose another -o DIR)`,
+            {
+              path: target,
+            },
+          );
         }
         throw err;
       }
@@ -101,9 +105,12 @@ export async function extractOutputs(
 function safeParts(name: string): string[] {
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   if (name.startsWith('/') || name.includes('\0') || parts.length === 0 || parts.includes('..')) {
-    throw new UnsafeArchiveError(`Refusing "${name}" in the archive: it would land outside the output directory`, {
-      entry: name,
-    });
+    throw new UnsafeArchiveError(
+      `Refusing "${name}" in the archive: it would land outside the output directory`,
+      {
+        entry: name,
+      },
+    );
   }
   return parts;
 }

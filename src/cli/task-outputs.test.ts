@@ -118,13 +118,15 @@ describe('task outputs on a real cell', { timeout: 300_000 }, () => {
         guid: 't-big',
         script: 'head -c 5000 /dev/zero > /big',
         flags: ['--output', 'big=/big', '--outputs-max-bytes', '1000'],
-        reason: /Cannot collect output "big" \(\/big\): the task's outputs exceed their limit of 1000 bytes \(5000 bytes so far\)/,
+        reason:
+          /Cannot collect output "big" \(\/big\): the task's outputs exceed their limit of 1000 bytes \(5000 bytes so far\)/,
       },
       {
         guid: 't-link',
         script: 'mkdir /out && echo mine > /out/ok && ln -s /etc/shadow /out/key',
         flags: ['--output', 'out=/out'],
-        reason: /Cannot collect output "out" \(\/out\): \/out\/key is a symbolic link \(to \/etc\/shadow\); links are refused, not followed/,
+        reason:
+          /Cannot collect output "out" \(\/out\): \/out\/key is a symbolic link \(to \/etc\/shadow\); links are refused, not followed/,
       },
       {
         guid: 't-missing',

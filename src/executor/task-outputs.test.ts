@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -113,9 +122,14 @@ describe('collectTaskOutputs', () => {
     const err = await refusal(
       collectTaskOutputs(l.layers, [{ name: 'key', path: '/out/shadow' }], limits, l.archive),
     );
-    assert.match(err.message, /output "key" \(\/out\/shadow\): \/out\/shadow is a symbolic link \(to \/etc\/shadow\); links are refused/);
+    assert.match(
+      err.message,
+      /output "key" \(\/out\/shadow\): \/out\/shadow is a symbolic link \(to \/etc\/shadow\); links are refused/,
+    );
     assert.equal(existsSync(l.archive), false, 'no archive is left behind');
-    const inDir = await refusal(collectTaskOutputs(l.layers, [{ name: 'all', path: '/out' }], limits, l.archive));
+    const inDir = await refusal(
+      collectTaskOutputs(l.layers, [{ name: 'all', path: '/out' }], limits, l.archive),
+    );
     assert.match(inDir.message, /output "all" \(\/out\): \/out\/secret is a symbolic link/);
     assert.equal(existsSync(l.archive), false);
   });
@@ -139,15 +153,33 @@ describe('collectTaskOutputs', () => {
     const missing = await refusal(
       collectTaskOutputs(l.layers, [{ name: 'gone', path: '/nope/file' }], limits, l.archive),
     );
-    assert.match(missing.message, /^Cannot collect output "gone" \(\/nope\/file\): no such file or directory$/);
-    const fifo = await refusal(collectTaskOutputs(l.layers, [{ name: 'p', path: '/fifo' }], limits, l.archive));
+    assert.match(
+      missing.message,
+      /^Cannot collect output "gone" \(\/nope\/file\): no such file or directory$/,
+    );
+    const fifo = await refusal(
+      collectTaskOutputs(l.layers, [{ name: 'p', path: '/fifo' }], limits, l.archive),
+    );
     assert.match(fifo.message, /\/fifo is not a regular file or directory/);
     const big = await refusal(
-      collectTaskOutputs(l.layers, [{ name: 'big', path: '/out/big' }], { maxBytes: 1000, maxEntries: 10 }, l.archive),
+      collectTaskOutputs(
+        l.layers,
+        [{ name: 'big', path: '/out/big' }],
+        { maxBytes: 1000, maxEntries: 10 },
+        l.archive,
+      ),
     );
-    assert.match(big.message, /output "big" \(\/out\/big\): the task's outputs exceed their limit of 1000 bytes \(2048 bytes so far\)/);
+    assert.match(
+      big.message,
+      /output "big" \(\/out\/big\): the task's outputs exceed their limit of 1000 bytes \(2048 bytes so far\)/,
+    );
     const many = await refusal(
-      collectTaskOutputs(l.layers, [{ name: 'o', path: '/out' }], { maxBytes: 1e6, maxEntries: 4 }, l.archive),
+      collectTaskOutputs(
+        l.layers,
+        [{ name: 'o', path: '/out' }],
+        { maxBytes: 1e6, maxEntries: 4 },
+        l.archive,
+      ),
     );
     assert.match(many.message, /more than 4 files and directories/);
     assert.equal(existsSync(l.archive), false);

@@ -189,7 +189,11 @@ function headerOf(stat: Stats): { mode: number; mtime: Date } {
 }
 
 /** One tar entry; a file's content streams from `fd`, which the stream closes. */
-function addEntry(pack: tar.Pack, header: Partial<tar.Header> & { name: string }, fd?: number): Promise<void> {
+function addEntry(
+  pack: tar.Pack,
+  header: Partial<tar.Header> & { name: string },
+  fd?: number,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const done = (err?: Error | null) => (err ? reject(err) : resolve());
     if (fd === undefined) {

@@ -10,8 +10,8 @@ import { CellHistory } from './cell-history.js';
 import type { CrashPolicy } from './crash-policy.js';
 import { type RelationSource, RelationSync } from './relation-sync.js';
 import { Rep } from './rep.js';
+import type { TaskOutputUploader } from './rep-context.js';
 import { buildRepApp } from './rep-server.js';
-import type { TaskOutputUploader } from './task-output-delivery.js';
 
 /** A loop that lives as long as the cell: the model's unit and machine agents (src/model/cell-agent.ts). */
 export interface CellCompanion {

@@ -1,7 +1,6 @@
 import type { BbsStore } from '../bbs/index.js';
 import type { Executor } from '../executor/index.js';
 import type { CrashPolicy } from './crash-policy.js';
-import type { TaskOutputUploader } from './task-output-delivery.js';
 
 /** What the rep's rooms (LRP actions, tasks, evacuation) act through: one cell's BBS view and executor. */
 export interface RepContext {
@@ -14,4 +13,9 @@ export interface RepContext {
   /** The rep's clock (injected in tests). */
   now(): Date;
   log(message: string): void;
+}
+
+/** Where the cell's task archives go: the server that keeps them (`TaskOutputClient`). */
+export interface TaskOutputUploader {
+  upload(taskGuid: string, cellId: string, archive: string, sha256: string): Promise<unknown>;
 }

@@ -15,9 +15,8 @@ import { actualFor, applyLRPActions } from './lrp-actions.js';
 import { reconcileLRP } from './reconcile-table.js';
 import type { RelationSync } from './relation-sync.js';
 import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
-import type { RepContext } from './rep-context.js';
+import type { RepContext, TaskOutputUploader } from './rep-context.js';
 import { reconcileLostTask, reconcileTaskContainer } from './rep-tasks.js';
-import type { TaskOutputUploader } from './task-output-delivery.js';
 
 export interface RepOptions {
   readonly bbs: BbsStore;

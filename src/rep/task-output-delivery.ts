@@ -6,11 +6,6 @@ import { BerthError } from '../core/index.js';
 import { OutputCollectionError } from '../executor/index.js';
 import type { RepContext } from './rep-context.js';
 
-/** Where the cell's task archives go: the server that keeps them (`TaskOutputClient`). */
-export interface TaskOutputUploader {
-  upload(taskGuid: string, cellId: string, archive: string, sha256: string): Promise<unknown>;
-}
-
 /** Refusals that will not change on a retry: they fail the task instead of being retried. */
 const finalUploadCodes: ReadonlySet<string> = new Set(['resource_exhausted', 'invalid_argument']);
 

@@ -30,7 +30,7 @@ const Params = Type.Object({ task_guid: Name() });
 const UploadQuery = Type.Object(
   {
     cell_id: Name({ description: 'The cell the task runs on (the task must be RUNNING there)' }),
-    sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: "Hex SHA-256 of the archive" }),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the archive' }),
   },
   { additionalProperties: false },
 );

@@ -56,7 +56,7 @@ import { LeaseStore } from './lease-store.js';
 import { RequestOutbox } from './request-outbox.js';
 import { SnapshotReads } from './snapshot-reads.js';
 import { type SqlBbsStoreOptions, StoreContext } from './store-context.js';
-import { taskOutputMigrationList, TaskOutputStore } from './task-output-store.js';
+import { TaskOutputStore, taskOutputMigrationList } from './task-output-store.js';
 import { TaskStore } from './task-store.js';
 
 export type { SqlBbsStoreOptions } from './store-context.js';
@@ -105,7 +105,10 @@ export class SqlBbsStore implements BbsStore {
   static async open(database: SqlDatabase, options: SqlBbsStoreOptions = {}): Promise<SqlBbsStore> {
     const store = new SqlBbsStore(database, options);
     try {
-      await database.migrate([bbsMigrationList, taskOutputMigrationList], (options.now ?? (() => new Date()))());
+      await database.migrate(
+        [bbsMigrationList, taskOutputMigrationList],
+        (options.now ?? (() => new Date()))(),
+      );
     } catch (err) {
       await database.close();
       throw err;

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../../testing/postgres-harness.js';
-import { openBbsStore } from '../open-bbs-store.js';
 import type { Task } from '../bbs-types.js';
+import { openBbsStore } from '../open-bbs-store.js';
 import type { SqlBbsStore } from './sql-bbs-store.js';
 import { taskOutputChunkBytes } from './task-output-store.js';
 
@@ -104,7 +104,11 @@ function describeTaskOutputStore(
 
     it('deleting the task deletes its archive', async () => {
       const running = await runningTask('t3');
-      await store.taskOutputs.store({ task_guid: 't3', cell_id: 'cell-a', ...archive(taskOutputChunkBytes + 1) });
+      await store.taskOutputs.store({
+        task_guid: 't3',
+        cell_id: 'cell-a',
+        ...archive(taskOutputChunkBytes + 1),
+      });
       const done = await store.completeTask({
         task_guid: 't3',
         expected: running.modification_tag,
@@ -132,7 +136,13 @@ function describeTaskOutputStore(
         placement_tags: [],
       };
       for (const [outputs, message] of [
-        [[{ name: 'a', path: '/x' }, { name: 'a', path: '/y' }], /declared twice/],
+        [
+          [
+            { name: 'a', path: '/x' },
+            { name: 'a', path: '/y' },
+          ],
+          /declared twice/,
+        ],
         [[{ name: 'a', path: 'x' }], /expected an absolute path without "\.\."/],
         [[{ name: 'a', path: '/x/../etc' }], /expected an absolute path without "\.\."/],
         [[{ name: '../a', path: '/x' }], /Invalid output name/],

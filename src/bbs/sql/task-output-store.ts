@@ -3,8 +3,8 @@ import type { Kysely } from 'kysely';
 import { BerthError, NotFoundError } from '../../core/index.js';
 import type { MigrationList, SqlDatabase, SqlDialectKind } from '../../db/index.js';
 import type { TaskOutputsInfo } from '../task-output-types.js';
-import { rowToTask } from './row-mapping.js';
 import type { BbsDatabase } from './bbs-database.js';
+import { rowToTask } from './row-mapping.js';
 
 /** Archives are stored in rows of this many bytes: no row, and no read of one, holds a whole archive. */
 export const taskOutputChunkBytes = 1024 * 1024;
@@ -113,7 +113,10 @@ export class TaskOutputStore {
         .execute();
       let seq = 0;
       for await (const data of chunksOf(req.file)) {
-        await tables.insertInto('task_output_chunks').values({ task_guid: req.task_guid, seq, data }).execute();
+        await tables
+          .insertInto('task_output_chunks')
+          .values({ task_guid: req.task_guid, seq, data })
+          .execute();
         seq += 1;
       }
       return info;

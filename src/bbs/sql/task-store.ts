@@ -15,7 +15,6 @@ import { taskWithDefaults } from '../definition-defaults.js';
 import { assertTaskTransition, taskDeletableStates } from '../task-transitions.js';
 import { recordStop } from './request-outbox.js';
 import { rowToTask, taskToRow } from './row-mapping.js';
-import { deleteTaskOutputs } from './task-output-store.js';
 import {
   type CasTarget,
   casWrite,
@@ -27,6 +26,7 @@ import {
   type Tx,
   validatePage,
 } from './store-context.js';
+import { deleteTaskOutputs } from './task-output-store.js';
 
 /**
  * Tasks (seed 003): desired with a start request for the auctioneer, moved through their states
