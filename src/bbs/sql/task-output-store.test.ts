@@ -146,6 +146,7 @@ function describeTaskOutputStore(
         [[{ name: 'a', path: 'x' }], /expected an absolute path without "\.\."/],
         [[{ name: 'a', path: '/x/../etc' }], /expected an absolute path without "\.\."/],
         [[{ name: '../a', path: '/x' }], /Invalid output name/],
+        [[{ name: 'a', path: '//.' }], /the container's whole root is no output/],
       ] as const) {
         await assert.rejects(store.desireTask({ ...base, task_guid: `bad-${n++}`, outputs }), {
           code: 'invalid_argument',
