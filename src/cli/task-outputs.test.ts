@@ -150,6 +150,36 @@ describe('task outputs on a real cell', { timeout: 300_000 }, () => {
     }
   });
 
+  it('`task run --wait` without --keep unpacks the outputs, then deletes the task and them', async () => {
+    const run = await runBerth([
+      'task',
+      'run',
+      ...conn(),
+      '--guid',
+      't-once',
+      '--wait=120s',
+      '--poll-interval',
+      '100ms',
+      '--output',
+      'answer=/answer',
+      '-o',
+      dest('once'),
+      'bb:1',
+      '--',
+      '/bin/sh',
+      '-c',
+      'echo 42 > /answer',
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, '', 'stdout is the result alone (none here); the files go to stderr');
+    assert.match(run.stderr, /once\/answer\n/);
+    assert.equal(readFileSync(join(dest('once'), 'answer'), 'utf8'), '42\n');
+    const gone = await fetch(`${serverUrl}/v1/tasks/t-once/outputs`, {
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
+    assert.equal(gone.status, 404);
+  });
+
   it('a viewer cannot upload outputs; a cell cannot store them for a task it does not run', async () => {
     const put = (token: string, guid: string) =>
       fetch(`${serverUrl}/v1/internal/task_outputs/${guid}?cell_id=o1&sha256=${'0'.repeat(64)}`, {
