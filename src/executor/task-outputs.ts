@@ -99,18 +99,22 @@ class OutputWalk {
   bytes = 0;
   entries = 0;
 
-  constructor(
-    private readonly root: LayeredRoot,
-    private readonly pack: tar.Pack,
-    private readonly limits: OutputCollectionLimits,
-  ) {}
+  readonly #root: LayeredRoot;
+  readonly #pack: tar.Pack;
+  readonly #limits: OutputCollectionLimits;
+
+  constructor(root: LayeredRoot, pack: tar.Pack, limits: OutputCollectionLimits) {
+    this.#root = root;
+    this.#pack = pack;
+    this.#limits = limits;
+  }
 
   async output(output: TaskOutputDeclaration): Promise<void> {
-    const entry = this.root.entryAt(output.path);
+    const entry = this.#root.entryAt(output.path);
     try {
       await this.add(output, entry, output.name, output.path);
     } finally {
-      this.root.release(entry);
+      this.#root.release(entry);
     }
   }
 
@@ -122,9 +126,9 @@ class OutputWalk {
         ...details,
       });
     this.entries += 1;
-    if (this.entries > this.limits.maxEntries) {
-      throw fail(`more than ${this.limits.maxEntries} files and directories in the task's outputs`, {
-        limit: this.limits.maxEntries,
+    if (this.entries > this.#limits.maxEntries) {
+      throw fail(`more than ${this.#limits.maxEntries} files and directories in the task's outputs`, {
+        limit: this.#limits.maxEntries,
       });
     }
     switch (entry.kind) {
@@ -145,15 +149,15 @@ class OutputWalk {
 
   async directory(output: TaskOutputDeclaration, dir: DirEntry, name: string, path: string): Promise<void> {
     const stat = fstatSync(dir.fds[0] as number);
-    await addEntry(this.pack, { name: `${name}/`, type: 'directory', ...headerOf(stat) });
-    for (const child of this.root.names(dir)) {
-      const entry = this.root.child(dir, child);
+    await addEntry(this.#pack, { name: `${name}/`, type: 'directory', ...headerOf(stat) });
+    for (const child of this.#root.names(dir)) {
+      const entry = this.#root.child(dir, child);
       try {
         // A name a whiteout or an upper file hides reads as missing: the container saw nothing there.
         if (entry.kind === 'missing') continue;
         await this.add(output, entry, `${name}/${child}`, `${path.replace(/\/+$/, '')}/${child}`);
       } finally {
-        this.root.release(entry);
+        this.#root.release(entry);
       }
     }
   }
@@ -164,20 +168,20 @@ class OutputWalk {
     path: string,
     fail: (why: string, details?: Record<string, unknown>) => OutputCollectionError,
   ): Promise<void> {
-    const fd = this.root.openEntry(entry);
+    const fd = this.#root.openEntry(entry);
     if (fd === undefined) throw fail(`${path} is not a regular file or directory`);
     let handedOver = false;
     try {
       const stat = fstatSync(fd);
       this.bytes += stat.size;
-      if (this.bytes > this.limits.maxBytes) {
+      if (this.bytes > this.#limits.maxBytes) {
         throw fail(
-          `the task's outputs exceed their limit of ${this.limits.maxBytes} bytes (${this.bytes} bytes so far)`,
-          { limit: this.limits.maxBytes },
+          `the task's outputs exceed their limit of ${this.#limits.maxBytes} bytes (${this.bytes} bytes so far)`,
+          { limit: this.#limits.maxBytes },
         );
       }
       handedOver = true;
-      await addEntry(this.pack, { name, type: 'file', size: stat.size, ...headerOf(stat) }, fd);
+      await addEntry(this.#pack, { name, type: 'file', size: stat.size, ...headerOf(stat) }, fd);
     } finally {
       if (!handedOver) closeSync(fd);
     }

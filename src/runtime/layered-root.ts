@@ -44,7 +44,7 @@ type Entry = RootEntry;
  * overlayfs's `redirect_dir` and metacopy features are not followed: berth mounts without them.
  */
 export class LayeredRoot {
-  private readonly opened = new Set<number>();
+  readonly #opened = new Set<number>();
 
   private constructor(private readonly roots: readonly number[]) {}
 
@@ -62,13 +62,13 @@ export class LayeredRoot {
       }
     }
     const root = new LayeredRoot(roots);
-    for (const fd of roots) root.opened.add(fd);
+    for (const fd of roots) root.#opened.add(fd);
     return root;
   }
 
   close(): void {
-    for (const fd of this.opened) closeSync(fd);
-    this.opened.clear();
+    for (const fd of this.#opened) closeSync(fd);
+    this.#opened.clear();
   }
 
   /**
@@ -79,25 +79,25 @@ export class LayeredRoot {
   release(entry: RootEntry): void {
     const fds = entry.kind === 'dir' ? entry.fds : entry.kind === 'other' ? [entry.fd] : [];
     for (const fd of fds) {
-      if (this.roots.includes(fd) || !this.opened.delete(fd)) continue;
+      if (this.roots.includes(fd) || !this.#opened.delete(fd)) continue;
       closeSync(fd);
     }
   }
 
   /** `name` in the merged directory made of `dirFds` (top first). */
-  private lookup(dirFds: readonly number[], name: string): Entry {
+  #lookup(dirFds: readonly number[], name: string): Entry {
     const seen: number[] = [];
-    const entry = this.lookupIn(dirFds, name, seen);
+    const entry = this.#lookupIn(dirFds, name, seen);
     const kept = entry.kind === 'dir' ? entry.fds : entry.kind === 'other' ? [entry.fd] : [];
     for (const fd of seen) {
-      if (kept.includes(fd)) this.opened.add(fd);
+      if (kept.includes(fd)) this.#opened.add(fd);
       else closeSync(fd);
     }
     return entry;
   }
 
   /** `lookup`'s walk over the layers; every fd it opens goes into `seen`. */
-  private lookupIn(dirFds: readonly number[], name: string, seen: number[]): Entry {
+  #lookupIn(dirFds: readonly number[], name: string, seen: number[]): Entry {
     const dirs: number[] = [];
     for (const dirFd of dirFds) {
       let fd: number;
@@ -147,7 +147,7 @@ export class LayeredRoot {
         if (stack.length > 1) stack.pop();
         continue;
       }
-      const entry = this.lookup(stack[stack.length - 1] as readonly number[], part);
+      const entry = this.#lookup(stack[stack.length - 1] as readonly number[], part);
       if (entry.kind === 'missing') return entry;
       if (entry.kind === 'symlink') {
         if (!follow && !rest()) return entry;
@@ -174,7 +174,7 @@ export class LayeredRoot {
   /** `name` (one component, no slash) in a merged directory, its symlink not followed. */
   child(dir: RootEntry & { readonly kind: 'dir' }, name: string): RootEntry {
     if (name === '' || name === '.' || name === '..' || name.includes('/')) return { kind: 'missing' };
-    return this.lookup(dir.fds, name);
+    return this.#lookup(dir.fds, name);
   }
 
   /**
