@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { closeSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ActualLRPNetInfo, Monitor, PortMapping, TaskOutputDeclaration } from '../bbs/index.js';
+import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import {
   defaultLogTailBytes,
@@ -22,7 +22,6 @@ import {
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
 import { checkMonitor } from './monitor-check.js';
-import { type CollectedOutputs, collectTaskOutputs, type OutputCollectionLimits } from './task-outputs.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -429,21 +428,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     return readLogTail(this.#options.runtime.logDir(record.podUuid).dir, maxBytes);
   }
 
-  /**
-   * Archives a completed container's declared outputs (task-outputs.ts) into `archive`, while its
-   * pod (and so its root) still exists; undefined when the container never had a pod (its launch
-   * failed: nothing ran, nothing to collect). Throws OutputCollectionError naming the output.
-   */
-  async collectOutputs(
-    guid: string,
-    outputs: readonly TaskOutputDeclaration[],
-    limits: OutputCollectionLimits,
-    archive: string,
-  ): Promise<CollectedOutputs | undefined> {
-    const record = this.#containers.get(guid);
-    if (!record?.podUuid) return undefined;
-    const pod = this.#options.runtime.status(record.podUuid);
-    return collectTaskOutputs(this.#options.runtime.store.rootLayers(pod), outputs, limits, archive);
+  /** The layers of a container's root, top first (task outputs walk them); undefined without a pod. */
+  rootLayers(guid: string): string[] | undefined {
+    const podUuid = this.#containers.get(guid)?.podUuid;
+    return podUuid
+      ? this.#options.runtime.store.rootLayers(this.#options.runtime.status(podUuid))
+      : undefined;
   }
 
   /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */

@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Task, taskOutputLimits } from '../bbs/index.js';
-import { BerthError } from '../core/index.js';
-import { OutputCollectionError } from '../executor/index.js';
+import { BerthError, isNotFound } from '../core/index.js';
+import { type CollectedOutputs, collectTaskOutputs, OutputCollectionError } from '../executor/index.js';
 import type { RepContext } from './rep-context.js';
 
 /** Refusals that will not change on a retry: they fail the task instead of being retried. */
@@ -25,10 +25,20 @@ export async function deliverTaskOutputs(ctx: RepContext, task: Task): Promise<s
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const archive = join(dir, `${task.task_guid.replace(/[^A-Za-z0-9_.-]/g, '_')}.tar.gz`);
   try {
-    let collected: Awaited<ReturnType<typeof ctx.executor.collectOutputs>>;
+    // The container's root, while its pod is still on disk; none when its launch failed (nothing
+    // ran, nothing to collect: the task already fails with that reason).
+    let layers: string[] | undefined;
     try {
-      collected = await ctx.executor.collectOutputs(
-        task.task_guid,
+      layers = ctx.executor.rootLayers(task.task_guid);
+    } catch (err) {
+      if (isNotFound(err)) return "Cannot collect outputs: the container's files are gone";
+      throw err;
+    }
+    if (!layers) return '';
+    let collected: CollectedOutputs;
+    try {
+      collected = await collectTaskOutputs(
+        layers,
         outputs,
         {
           maxBytes: task.outputs_max_bytes ?? taskOutputLimits.defaultBytes,
@@ -40,8 +50,6 @@ export async function deliverTaskOutputs(ctx: RepContext, task: Task): Promise<s
       if (err instanceof OutputCollectionError) return err.message;
       throw err;
     }
-    // No pod ever ran (its launch failed): the task already fails with that reason.
-    if (!collected) return '';
     try {
       await ctx.taskOutputs.upload(task.task_guid, ctx.cellId, collected.archive, collected.sha256);
     } catch (err) {
