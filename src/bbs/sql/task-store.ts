@@ -211,7 +211,7 @@ export class TaskStore {
         },
         taskCasTarget(tx, before.task_guid, req.expected),
       );
-      // Its outputs go with it (docs/history.md "Task outputs").
+      // Its outputs go with it (docs/tasks.md, "Outputs").
       await deleteTaskOutputs(tx.db, before.task_guid);
       tx.events.push({ type: 'task_removed', task: before });
     });
