@@ -73,6 +73,8 @@ const heavyCommandModules = [
   './image-commands.js',
   './pod-commands.js',
   './lrp-desire-command.js',
+  // tar-stream (CommonJS requiring node builtins), for `task outputs` alone.
+  './task-output-extract.js',
 ];
 const ownDist = `${resolvePath('dist')}/`;
 const clientBundlePlugin = {

@@ -126,6 +126,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     auth: tokens.auth,
     allowPrivateCallbacks,
     routes: serverRoutes,
+    taskOutputs: store.taskOutputs,
     history: { history: history.history, webhooks: history.webhooks, tokens: tokens.tokens },
     ...(options.plugins ? { plugins: options.plugins } : {}),
     ...(systems ? { systems } : {}),

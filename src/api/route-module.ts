@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { BbsStore } from '../bbs/index.js';
+import type { BbsStore, TaskOutputStore } from '../bbs/index.js';
 import type { SystemDeployer } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
 import type { ApiMetrics } from './api-metrics.js';
@@ -21,6 +21,8 @@ export interface RouteDeps {
   readonly systems?: SystemDeployer;
   /** Container history, webhooks and API tokens (issue 6); absent: no /v1/containers routes. */
   readonly history?: HistoryRoutesOptions;
+  /** Task output archives (`/v1/tasks/{guid}/outputs`); absent: no outputs routes. */
+  readonly taskOutputs?: TaskOutputStore;
   /** Routes from outside the API layer (the CLI's dashboard, tests' extras). */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
 }
@@ -31,7 +33,7 @@ export interface RouteModule {
   register(app: FastifyInstance, deps: RouteDeps): Promise<void>;
 }
 
-type OptionalPart = 'registry' | 'systems' | 'history';
+type OptionalPart = 'registry' | 'systems' | 'history' | 'taskOutputs';
 
 /** A module served only when the server has `part` (its registry, its systems, its history). */
 export function servedWith<K extends OptionalPart>(

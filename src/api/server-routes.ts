@@ -1,4 +1,4 @@
-import { registerBbsRoutes } from '../bbs/index.js';
+import { registerBbsRoutes, registerTaskOutputRoutes } from '../bbs/index.js';
 import { registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
 import { redactsEnv } from './auth/auth-hook.js';
@@ -25,6 +25,9 @@ export const serverRoutes: readonly RouteModule[] = [
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
       }),
   },
+  servedWith('task-outputs', 'taskOutputs', (app, outputs, deps) =>
+    registerTaskOutputRoutes(app, { store: deps.store, outputs }),
+  ),
   { name: 'cells', register: (app, deps) => cellRoutes(deps.store)(app) },
   servedWith('registry', 'registry', (app, registry) => registryRoutes(app, registry)),
   servedWith('systems', 'systems', (app, systems) => systemRoutes(systems)(app)),

@@ -1,3 +1,4 @@
+import type { TaskOutputDeclaration } from './task-output-types.js';
 /**
  * The records of the BBS (seed 002, DESIGN.md "cluster"). These types are the contract between
  * the store, its HTTP API and every component that talks to it (rep, auctioneer, converger, model).
@@ -109,6 +110,10 @@ export interface TaskDefinition {
   readonly result_file: string;
   readonly completion_callback_url: string;
   readonly placement_tags: readonly string[];
+  /** Collected from the container when it ends (task-output-types.ts); absent: none. */
+  readonly outputs?: readonly TaskOutputDeclaration[];
+  /** Bytes of output content allowed (default taskOutputLimits.defaultBytes). */
+  readonly outputs_max_bytes?: number;
 }
 
 export interface Task extends TaskDefinition {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, limits } from '../core/index.js';
 import type { DesiredLRPDefinition } from './bbs-store.js';
 import type { Monitor, TaskDefinition } from './bbs-types.js';
+import { validateTaskOutputs } from './task-output-types.js';
 
 /**
  * The store's own defaults and bounds for what it is asked to desire. The HTTP schemas refuse
@@ -37,6 +38,7 @@ export function taskWithDefaults(req: TaskDefinition): TaskDefinition {
   const given = Object.fromEntries(
     Object.entries(req).filter(([, v]) => v !== undefined),
   ) as Partial<TaskDefinition> & Pick<TaskDefinition, 'task_guid' | 'domain' | 'image'>;
+  validateTaskOutputs(given.outputs, given.outputs_max_bytes);
   return {
     ...given,
     env: given.env ?? {},

@@ -103,11 +103,17 @@ export {
   TaskDefinitionSchema,
 } from './http/bbs-schemas.js';
 export { bbsPublicOperations, type RecordPage, type TaskWithDeliveries } from './http/public-operations.js';
+export {
+  registerTaskOutputRoutes,
+  type TaskOutputRoutesOptions,
+  taskOutputPaths,
+} from './http/task-output-routes.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
+export { TaskOutputStore, taskOutputChunkBytes, taskOutputMigrationList } from './sql/task-output-store.js';
 export {
   deliveriesOf,
   SqlTaskDeliveryLog,
@@ -129,6 +135,16 @@ export {
   type TaskCallbackWorkerOptions,
   taskCallbackSingleton,
 } from './task-callback-worker.js';
+export { TaskOutputClient } from './task-output-client.js';
+export {
+  maxArchiveBytes,
+  OutputsMaxBytesSchema,
+  type TaskOutputDeclaration,
+  type TaskOutputsInfo,
+  TaskOutputsSchema,
+  taskOutputLimits,
+  validateTaskOutputs,
+} from './task-output-types.js';
 export {
   assertTaskTransition,
   canTransitionTask,

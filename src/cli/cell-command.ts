@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { BbsClient } from '../bbs/index.js';
+import { BbsClient, TaskOutputClient } from '../bbs/index.js';
 import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import { CellAgent, httpCellAgentTransport } from '../model/index.js';
@@ -70,6 +70,7 @@ const cell: CommandHandler = {
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
       ...(logSizeMax !== undefined ? { logSizeMax } : {}),
       log,
+      taskOutputs: new TaskOutputClient(bbsUrl, token ? { token } : {}),
       postHistory: async (batch) => {
         await history.ingest(batch);
       },

@@ -1,4 +1,4 @@
-import type { CommandEntry, FlagSpecs } from './command.js';
+import type { CommandEntry, FlagSpec, FlagSpecs } from './command.js';
 import { formatFlags, noLegendFlag, serverFlags } from './command-flags.js';
 
 /** Commands that talk to a berth server. Each loads its handler module, and only it, when run. */
@@ -11,6 +11,15 @@ const guid = { min: 1, max: 1, names: 'GUID' } as const;
 const domainFlag: FlagSpecs = { domain: { type: 'string', valueName: 'D', description: 'Only this domain' } };
 const waitFlag: FlagSpecs = {
   wait: { type: 'boolean', description: 'Wait for the action to end; exit 1 if it failed' },
+};
+
+/** Where a task's outputs are unpacked (`task outputs`, and `task run --wait`). */
+const outputDirFlag: FlagSpec = {
+  type: 'string',
+  short: 'o',
+  valueName: 'DIR',
+  default: './GUID-outputs',
+  description: 'Where to unpack them (created if missing)',
 };
 
 export const taskCommandTable: readonly CommandEntry[] = [
@@ -48,6 +57,23 @@ export const taskCommandTable: readonly CommandEntry[] = [
         multiple: true,
         valueName: 'TAG',
         description: 'Run only on cells with this placement tag',
+      },
+      output: {
+        type: 'string',
+        multiple: true,
+        valueName: 'NAME=PATH',
+        description:
+          'Keep this file or directory of the container as output NAME when the task ends (berth task outputs)',
+      },
+      'outputs-max-bytes': {
+        type: 'string',
+        valueName: 'N',
+        default: '67108864 (64 MiB)',
+        description: 'Bytes of output the task may leave; more fails the task',
+      },
+      'output-dir': {
+        ...outputDirFlag,
+        description: 'With --wait and --output: unpack the outputs here before the task is deleted',
       },
       'poll-interval': {
         type: 'string',
@@ -89,6 +115,17 @@ export const taskCommandTable: readonly CommandEntry[] = [
     summary:
       'Cancel a task: it becomes COMPLETED, failed, "task was cancelled"; a running container is destroyed by its cell.',
     flags: serverFlags,
+    positionals: guid,
+    load: tasks,
+  },
+  {
+    name: 'task outputs',
+    summary:
+      "Download a task's outputs (its --output files and directories, collected by its cell when it ended) and unpack them into DIR, one entry per output name; prints each file written. Nothing in DIR is overwritten.",
+    flags: {
+      'output-dir': outputDirFlag,
+      ...serverFlags,
+    },
     positionals: guid,
     load: tasks,
   },

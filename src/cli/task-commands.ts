@@ -1,4 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import {
   defaultWorkMemoryMb,
   bbsPublicOperations as ops,
@@ -6,6 +12,7 @@ import {
   type TaskDefinition,
   type TaskState,
   type TaskWithDeliveries,
+  taskOutputPaths,
 } from '../bbs/index.js';
 import {
   BerthError,
@@ -54,6 +61,21 @@ function envOption(values: OptionValues): Record<string, string> {
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return env;
+}
+
+/** `--output NAME=PATH` (repeatable) and `--outputs-max-bytes N`: what the task leaves behind. */
+function outputsOptions(values: OptionValues): Pick<TaskDefinition, 'outputs' | 'outputs_max_bytes'> {
+  const outputs = stringListOption(values, 'output').map((pair) => {
+    const eq = pair.indexOf('=');
+    if (eq <= 0)
+      throw new InvalidArgumentError(`Invalid --output "${pair}": expected NAME=PATH`, { flag: 'output' });
+    return { name: pair.slice(0, eq), path: pair.slice(eq + 1) };
+  });
+  const maxBytes = intOption(values, 'outputs-max-bytes');
+  return {
+    ...(outputs.length > 0 ? { outputs } : {}),
+    ...(maxBytes !== undefined ? { outputs_max_bytes: maxBytes } : {}),
+  };
 }
 
 /**
@@ -128,6 +150,7 @@ const run: CommandHandler = {
       result_file: stringOption(v, 'result-file') ?? '',
       completion_callback_url: callback,
       placement_tags: stringListOption(v, 'tag'),
+      ...outputsOptions(v),
     };
     const client = serverClient(ctx);
     const created = await client.call(ops.desireTask, { body: definition });
@@ -143,6 +166,15 @@ const run: CommandHandler = {
     });
     if (task.failed) writeFailure(ctx, task);
     else ctx.stdout.write(task.result);
+    // Its outputs, before the task (and they with it) is deleted: the files written go to stderr,
+    // stdout is the result's. A failed task may have none (its outputs were what failed).
+    if ((definition.outputs ?? []).length > 0) {
+      await downloadOutputs(ctx.stderr, client, task.task_guid, outputDir(v, task.task_guid)).catch(
+        (err: unknown) => {
+          if (!task.failed || !isNotFound(err)) throw err;
+        },
+      );
+    }
     // We are the consumer that read the result; a task with a callback is the callback's to finish.
     if (!booleanOption(v, 'keep') && callback === '') {
       await resolveAndDelete(client, task).catch((err: unknown) => {
@@ -235,4 +267,62 @@ const rm: CommandHandler = {
   },
 };
 
-export const commands: readonly CommandHandler[] = [run, list, get, cancel, rm];
+/**
+ * Downloads a task's outputs archive to a private temp file, checks it against the digest the
+ * server stored, then unpacks it safely (task-output-extract.ts) into `dest`; prints each file.
+ */
+async function downloadOutputs(
+  listing: CommandContext['stdout'],
+  client: HttpJsonClient,
+  guid: string,
+  dest: string,
+): Promise<void> {
+  const response = await client.openDownload(
+    taskOutputPaths.download.replace(':task_guid', encodeURIComponent(guid)),
+  );
+  const expected = response.headers.get('x-berth-sha256') ?? '';
+  const spool = mkdtempSync(join(tmpdir(), 'berth-outputs-'));
+  try {
+    const file = join(spool, 'outputs.tar.gz');
+    const hash = createHash('sha256');
+    await pipeline(
+      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+      async function* (chunks: AsyncIterable<Buffer>) {
+        for await (const chunk of chunks) {
+          hash.update(chunk);
+          yield chunk;
+        }
+      },
+      createWriteStream(file, { mode: 0o600 }),
+    );
+    const actual = hash.digest('hex');
+    if (actual !== expected) {
+      throw new BerthError(
+        'unavailable',
+        `The outputs of task "${guid}" arrived damaged or cut short (SHA-256 ${actual}, the server has ${expected}); try again`,
+        { task_guid: guid },
+      );
+    }
+    // Loaded only here: tar-stream stays out of the CLI bundle (scripts/bundle-pod-cli.mjs).
+    const { extractOutputs } = await import('./task-output-extract.js');
+    const extracted = await extractOutputs(createReadStream(file), dest);
+    for (const path of extracted.files) listing.write(`${join(dest, path)}\n`);
+  } finally {
+    rmSync(spool, { recursive: true, force: true });
+  }
+}
+
+function outputDir(values: OptionValues, guid: string): string {
+  return resolve(stringOption(values, 'output-dir') ?? `${guid}-outputs`);
+}
+
+const outputs: CommandHandler = {
+  name: 'task outputs',
+  async run(ctx) {
+    const guid = guidArg(ctx);
+    await downloadOutputs(ctx.stdout, serverClient(ctx), guid, outputDir(ctx.values, guid));
+    return 0;
+  },
+};
+
+export const commands: readonly CommandHandler[] = [run, list, get, cancel, rm, outputs];

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
+import { TaskOutputClient } from '../bbs/index.js';
 import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
@@ -92,6 +93,7 @@ const up: CommandHandler = {
         log,
       }),
       log,
+      taskOutputs: new TaskOutputClient(server.url, cellToken ? { token: cellToken } : {}),
       postHistory: async (batch) => {
         await history.ingest(batch);
       },

@@ -198,18 +198,67 @@ export class HttpJsonClient {
     path: string,
     options: { headers?: Readonly<Record<string, string>>; signal?: AbortSignal } = {},
   ): Promise<Response & { body: ReadableStream<Uint8Array> }> {
+    return this.#openGet(path, { accept: 'text/event-stream', ...options.headers }, options.signal);
+  }
+
+  async #openGet(
+    path: string,
+    headers: Readonly<Record<string, string>>,
+    signal: AbortSignal | undefined,
+  ): Promise<Response & { body: ReadableStream<Uint8Array> }> {
     const url = this.url(path);
     let response: Response;
     try {
       response = await this.#fetch(url, {
-        headers: { accept: 'text/event-stream', ...this.authorization(), ...options.headers },
-        ...(options.signal ? { signal: options.signal } : {}),
+        headers: { ...this.authorization(), ...headers },
+        ...(signal ? { signal } : {}),
       });
     } catch (err) {
       throw this.unreachable(url, err);
     }
     if (!response.ok || !response.body) throw this.#error(response.status, await response.text(), url);
     return response as Response & { body: ReadableStream<Uint8Array> };
+  }
+
+  /**
+   * Sends a body that is not JSON (an archive: a Buffer, or a stream read once) and decodes the
+   * JSON answer, errors mapped as `request`'s. Through fetch, whose body may be a stream.
+   */
+  async sendBody<T>(
+    method: string,
+    path: string,
+    body: Buffer | ReadableStream<Uint8Array>,
+    req: { query?: QueryValues; contentType: string; contentLength?: number; timeoutMs?: number },
+  ): Promise<T> {
+    const url = this.url(path, req.query);
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers: {
+          'content-type': req.contentType,
+          ...(req.contentLength !== undefined ? { 'content-length': String(req.contentLength) } : {}),
+          ...this.authorization(),
+        },
+        body,
+        duplex: 'half',
+        signal: AbortSignal.timeout(req.timeoutMs ?? this.#options.timeoutMs ?? 30_000),
+      } as RequestInit);
+      text = await response.text();
+    } catch (err) {
+      throw this.unreachable(url, err);
+    }
+    if (!response.ok) throw this.#error(response.status, text, url);
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+
+  /** Opens a GET whose body is bytes (an archive): the Response when 2xx, else the mapped error. */
+  async openDownload(
+    path: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Response & { body: ReadableStream<Uint8Array> }> {
+    return this.#openGet(path, {}, options.signal);
   }
 
   /**

@@ -428,6 +428,14 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     return readLogTail(this.#options.runtime.logDir(record.podUuid).dir, maxBytes);
   }
 
+  /** The layers of a container's root, top first (task outputs walk them); undefined without a pod. */
+  rootLayers(guid: string): string[] | undefined {
+    const podUuid = this.#containers.get(guid)?.podUuid;
+    return podUuid
+      ? this.#options.runtime.store.rootLayers(this.#options.runtime.status(podUuid))
+      : undefined;
+  }
+
   /** Replaces a file in a running container's shared dir; false when it has no pod (yet, or any more). */
   writeSharedFile(guid: string, name: string, content: string): boolean {
     const record = this.#containers.get(guid);

@@ -18,3 +18,9 @@ export {
   type ExecutorOptions,
   sharedDirPath,
 } from './executor.js';
+export {
+  type CollectedOutputs,
+  collectTaskOutputs,
+  OutputCollectionError,
+  type OutputCollectionLimits,
+} from './task-outputs.js';

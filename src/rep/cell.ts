@@ -10,6 +10,7 @@ import { CellHistory } from './cell-history.js';
 import type { CrashPolicy } from './crash-policy.js';
 import { type RelationSource, RelationSync } from './relation-sync.js';
 import { Rep } from './rep.js';
+import type { TaskOutputUploader } from './rep-context.js';
 import { buildRepApp } from './rep-server.js';
 
 /** A loop that lives as long as the cell: the model's unit and machine agents (src/model/cell-agent.ts). */
@@ -46,6 +47,8 @@ export interface CellOptions {
   /** Bytes at which each container's log rotates; the runtime's default (10 MiB) otherwise. */
   readonly logSizeMax?: number;
   readonly log?: (message: string) => void;
+  /** Where task outputs are uploaded (the server's TaskOutputClient); without it tasks declaring outputs fail. */
+  readonly taskOutputs?: TaskOutputUploader;
   /** Where journaled history goes (the server's ingest); without it the journal only fills. */
   readonly postHistory?: (batch: readonly IngestRecord[]) => Promise<void>;
 }
@@ -112,6 +115,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
       ? { evacuationTimeoutMs: options.evacuationTimeoutMs }
       : {}),
     ...(options.crashPolicy ? { crashPolicy: options.crashPolicy } : {}),
+    ...(options.taskOutputs ? { taskOutputs: options.taskOutputs } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   const app = buildRepApp(rep, { token });

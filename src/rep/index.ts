@@ -44,4 +44,6 @@ export {
 export { Rep, type RepOptions } from './rep.js';
 export type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
 export { type RepApi, RepClient, type RepClientOptions, repClientForCell } from './rep-client.js';
+export type { TaskOutputUploader } from './rep-context.js';
 export { buildRepApp } from './rep-server.js';
+export { deliverTaskOutputs } from './task-output-delivery.js';

@@ -8,7 +8,14 @@ export interface RepContext {
   readonly executor: Executor;
   readonly cellId: string;
   readonly policy: CrashPolicy;
+  /** Where task outputs go (`task-output-delivery.ts`); absent: a task declaring outputs fails. */
+  readonly taskOutputs?: TaskOutputUploader;
   /** The rep's clock (injected in tests). */
   now(): Date;
   log(message: string): void;
+}
+
+/** Where the cell's task archives go: the server that keeps them (`TaskOutputClient`). */
+export interface TaskOutputUploader {
+  upload(taskGuid: string, cellId: string, archive: string, sha256: string): Promise<unknown>;
 }

@@ -3,6 +3,7 @@ import { isSuperseded, orAbsent } from '../core/index.js';
 import type { ContainerRunSpec } from '../executor/index.js';
 import { reconcileTask, type TaskRepAction } from './reconcile-table.js';
 import type { RepContext } from './rep-context.js';
+import { deliverTaskOutputs } from './task-output-delivery.js';
 
 /** Reconciles one task container with its Task (the seed's task table, `reconcileTask`). */
 export async function reconcileTaskContainer(ctx: RepContext, guid: string): Promise<void> {
@@ -42,12 +43,14 @@ async function applyTaskActions(
           break;
         case 'complete-task': {
           const container = executor.get(action.taskGuid);
+          // Outputs are collected before completion, so a COMPLETED task's outputs are there.
+          const outputsFailure = task ? await deliverTaskOutputs(ctx, task) : '';
           await bbs.completeTask({
             task_guid: action.taskGuid,
             expected: action.expected,
             cell_id: action.cellId,
-            failed: action.failed,
-            failure_reason: action.failureReason,
+            failed: action.failed || outputsFailure !== '',
+            failure_reason: [action.failureReason, outputsFailure].filter((r) => r !== '').join('; '),
             result: container?.task_result ?? '',
           });
           break;

@@ -15,7 +15,7 @@ import { actualFor, applyLRPActions } from './lrp-actions.js';
 import { reconcileLRP } from './reconcile-table.js';
 import type { RelationSync } from './relation-sync.js';
 import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
-import type { RepContext } from './rep-context.js';
+import type { RepContext, TaskOutputUploader } from './rep-context.js';
 import { reconcileLostTask, reconcileTaskContainer } from './rep-tasks.js';
 
 export interface RepOptions {
@@ -38,6 +38,8 @@ export interface RepOptions {
   readonly presenceTtlMs?: number;
   readonly evacuationTimeoutMs?: number;
   readonly crashPolicy?: CrashPolicy;
+  /** Where the outputs of this cell's tasks are uploaded (the server's TaskOutputClient). */
+  readonly taskOutputs?: TaskOutputUploader;
   readonly now?: () => Date;
   readonly log?: (message: string) => void;
 }
@@ -84,6 +86,7 @@ export class Rep {
       policy: options.crashPolicy ?? defaultCrashPolicy,
       now,
       log: options.log ?? (() => {}),
+      ...(options.taskOutputs ? { taskOutputs: options.taskOutputs } : {}),
     };
   }
 

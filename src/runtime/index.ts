@@ -15,7 +15,7 @@ export {
   type PortPublish,
   type ReservedIn,
 } from './cni-network.js';
-export { LayeredRoot, readInLayeredRoot } from './layered-root.js';
+export { LayeredRoot, type RootEntry, readInLayeredRoot } from './layered-root.js';
 export {
   bridgeName,
   ensurePodNetworkRules,

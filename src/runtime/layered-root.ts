@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import { errnoCode } from '../core/index.js';
 import { nativeAddon } from './native-addon.js';
 
@@ -20,12 +20,15 @@ function fdPath(fd: number, name?: string): string {
   return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
 }
 
-type Entry =
+/** What a name is in the merged root (O_PATH fds, owned by the LayeredRoot until `release`). */
+export type RootEntry =
   | { readonly kind: 'missing' }
   | { readonly kind: 'symlink'; readonly target: string }
   /** The directory in every layer that makes up the merged one, top first. */
   | { readonly kind: 'dir'; readonly fds: readonly number[] }
   | { readonly kind: 'other'; readonly fd: number; readonly isFile: boolean };
+
+type Entry = RootEntry;
 
 /**
  * Looks files up in a container's root as overlayfs shows it to the container, from the host,
@@ -41,7 +44,7 @@ type Entry =
  * overlayfs's `redirect_dir` and metacopy features are not followed: berth mounts without them.
  */
 export class LayeredRoot {
-  readonly #opened: number[] = [];
+  readonly #opened = new Set<number>();
 
   private constructor(private readonly roots: readonly number[]) {}
 
@@ -59,16 +62,42 @@ export class LayeredRoot {
       }
     }
     const root = new LayeredRoot(roots);
-    root.#opened.push(...roots);
+    for (const fd of roots) root.#opened.add(fd);
     return root;
   }
 
   close(): void {
-    for (const fd of this.#opened.splice(0)) closeSync(fd);
+    for (const fd of this.#opened) closeSync(fd);
+    this.#opened.clear();
+  }
+
+  /**
+   * Closes the fds an entry holds (and those hidden behind it during its lookup are already
+   * closed): a walk over a big tree releases what it is done with instead of holding every fd
+   * until `close`.
+   */
+  release(entry: RootEntry): void {
+    const fds = entry.kind === 'dir' ? entry.fds : entry.kind === 'other' ? [entry.fd] : [];
+    for (const fd of fds) {
+      if (this.roots.includes(fd) || !this.#opened.delete(fd)) continue;
+      closeSync(fd);
+    }
   }
 
   /** `name` in the merged directory made of `dirFds` (top first). */
   #lookup(dirFds: readonly number[], name: string): Entry {
+    const seen: number[] = [];
+    const entry = this.#lookupIn(dirFds, name, seen);
+    const kept = entry.kind === 'dir' ? entry.fds : entry.kind === 'other' ? [entry.fd] : [];
+    for (const fd of seen) {
+      if (kept.includes(fd)) this.#opened.add(fd);
+      else closeSync(fd);
+    }
+    return entry;
+  }
+
+  /** `lookup`'s walk over the layers; every fd it opens goes into `seen`. */
+  #lookupIn(dirFds: readonly number[], name: string, seen: number[]): Entry {
     const dirs: number[] = [];
     for (const dirFd of dirFds) {
       let fd: number;
@@ -79,7 +108,7 @@ export class LayeredRoot {
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw err;
       }
-      this.#opened.push(fd);
+      seen.push(fd);
       const stat = fstatSync(fd);
       if (stat.isCharacterDevice() && stat.rdev === 0) break; // a whiteout: nothing below shows
       if (stat.isDirectory()) {
@@ -99,15 +128,18 @@ export class LayeredRoot {
   }
 
   /**
-   * An fd (O_RDONLY) of the regular file at `path` in the merged root, every symlink on the way
-   * resolved inside the root; undefined when there is none there or it is not a regular file.
-   * The caller closes it.
+   * What `path` is in the merged root, every symlink on the way resolved inside the root; the last
+   * component's own symlink is followed when `followLast`, else returned as it is (lstat's view).
+   * The root itself is a `dir`.
    */
-  openFile(path: string): number | undefined {
+  entryAt(path: string, followLast = false): RootEntry {
+    // A trailing slash asks for what the name resolves to, as in POSIX path resolution.
+    const follow = followLast || /\/\.?$/.test(path);
     // Each element is one merged directory on the way down, so `..` goes back to its parent.
     const stack: (readonly number[])[] = [this.roots];
     const pending = path.split('/');
     let links = 0;
+    const rest = () => pending.some((p) => p !== '' && p !== '.');
     while (pending.length > 0) {
       const part = pending.shift() as string;
       if (part === '' || part === '.') continue;
@@ -116,10 +148,11 @@ export class LayeredRoot {
         continue;
       }
       const entry = this.#lookup(stack[stack.length - 1] as readonly number[], part);
-      if (entry.kind === 'missing') return undefined;
+      if (entry.kind === 'missing') return entry;
       if (entry.kind === 'symlink') {
+        if (!follow && !rest()) return entry;
         links += 1;
-        if (links > maxSymlinks) return undefined;
+        if (links > maxSymlinks) return { kind: 'missing' };
         if (entry.target.startsWith('/')) stack.length = 1;
         pending.unshift(...entry.target.split('/'));
         continue;
@@ -129,17 +162,54 @@ export class LayeredRoot {
         continue;
       }
       // A file: the end of the path, or a component that cannot be walked through (ENOTDIR).
-      if (pending.some((p) => p !== '' && p !== '.') || !entry.isFile) return undefined;
-      // Reopening the O_PATH fd (opened O_NOFOLLOW on the name) through its /proc link opens that
-      // very inode, with no path walk; O_NOFOLLOW here would refuse the magic link itself.
-      const fd = openSync(fdPath(entry.fd), constants.O_RDONLY);
-      if (!fstatSync(fd).isFile()) {
-        closeSync(fd);
-        return undefined;
+      if (rest()) {
+        this.release(entry);
+        return { kind: 'missing' };
       }
-      return fd;
+      return entry;
     }
-    return undefined; // the root itself, or a directory
+    return { kind: 'dir', fds: stack[stack.length - 1] as readonly number[] };
+  }
+
+  /** `name` (one component, no slash) in a merged directory, its symlink not followed. */
+  child(dir: RootEntry & { readonly kind: 'dir' }, name: string): RootEntry {
+    if (name === '' || name === '.' || name === '..' || name.includes('/')) return { kind: 'missing' };
+    return this.#lookup(dir.fds, name);
+  }
+
+  /**
+   * The names a merged directory shows, sorted: every layer's names (`child` then says which
+   * of them a whiteout or an upper non-directory hides, and those read as `missing`).
+   */
+  names(dir: RootEntry & { readonly kind: 'dir' }): string[] {
+    const names = new Set<string>();
+    for (const fd of dir.fds) for (const name of readdirSync(fdPath(fd))) names.add(name);
+    return [...names].sort();
+  }
+
+  /**
+   * An fd (O_RDONLY) of a regular file entry. Reopening the O_PATH fd (opened O_NOFOLLOW on the
+   * name) through its /proc link opens that very inode, with no path walk; O_NOFOLLOW here would
+   * refuse the magic link itself. The caller closes it.
+   */
+  openEntry(entry: RootEntry & { readonly kind: 'other' }): number | undefined {
+    if (!entry.isFile) return undefined;
+    const fd = openSync(fdPath(entry.fd), constants.O_RDONLY);
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      return undefined;
+    }
+    return fd;
+  }
+
+  /**
+   * An fd (O_RDONLY) of the regular file at `path` in the merged root, every symlink on the way
+   * resolved inside the root; undefined when there is none there or it is not a regular file.
+   * The caller closes it.
+   */
+  openFile(path: string): number | undefined {
+    const entry = this.entryAt(path, true);
+    return entry.kind === 'other' ? this.openEntry(entry) : undefined; // missing, or a directory
   }
 }
 

@@ -17,6 +17,7 @@ import {
   Routes as RoutesSchema,
   Url,
 } from '../../core/index.js';
+import { OutputsMaxBytesSchema, TaskOutputsSchema } from '../task-output-types.js';
 
 /**
  * TypeBox schemas of the BBS's JSON: they validate requests (a malformed one is a 400 that names
@@ -105,6 +106,8 @@ export const TaskDefinitionSchema = Type.Object(
     result_file: Type.Optional(Url()),
     completion_callback_url: Type.Optional(Url()),
     placement_tags: Type.Optional(PlacementTags()),
+    outputs: Type.Optional(TaskOutputsSchema),
+    outputs_max_bytes: Type.Optional(OutputsMaxBytesSchema),
   },
   strict,
 );

@@ -63,6 +63,8 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
         result_file: b.result_file ?? '',
         completion_callback_url: b.completion_callback_url ?? '',
         placement_tags: b.placement_tags ?? [],
+        ...(b.outputs !== undefined ? { outputs: b.outputs } : {}),
+        ...(b.outputs_max_bytes !== undefined ? { outputs_max_bytes: b.outputs_max_bytes } : {}),
       });
       return reply.code(201).header('etag', etag(task.modification_tag)).send(task);
     },

@@ -10,6 +10,7 @@ import { LeaseStore } from './lease-store.js';
 import { RequestOutbox } from './request-outbox.js';
 import { SnapshotReads } from './snapshot-reads.js';
 import { type SqlBbsStoreOptions, StoreContext } from './store-context.js';
+import { TaskOutputStore, taskOutputMigrationList } from './task-output-store.js';
 import { TaskStore } from './task-store.js';
 
 export type { SqlBbsStoreOptions } from './store-context.js';
@@ -24,6 +25,8 @@ export type { SqlBbsStoreOptions } from './store-context.js';
 export class SqlBbsStore implements BbsStore {
   /** The database handle the store was opened on; history and the model share it. */
   readonly database: SqlDatabase;
+  /** Task output archives, on the same database (deleteTask deletes a task's archive with it). */
+  readonly taskOutputs: TaskOutputStore;
   readonly #desired: DesiredLrpStore;
   readonly #actual: ActualLrpStore;
   readonly #outbox: RequestOutbox;
@@ -37,6 +40,7 @@ export class SqlBbsStore implements BbsStore {
   private constructor(database: SqlDatabase, options: SqlBbsStoreOptions) {
     this.database = database;
     const ctx = new StoreContext(database, options);
+    this.taskOutputs = new TaskOutputStore(database, ctx.now);
     this.#desired = new DesiredLrpStore(ctx);
     this.#actual = new ActualLrpStore(ctx);
     this.#outbox = new RequestOutbox(ctx);
@@ -55,7 +59,10 @@ export class SqlBbsStore implements BbsStore {
   static async open(database: SqlDatabase, options: SqlBbsStoreOptions = {}): Promise<SqlBbsStore> {
     const store = new SqlBbsStore(database, options);
     try {
-      await database.migrate([bbsMigrationList], (options.now ?? (() => new Date()))());
+      await database.migrate(
+        [bbsMigrationList, taskOutputMigrationList],
+        (options.now ?? (() => new Date()))(),
+      );
     } catch (err) {
       await database.close();
       throw err;

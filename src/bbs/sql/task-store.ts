@@ -26,6 +26,7 @@ import {
   type Tx,
   validatePage,
 } from './store-context.js';
+import { deleteTaskOutputs } from './task-output-store.js';
 
 /**
  * Tasks (seed 003): desired with a start request for the auctioneer, moved through their states
@@ -210,6 +211,8 @@ export class TaskStore {
         },
         taskCasTarget(tx, before.task_guid, req.expected),
       );
+      // Its outputs go with it (docs/tasks.md, "Outputs").
+      await deleteTaskOutputs(tx.db, before.task_guid);
       tx.events.push({ type: 'task_removed', task: before });
     });
   }
