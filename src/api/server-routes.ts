@@ -7,6 +7,7 @@ import { registerHistoryRoutes } from './history-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
 import { type RouteModule, servedWith } from './route-module.js';
 import { systemRoutes } from './system-routes.js';
+import { userWriteHistory } from './user-write-history.js';
 
 /**
  * Every route of the server, room by room, in the order they are registered (which is also the
@@ -23,6 +24,7 @@ export const serverRoutes: readonly RouteModule[] = [
         redactsEnv,
         ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
+        ...(deps.history ? { onUserWrite: userWriteHistory(deps.history.history, deps.history.now) } : {}),
       }),
   },
   { name: 'cells', register: (app, deps) => cellRoutes(deps.store)(app) },

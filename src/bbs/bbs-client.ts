@@ -24,6 +24,8 @@ import type {
   HeartbeatCellRequest,
   Lease,
   LeaseResult,
+  OwnerOfRequest,
+  OwnerOfResult,
   ProcessGuidRequest,
   PruneEventsRequest,
   ReadEventsRequest,
@@ -123,6 +125,7 @@ export class BbsClient implements BbsStore {
 
   upsertDomain = (req: UpsertDomainRequest): Promise<Domain> => this.call('upsertDomain', req);
   listDomains = (): Promise<Domain[]> => this.call('listDomains', {});
+  ownerOf = (req: OwnerOfRequest): Promise<OwnerOfResult> => this.call('ownerOf', req);
   heartbeatCell = (req: HeartbeatCellRequest): Promise<CellPresence> => this.call('heartbeatCell', req);
   listCells = (): Promise<CellPresence[]> => this.call('listCells', {});
   removeCell = (req: CellIdRequest): Promise<void> => this.call('removeCell', req);

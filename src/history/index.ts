@@ -77,7 +77,7 @@ export {
   swarmTaskStates,
   terminalStatuses,
 } from './status-mapping.js';
-export { recordUserAction, type UserAction } from './user-actions.js';
+export { recordUserAction, recordUserActions, type UserAction } from './user-actions.js';
 export {
   type Delivery,
   type DeliveryState,

@@ -24,6 +24,8 @@ import type {
   HeartbeatCellRequest,
   Lease,
   LeaseResult,
+  OwnerOfRequest,
+  OwnerOfResult,
   ProcessGuidRequest,
   PruneEventsRequest,
   ReadEventsRequest,
@@ -270,6 +272,10 @@ export class SqlBbsStore implements BbsStore {
 
   listDomains(): Promise<Domain[]> {
     return this.#domains.listDomains();
+  }
+
+  ownerOf(req: OwnerOfRequest): Promise<OwnerOfResult> {
+    return this.#domains.ownerOf(req);
   }
 
   // ---------------------------------------------------------------- CellStore
