@@ -31,7 +31,12 @@ export const serverRoutes: readonly RouteModule[] = [
   servedWith('registry', 'registry', (app, registry) => registryRoutes(app, registry)),
   servedWith('systems', 'systems', (app, systems) => systemRoutes(systems)(app)),
   servedWith('agents', 'systems', (app, systems) => agentRoutes(systems)(app)),
-  servedWith('history', 'history', (app, history) => registerHistoryRoutes(app, history)),
+  servedWith('history', 'history', (app, history, deps) =>
+    registerHistoryRoutes(app, {
+      ...history,
+      systemOfDomain: async (domain) => (await deps.store.ownerOf({ domain })).owner,
+    }),
+  ),
   {
     name: 'plugins',
     register: async (app, deps) => {

@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
 import {
   factsOf,
+  historyIdOf,
   noteExit,
   noteExitedPods,
   noteLaunch,
   noteStart,
+  noteUserStop,
   podDropbox,
 } from '../history/direct-pod-history.js';
 import type {
@@ -319,7 +321,16 @@ const stop: CommandHandler = {
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const timeout = parseDuration(stringOption(ctx.values, 'timeout') ?? '10', '--timeout');
-    const info = await runtime.stop(ctx.positionals[0] ?? '', timeout);
+    const pod = runtime.status(ctx.positionals[0] ?? '');
+    // Who asked goes into the pod before the signal: its end is then this user's stop, not a crash.
+    if (pod.state === 'running') {
+      noteUserStop(
+        podDropbox(dataDir(ctx.values)),
+        runtime.store.path(pod),
+        historyIdOf(pod.uuid, pod.manifest),
+      );
+    }
+    const info = await runtime.stop(pod.uuid, timeout);
     ctx.stdout.write(`${info.uuid}\n`);
     return 0;
   },

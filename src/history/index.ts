@@ -77,6 +77,13 @@ export {
   swarmTaskStates,
   terminalStatuses,
 } from './status-mapping.js';
+export {
+  localUser,
+  readStopRequest,
+  type StopRequest,
+  stopRequestFile,
+  writeStopRequest,
+} from './stop-request.js';
 export { recordUserAction, recordUserActions, type UserAction } from './user-actions.js';
 export {
   type Delivery,
