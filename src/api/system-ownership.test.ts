@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ActualLRP, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { desiredDefinition, desiredTask } from '../testing/bbs-fixtures.js';
+import { launchOf } from '../testing/history-store-contract.js';
 import { buildApp } from './build-app.js';
 import { createHistoryServerParts, type HistoryServerParts } from './history-server-parts.js';
 
@@ -136,5 +137,35 @@ describe('public writes to a system-owned domain', () => {
     }
     const removed = await call('DELETE', '/v1/desired_lrps/plain-web');
     assert.equal(removed.statusCode, 204, removed.body);
+  });
+
+  it('a launch a cell reports with its domain carries the system owning it; `ps --system` finds it', async () => {
+    const when = new Date().toISOString();
+    const ingest = await call('POST', '/v1/containers/events', {
+      records: [
+        {
+          type: 'launch',
+          container: launchOf('ig-shop-0', { owner_id: 'shop.web.v1/0' }),
+          external_timestamp: when,
+          domain: 'system-shop',
+        },
+        {
+          type: 'launch',
+          container: launchOf('ig-plain-0', { owner_id: 'plain-web/0' }),
+          external_timestamp: when,
+          domain: 'plain',
+        },
+      ],
+    });
+    assert.equal(ingest.statusCode, 200, ingest.body);
+    assert.equal((await parts.history.getContainer('ig-shop-0')).system, 'shop');
+    assert.equal((await parts.history.getContainer('ig-plain-0')).system, null);
+    const listed = await app.inject({
+      method: 'GET',
+      url: '/v1/containers?system=shop',
+      headers: { authorization: `Bearer ${alice}` },
+    });
+    const ids = (listed.json() as { containers: Array<{ id: string }> }).containers.map((c) => c.id);
+    assert.deepEqual(ids, ['ig-shop-0']);
   });
 });

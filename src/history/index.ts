@@ -18,11 +18,13 @@ export {
 } from './container-status.js';
 export {
   factsOf,
+  historyIdOf,
   noteExit,
   noteExitedPods,
   noteLaunch,
   noteObituaries,
   noteStart,
+  noteUserStop,
   type PodFacts,
   podDropbox,
 } from './direct-pod-history.js';
