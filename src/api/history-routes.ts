@@ -75,7 +75,14 @@ const ItemSchema = Type.Object(
     type: Type.Literal('item'),
     container_id: Name(),
     status: Name(),
-    entity_type: Type.Union([Type.Literal('system'), Type.Literal('event'), Type.Literal('service')]),
+    // `user`: a user's action on this machine a cell delivers (`berth stop` of a pod, with the OS
+    // user), trusted as far as launches' `entity_id` already are: the caller is an operator.
+    entity_type: Type.Union([
+      Type.Literal('system'),
+      Type.Literal('event'),
+      Type.Literal('service'),
+      Type.Literal('user'),
+    ]),
     entity_id: Type.Optional(Nullable(NameOrEmpty())),
     message: Type.Optional(Nullable(Message())),
     external_timestamp: Type.Optional(Nullable(Timestamp)),
