@@ -9,6 +9,7 @@ import {
   noteExitedPods,
   noteLaunch,
   noteStart,
+  noteUserExec,
   noteUserStop,
   podDropbox,
 } from '../history/direct-pod-history.js';
@@ -302,6 +303,7 @@ const enter: CommandHandler = {
       throw new BerthError('conflict', `Cannot enter pod ${info.uuid}: current state is ${info.state}`);
     }
     if (ctx.rest.length === 0) throw new InvalidArgumentError('berth enter needs a command after "--"');
+    noteUserExec(podDropbox(dataDir(ctx.values)), historyIdOf(info.uuid, info.manifest), ctx.rest);
     const env = info.manifest?.app.env ?? [];
     const cwd = info.manifest?.app.cwd ?? '/';
     const user = info.manifest?.app.user;

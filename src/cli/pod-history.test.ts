@@ -88,6 +88,8 @@ describe('pods run with berth run get a container record and history', { timeout
     const long = await runBerth(['run', '-d', '--dir', dir, '--net', 'none', 'bb', '--', 'sleep', '300']);
     assert.equal(long.code, 0, long.stderr);
     const longUuid = long.stdout.trim();
+    const entered = await runBerth(['enter', '--dir', dir, longUuid, '--', 'true']);
+    assert.equal(entered.code, 0, entered.stderr);
     const stopped = await runBerth(['stop', '--dir', dir, '--timeout', '1', longUuid]);
     assert.equal(stopped.code, 0, stopped.stderr);
     // `status --wait` answers with the pod's exit status (SIGKILL's here: sleep ignores SIGTERM as pid 1).
@@ -131,6 +133,8 @@ describe('pods run with berth run get a container record and history', { timeout
     const longRecord = await history(longUuid, 'Killed');
     const stop = longRecord.history.find((h) => h.entity_type === 'user' && h.status === 'stop');
     assert.equal(stop?.entity_id, userInfo().username, JSON.stringify(longRecord.history));
+    const exec = longRecord.history.find((h) => h.entity_type === 'user' && h.status === 'exec_start');
+    assert.equal(exec?.entity_id, userInfo().username, JSON.stringify(longRecord.history));
     assert.ok(!longRecord.history.some((h) => h.status === 'Failed'), JSON.stringify(longRecord.history));
 
     const fgRecord = await history(fgUuid, 'Failed');

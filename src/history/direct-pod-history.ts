@@ -305,3 +305,27 @@ export function noteUserStop(
     },
   ]);
 }
+
+/**
+ * A user's `berth enter` (runc exec) into a pod on this machine: docker's `exec_start`, as a `user`
+ * item with the OS user and the command, dropped for the cell on this data dir to deliver.
+ */
+export function noteUserExec(
+  dropbox: RecordDropbox,
+  containerId: string,
+  argv: readonly string[],
+  at: Date = new Date(),
+): void {
+  const user = localUser();
+  dropbox.drop([
+    {
+      type: 'item',
+      container_id: containerId,
+      status: 'exec_start',
+      entity_type: 'user',
+      entity_id: user,
+      message: `berth enter by ${user}: ${argv.join(' ')}`.slice(0, 1000),
+      external_timestamp: at.toISOString(),
+    },
+  ]);
+}
