@@ -8,6 +8,7 @@ import { desiredDefinition, desiredTask } from '../testing/bbs-fixtures.js';
 import { launchOf } from '../testing/history-store-contract.js';
 import { buildApp } from './build-app.js';
 import { createHistoryServerParts, type HistoryServerParts } from './history-server-parts.js';
+import { recordSystemUserAction } from './system-action-history.js';
 
 /**
  * Issue 19 item 2: a system's LRPs and tasks change only through the system's actions. The deploy
@@ -42,6 +43,24 @@ describe('public writes to a system-owned domain', () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  /** An instance claimed and started on a cell, as a rep would: its container is its instance guid. */
+  async function runOnCell(processGuid: string, index: number): Promise<ActualLRP> {
+    const key = { process_guid: processGuid, index };
+    const unclaimed = (await store.getActualLRP(key)).instance!;
+    const instance_key = { instance_guid: `ig-${processGuid}-${index}`, cell_id: 'cell-a' };
+    const claimed = await store.claimActualLRP({
+      ...key,
+      expected: unclaimed.modification_tag,
+      instance_key,
+    });
+    return store.startActualLRP({
+      ...key,
+      expected: claimed.modification_tag,
+      instance_key,
+      net_info: { address: '10.0.0.5', ports: [] },
+    });
+  }
 
   const call = (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
     app.inject({
@@ -106,25 +125,7 @@ describe('public writes to a system-owned domain', () => {
 
   it("leaves other domains' LRPs alone, and records a user's scale down on the instances it stops", async () => {
     // Two instances of the plain LRP run on a cell: their containers are the instance guids.
-    const running: ActualLRP[] = [];
-    for (const index of [1, 2]) {
-      const unclaimed = (await store.getActualLRP({ process_guid: 'plain-web', index })).instance!;
-      const key = { process_guid: 'plain-web', index };
-      const instance = { instance_guid: `ig-plain-${index}`, cell_id: 'cell-a' };
-      const claimed = await store.claimActualLRP({
-        ...key,
-        expected: unclaimed.modification_tag,
-        instance_key: instance,
-      });
-      running.push(
-        await store.startActualLRP({
-          ...key,
-          expected: claimed.modification_tag,
-          instance_key: instance,
-          net_info: { address: '10.0.0.5', ports: [] },
-        }),
-      );
-    }
+    const running = [await runOnCell('plain-web', 1), await runOnCell('plain-web', 2)];
     const res = await call('PATCH', '/v1/desired_lrps/plain-web', { instances: 1 });
     assert.equal(res.statusCode, 200, res.body);
     for (const actual of running) {
@@ -167,5 +168,22 @@ describe('public writes to a system-owned domain', () => {
     });
     const ids = (listed.json() as { containers: Array<{ id: string }> }).containers.map((c) => c.id);
     assert.deepEqual(ids, ['ig-shop-0']);
+  });
+
+  it("a user's action on a whole system is a user item on each of its running containers", async () => {
+    const instance = await runOnCell('shop.web.v1', 0);
+    const recorded = await recordSystemUserAction(parts.history, store, {
+      system: 'shop',
+      user_id: 'alice',
+      status: 'stop',
+      message: 'teardown of shop',
+      at: new Date(),
+    });
+    assert.equal(recorded.recorded, 1, 'the one running instance (the PENDING job has no container)');
+    const item = (await parts.history.getContainer(instance.instance_guid)).history.find(
+      (h) => h.entity_type === 'user',
+    );
+    assert.equal(item?.entity_id, 'alice');
+    assert.equal(item?.message, 'teardown of shop');
   });
 });
