@@ -567,18 +567,7 @@ export function describeBbsStoreContract(
     });
 
     describe('Tasks', () => {
-      const task = (extra: Partial<Task> = {}) => ({
-        task_guid: guid('task'),
-        domain: 'd',
-        image: 'busybox',
-        env: {},
-        memory_mb: 32,
-        disk_mb: 0,
-        result_file: '',
-        completion_callback_url: '',
-        placement_tags: [],
-        ...extra,
-      });
+      const task = (extra: Partial<Task> = {}) => desiredTask(guid('task'), extra);
 
       async function taskIn(state: TaskState): Promise<Task> {
         let t = await store.desireTask(task());
@@ -741,7 +730,7 @@ export function describeBbsStoreContract(
         assert.equal(listed.find((d) => d.domain === domain)?.owner, 'shop');
         assert.equal(listed.find((d) => d.domain === other)?.owner, undefined);
         const lrp = await desire(1, { domain });
-        const t = await store.desireTask({ ...desiredTask(guid('task')), domain });
+        const t = await store.desireTask(desiredTask(guid('task'), { domain }));
         const plainLrp = await desire(1, { domain: other });
         assert.deepEqual(await store.ownerOf({ domain }), { owner: 'shop' });
         assert.deepEqual(await store.ownerOf({ process_guid: lrp.process_guid }), { owner: 'shop' });
