@@ -108,6 +108,12 @@ describe('final outcome of a finalization', () => {
       null,
     ],
     [
+      'stopped before it started (no exit status)',
+      { exit_code: null, error: null, stopped: 'stopped before it started' },
+      'Killed',
+      /^stopped before it started$/,
+    ],
+    [
       'finalization failure wins over a stop',
       { exit_code: 143, error: 'x', stopped: 'stopped' },
       'Failed',

@@ -114,11 +114,13 @@ export interface FinalizationFacts {
  * The final item of a container (seed 001's finalization, made truthful): Complete or Failed by
  * the exit code, except that a failed finalization or a launch that never ran is `Failed` with the
  * reason, and a container stopped on request is `Killed` (its SIGTERM status is the stop's doing,
- * not a failure of the app); a stopped app that exited 0 still completed.
+ * not a failure of the app; stopped before it ran, it has none); a stopped app that exited 0
+ * still completed.
  */
 export function finalOutcome(fin: FinalizationFacts): { status: ContainerStatus; message: string | null } {
   if (fin.error) return { status: 'Failed', message: `Finalization failed: ${fin.error}` };
   if (fin.failure) return { status: 'Failed', message: fin.failure };
+  if (fin.stopped && fin.exit_code === null) return { status: 'Killed', message: fin.stopped };
   const status = finalStatusFor(fin.exit_code);
   if (fin.stopped && status === 'Failed')
     return { status: 'Killed', message: `${fin.stopped} (exit status ${fin.exit_code})` };
