@@ -102,8 +102,14 @@ describe(`API fuzz on SQLite and PostgreSQL (seed ${seed}, ${runs} requests)`, (
         answers.push({ name, ...answer });
         const statusClass = `${String(answer.status)[0]}xx`;
         statuses.set(statusClass, (statuses.get(statusClass) ?? 0) + 1);
+        // Evacuation is forwarded to the cell's rep, and no rep runs here: a cell the fuzz
+        // heartbeated names one that cannot be reached, which is the peer's 503, not a fault.
+        const unreachableRep =
+          answer.status === 503 &&
+          request.route === '/v1/cells/{cell_id}/evacuate' &&
+          answer.text.includes('Cannot reach the rep');
         assert.ok(
-          answer.status < 500,
+          answer.status < 500 || unreachableRep,
           `${name}: ${answer.status} ${answer.text}\n  for ${describeRequest(request)}`,
         );
       }

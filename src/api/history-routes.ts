@@ -56,6 +56,7 @@ const LaunchSchema = Type.Object(
     external_timestamp: Timestamp,
     entity_type: Type.Optional(Type.Union([Type.Literal('system'), Type.Literal('user')])),
     entity_id: Type.Optional(Nullable(NameOrEmpty())),
+    domain: Type.Optional(NameOrEmpty()),
   },
   strict,
 );
@@ -76,7 +77,14 @@ const ItemSchema = Type.Object(
     type: Type.Literal('item'),
     container_id: Name(),
     status: Name(),
-    entity_type: Type.Union([Type.Literal('system'), Type.Literal('event'), Type.Literal('service')]),
+    // `user`: a user's action on this machine a cell delivers (`berth stop` of a pod, with the OS
+    // user), trusted as far as launches' `entity_id` already are: the caller is an operator.
+    entity_type: Type.Union([
+      Type.Literal('system'),
+      Type.Literal('event'),
+      Type.Literal('service'),
+      Type.Literal('user'),
+    ]),
     entity_id: Type.Optional(Nullable(NameOrEmpty())),
     message: Type.Optional(Nullable(Message())),
     external_timestamp: Type.Optional(Nullable(Timestamp)),
@@ -105,6 +113,8 @@ const FinalizationSchema = Type.Object(
       { maxItems: limits.maxArgs },
     ),
     error: Nullable(Message()),
+    failure: Type.Optional(Nullable(Message())),
+    stopped: Type.Optional(Nullable(Message())),
   },
   strict,
 );
@@ -138,6 +148,8 @@ export interface HistoryRoutesOptions {
   /** Absent with `auth: 'none'`: the token routes then answer 404. */
   readonly tokens?: TokenStore;
   readonly now?: () => Date;
+  /** The system owning a BBS domain, or null: fills the system of launches cells report without one. */
+  readonly systemOfDomain?: (domain: string) => Promise<string | null>;
 }
 
 /**
@@ -208,7 +220,8 @@ export async function registerHistoryRoutes(
         body: IngestBody,
       },
     },
-    async (request) => history.ingest(request.body.records as IngestRecord[]),
+    async (request) =>
+      history.ingest(await withSystems(request.body.records as IngestRecord[], options.systemOfDomain)),
   );
 
   app.post(
@@ -276,3 +289,31 @@ export async function registerHistoryRoutes(
 }
 
 export type IngestBodyType = Static<typeof IngestBody>;
+
+/**
+ * Launches a cell reported with their domain and no system get the system owning that domain
+ * (issue 19: every container of a system carries it, so `ps --system` and the dashboard find it).
+ * One lookup per domain per batch.
+ */
+async function withSystems(
+  records: IngestRecord[],
+  systemOfDomain: ((domain: string) => Promise<string | null>) | undefined,
+): Promise<IngestRecord[]> {
+  if (!systemOfDomain) return records;
+  const owners = new Map<string, Promise<string | null>>();
+  const out: IngestRecord[] = [];
+  for (const record of records) {
+    if (record.type !== 'launch' || record.container.system !== null || !record.domain) {
+      out.push(record);
+      continue;
+    }
+    let owner = owners.get(record.domain);
+    if (!owner) {
+      owner = systemOfDomain(record.domain);
+      owners.set(record.domain, owner);
+    }
+    const system = await owner;
+    out.push(system === null ? record : { ...record, container: { ...record.container, system } });
+  }
+  return out;
+}

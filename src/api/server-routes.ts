@@ -7,6 +7,7 @@ import { registerHistoryRoutes } from './history-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
 import { type RouteModule, servedWith } from './route-module.js';
 import { systemRoutes } from './system-routes.js';
+import { userWriteHistory } from './user-write-history.js';
 
 /**
  * Every route of the server, room by room, in the order they are registered (which is also the
@@ -23,6 +24,7 @@ export const serverRoutes: readonly RouteModule[] = [
         redactsEnv,
         ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
+        ...(deps.history ? { onUserWrite: userWriteHistory(deps.history.history, deps.history.now) } : {}),
       }),
   },
   servedWith('task-outputs', 'taskOutputs', (app, outputs, deps) =>
@@ -32,7 +34,12 @@ export const serverRoutes: readonly RouteModule[] = [
   servedWith('registry', 'registry', (app, registry) => registryRoutes(app, registry)),
   servedWith('systems', 'systems', (app, systems) => systemRoutes(systems)(app)),
   servedWith('agents', 'systems', (app, systems) => agentRoutes(systems)(app)),
-  servedWith('history', 'history', (app, history) => registerHistoryRoutes(app, history)),
+  servedWith('history', 'history', (app, history, deps) =>
+    registerHistoryRoutes(app, {
+      ...history,
+      systemOfDomain: async (domain) => (await deps.store.ownerOf({ domain })).owner,
+    }),
+  ),
   {
     name: 'plugins',
     register: async (app, deps) => {

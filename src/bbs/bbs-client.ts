@@ -55,6 +55,7 @@ export class BbsClient implements BbsStore {
   deleteTask = this.#operation('deleteTask');
   upsertDomain = this.#operation('upsertDomain');
   listDomains = this.#operation('listDomains');
+  ownerOf = this.#operation('ownerOf');
   heartbeatCell = this.#operation('heartbeatCell');
   listCells = this.#operation('listCells');
   removeCell = this.#operation('removeCell');

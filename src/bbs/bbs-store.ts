@@ -81,6 +81,8 @@ export interface BbsStore {
   upsertDomain(req: UpsertDomainRequest): Promise<Domain>;
   /** Only fresh domains, as Diego answers. */
   listDomains(): Promise<Domain[]>;
+  /** The system that owns a domain, or the domain of a DesiredLRP or task (one read). */
+  ownerOf(req: OwnerOfRequest): Promise<OwnerOfResult>;
   heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence>;
   /** Only live cells. */
   listCells(): Promise<CellPresence[]>;
@@ -274,6 +276,19 @@ export interface UpsertDomainRequest {
   readonly domain: string;
   /** 0 = fresh forever. */
   readonly ttl_ms: number;
+  /** Claims the domain for this system; an upsert without one leaves the owner as it was. */
+  readonly owner?: string;
+}
+
+/** What `ownerOf` looks up: a domain, or the domain of a DesiredLRP or of a task. */
+export type OwnerOfRequest =
+  | { readonly domain: string }
+  | { readonly process_guid: string }
+  | { readonly task_guid: string };
+
+export interface OwnerOfResult {
+  /** The system owning the domain; null when nobody does, or the record does not exist. */
+  readonly owner: string | null;
 }
 export interface HeartbeatCellRequest {
   readonly presence: Omit<CellPresence, 'expires_at'>;

@@ -132,6 +132,11 @@ export interface Domain {
   readonly domain: string;
   /** ISO-8601; the domain is fresh until then. */
   readonly fresh_until: string;
+  /**
+   * The system whose domain this is (set by its deploys): its LRPs and tasks change only through
+   * that system's actions, never through the public LRP and task routes. Absent: nobody's.
+   */
+  readonly owner?: string;
 }
 
 export interface CellCapacity {

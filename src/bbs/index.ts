@@ -37,6 +37,8 @@ export type {
   LeaseResult,
   ListPage,
   LRPStopRequest,
+  OwnerOfRequest,
+  OwnerOfResult,
   ProcessGuidRequest,
   PruneEventsRequest,
   ReadEventsRequest,
@@ -89,7 +91,13 @@ export {
   withMonitorDefaults,
 } from './definition-defaults.js';
 export { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
-export { type BbsRoutesOptions, etag, registerBbsRoutes } from './http/bbs-routes.js';
+export {
+  type BbsRoutesOptions,
+  etag,
+  type OnUserWrite,
+  registerBbsRoutes,
+  type UserWrite,
+} from './http/bbs-routes.js';
 export {
   DesiredLRPDefinitionSchema,
   DesiredLRPUpdateSchema,

@@ -7,12 +7,19 @@ import { pullingImageResolver } from '../registry/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { parseLogSizeMax } from '../runtime/index.js';
+import { fingerprintCapacity, readMachineTotals } from './capacity-fingerprint.js';
 import { type CommandContext, type CommandHandler, dataDir, intOption, stringOption } from './command.js';
 import { resolveServerTarget } from './server-target.js';
 
 function positiveInt(ctx: CommandContext, name: string, fallback: number): number {
-  const value = intOption(ctx.values, name) ?? fallback;
-  if (value < 1) throw new InvalidArgumentError(`--${name} must be at least 1, got ${value}`, { flag: name });
+  return optionalPositiveInt(ctx, name) ?? fallback;
+}
+
+/** A flag of at least 1, or undefined when not given. */
+export function optionalPositiveInt(ctx: CommandContext, name: string): number | undefined {
+  const value = intOption(ctx.values, name);
+  if (value !== undefined && value < 1)
+    throw new InvalidArgumentError(`--${name} must be at least 1, got ${value}`, { flag: name });
   return value;
 }
 
@@ -43,9 +50,12 @@ const cell: CommandHandler = {
       cellId,
       zone: stringOption(ctx.values, 'zone') ?? 'z1',
       dataDir: dir,
+      // The machine's real memory and free disk unless the flags say otherwise (as Nomad fingerprints).
       capacity: {
-        memory_mb: positiveInt(ctx, 'memory', 4096),
-        disk_mb: positiveInt(ctx, 'disk', 16384),
+        ...fingerprintCapacity(readMachineTotals(dir), {
+          memory_mb: optionalPositiveInt(ctx, 'memory'),
+          disk_mb: optionalPositiveInt(ctx, 'disk'),
+        }),
         containers: positiveInt(ctx, 'containers', 100),
       },
       images: pullingImageResolver({ store, serverUrl: bbsUrl, ...(token ? { token } : {}) }),

@@ -80,8 +80,18 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       },
       id: { type: 'string', valueName: 'ID', default: 'the hostname', description: "The cell's id" },
       zone: { type: 'string', valueName: 'Z', default: 'z1', description: "The cell's availability zone" },
-      memory: { type: 'string', valueName: 'MB', default: '4096', description: 'Memory offered to work' },
-      disk: { type: 'string', valueName: 'MB', default: '16384', description: 'Disk offered to work' },
+      memory: {
+        type: 'string',
+        valueName: 'MB',
+        default: "this machine's memory less a tenth (at least 512 MB)",
+        description: 'Memory offered to work',
+      },
+      disk: {
+        type: 'string',
+        valueName: 'MB',
+        default: "the data dir's free disk less a tenth (at least 1 GB)",
+        description: 'Disk offered to work',
+      },
       containers: { type: 'string', valueName: 'N', default: '100', description: 'Most containers at once' },
       listen: {
         type: 'string',
@@ -130,10 +140,15 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       memory: {
         type: 'string',
         valueName: 'MB',
-        default: '2048',
+        default: "this machine's memory less a tenth (at least 512 MB)",
         description: 'Memory the local cell offers',
       },
-      disk: { type: 'string', valueName: 'MB', default: '8192', description: 'Disk the local cell offers' },
+      disk: {
+        type: 'string',
+        valueName: 'MB',
+        default: "the data dir's free disk less a tenth (at least 1 GB)",
+        description: 'Disk the local cell offers',
+      },
       'no-example': { type: 'boolean', description: 'Do not deploy the example system' },
       'convergence-interval': durationFlag('How often the converger runs', '10s'),
       'poll-interval': durationFlag('How often the local rep reconciles', '2s'),

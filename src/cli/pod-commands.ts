@@ -4,10 +4,13 @@ import { join } from 'node:path';
 import { BerthError, InvalidArgumentError, parseDuration } from '../core/index.js';
 import {
   factsOf,
+  historyIdOf,
   noteExit,
   noteExitedPods,
   noteLaunch,
   noteStart,
+  noteUserExec,
+  noteUserStop,
   podDropbox,
 } from '../history/direct-pod-history.js';
 import type {
@@ -300,6 +303,7 @@ const enter: CommandHandler = {
       throw new BerthError('conflict', `Cannot enter pod ${info.uuid}: current state is ${info.state}`);
     }
     if (ctx.rest.length === 0) throw new InvalidArgumentError('berth enter needs a command after "--"');
+    noteUserExec(podDropbox(dataDir(ctx.values)), historyIdOf(info.uuid, info.manifest), ctx.rest);
     const env = info.manifest?.app.env ?? [];
     const cwd = info.manifest?.app.cwd ?? '/';
     const user = info.manifest?.app.user;
@@ -319,7 +323,16 @@ const stop: CommandHandler = {
   async run(ctx) {
     const runtime = await openRuntime(ctx);
     const timeout = parseDuration(stringOption(ctx.values, 'timeout') ?? '10', '--timeout');
-    const info = await runtime.stop(ctx.positionals[0] ?? '', timeout);
+    const pod = runtime.status(ctx.positionals[0] ?? '');
+    // Who asked goes into the pod before the signal: its end is then this user's stop, not a crash.
+    if (pod.state === 'running') {
+      noteUserStop(
+        podDropbox(dataDir(ctx.values)),
+        runtime.store.path(pod),
+        historyIdOf(pod.uuid, pod.manifest),
+      );
+    }
+    const info = await runtime.stop(pod.uuid, timeout);
     ctx.stdout.write(`${info.uuid}\n`);
     return 0;
   },

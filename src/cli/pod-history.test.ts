@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runBerth, spawnBerth } from '../testing/berth-cli.js';
 import { makeBusyboxRootfs } from '../testing/busybox-rootfs.js';
 import { waitFor } from '../testing/cluster-harness.js';
+import { fingerprintCapacity, readMachineTotals } from './capacity-fingerprint.js';
 
 interface HistoryItem {
   status: string;
@@ -83,6 +84,16 @@ describe('pods run with berth run get a container record and history', { timeout
       const l = await runBerth(['list', '--dir', dir, '--format', 'json']);
       return (JSON.parse(l.stdout) as { uuid: string }[]).some((p) => p.uuid === goneUuid) ? undefined : true;
     });
+    // A user stops a long-running detached pod: their action, and its end is Killed by it, not Failed.
+    const long = await runBerth(['run', '-d', '--dir', dir, '--net', 'none', 'bb', '--', 'sleep', '300']);
+    assert.equal(long.code, 0, long.stderr);
+    const longUuid = long.stdout.trim();
+    const entered = await runBerth(['enter', '--dir', dir, longUuid, '--', 'true']);
+    assert.equal(entered.code, 0, entered.stderr);
+    const stopped = await runBerth(['stop', '--dir', dir, '--timeout', '1', longUuid]);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    // `status --wait` answers with the pod's exit status (SIGKILL's here: sleep ignores SIGTERM as pid 1).
+    assert.equal((await runBerth(['status', '--wait', '--dir', dir, longUuid])).code, 137);
     // Nobody watched the detached pod end: the next status finds it ended.
     const waited = await runBerth(['status', '--wait', '--dir', dir, bgUuid]);
     assert.equal(waited.code, 0, waited.stderr);
@@ -106,6 +117,26 @@ describe('pods run with berth run get a container record and history', { timeout
         const record = (await res.json()) as { status: string; owner_kind: string; history: HistoryItem[] };
         return record.status === final ? record : undefined;
       });
+    // The local cell advertises this machine's memory and free disk (issue 19: a fingerprint).
+    const cells = (await (await fetch(`${url}/v1/cells`)).json()) as {
+      cells: Array<{ cell_id: string; capacity: { memory_mb: number; disk_mb: number } }>;
+    };
+    const local = cells.cells.find((c) => c.cell_id === 'local');
+    const expected = fingerprintCapacity(readMachineTotals(dir));
+    assert.equal(local?.capacity.memory_mb, expected.memory_mb);
+    // Free disk moves while other tests write: the same within 2 %.
+    assert.ok(
+      Math.abs((local?.capacity.disk_mb ?? 0) - expected.disk_mb) <= expected.disk_mb * 0.02,
+      `disk ${local?.capacity.disk_mb} vs ${expected.disk_mb}`,
+    );
+
+    const longRecord = await history(longUuid, 'Killed');
+    const stop = longRecord.history.find((h) => h.entity_type === 'user' && h.status === 'stop');
+    assert.equal(stop?.entity_id, userInfo().username, JSON.stringify(longRecord.history));
+    const exec = longRecord.history.find((h) => h.entity_type === 'user' && h.status === 'exec_start');
+    assert.equal(exec?.entity_id, userInfo().username, JSON.stringify(longRecord.history));
+    assert.ok(!longRecord.history.some((h) => h.status === 'Failed'), JSON.stringify(longRecord.history));
+
     const fgRecord = await history(fgUuid, 'Failed');
     assert.equal(fgRecord.owner_kind, 'direct');
     const created = fgRecord.history.find((h) => h.status === 'Created');

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BbsServer, startBbsServer } from '../api/index.js';
 import type { Task, TaskDelivery } from '../bbs/index.js';
+import { desiredDefinition, desiredTask } from '../testing/bbs-fixtures.js';
 import { runBerth, spawnBerth } from '../testing/berth-cli.js';
 
 /**
@@ -360,6 +361,26 @@ describe('berth lrp and berth cells', () => {
     assert.equal((await server.store.listDesiredLRPs()).length, 0);
     const missing = await berth(['lrp', 'scale'], 'web', '3');
     assert.equal(missing.code, 3);
+  });
+
+  it("lrp scale, lrp rm and task cancel of a system's records are refused, naming the system and the command", async () => {
+    // What a deploy of system "shop" leaves (its executor writes through the store in process).
+    await server.store.upsertDomain({ domain: 'system-shop', ttl_ms: 0, owner: 'shop' });
+    await server.store.desireLRP(desiredDefinition('shop.web.v1', 2, { domain: 'system-shop' }));
+    await server.store.desireTask(desiredTask('shop.migrate.v1', { domain: 'system-shop' }));
+    const refusals: ReadonlyArray<[string[], RegExp]> = [
+      [['lrp', 'scale', 'shop.web.v1', '5'], /berth service scale shop\/<service> N/],
+      [['lrp', 'rm', 'shop.web.v1'], /berth teardown shop/],
+      [['task', 'cancel', 'shop.migrate.v1'], /berth teardown shop/],
+    ];
+    for (const [words, instead] of refusals) {
+      const refused = await berth(words);
+      assert.equal(refused.code, 4, `${words.join(' ')}: ${refused.stderr}`);
+      assert.match(refused.stderr, /belongs to system "shop"/);
+      assert.match(refused.stderr, instead);
+    }
+    assert.equal((await server.store.getDesiredLRP({ process_guid: 'shop.web.v1' })).instances, 2);
+    assert.equal((await server.store.getTask({ task_guid: 'shop.migrate.v1' })).state, 'PENDING');
   });
 
   it('cells lists live cells', async () => {

@@ -9,7 +9,9 @@ import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations 
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { makeBusyboxRootfs } from '../runtime/index.js';
-import { type CommandHandler, dataDir, intOption, stringOption, untilStopSignal } from './command.js';
+import { fingerprintCapacity, readMachineTotals } from './capacity-fingerprint.js';
+import { optionalPositiveInt } from './cell-command.js';
+import { type CommandHandler, dataDir, stringOption, untilStopSignal } from './command.js';
 import { narrateEvents } from './up-narrator.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
@@ -76,10 +78,14 @@ const up: CommandHandler = {
       cellId: 'local',
       zone: 'z1',
       dataDir: dir,
+      // The machine's real memory and free disk unless the flags say otherwise (as Nomad
+      // fingerprints): the example system scales to 20 instances on a laptop.
       capacity: {
-        memory_mb: intOption(ctx.values, 'memory') ?? 2048,
-        disk_mb: intOption(ctx.values, 'disk') ?? 8192,
-        containers: 50,
+        ...fingerprintCapacity(readMachineTotals(dir), {
+          memory_mb: optionalPositiveInt(ctx, 'memory'),
+          disk_mb: optionalPositiveInt(ctx, 'disk'),
+        }),
+        containers: 100,
       },
       images,
       listen: '127.0.0.1:0',

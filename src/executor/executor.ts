@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync } from 'node:fs';
 import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
+import { readStopRequest, writeStopRequest } from '../history/index.js';
 import {
   defaultLogTailBytes,
   ImageUnavailableError,
@@ -138,7 +138,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       spec: saved.spec,
       podUuid: pod.uuid,
       createdAt: Date.now(),
-      stopRequested: existsSync(join(this.#options.runtime.store.path(pod), 'stop-requested')),
+      stopRequested: readStopRequest(this.#options.runtime.store.path(pod)) !== undefined,
       adopted: true,
     };
     this.#hostPorts.markTaken(pod.manifest?.ports ?? []);
@@ -377,8 +377,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     record.exitCode = code;
     if (pod.exit?.finished_at) record.finishedAt = pod.exit.finished_at;
     if (!record.result) {
-      record.result = record.stopRequested
-        ? { failed: false, reason: 'stopped', kind: 'shutdown' }
+      // Asked by the rep (record.stopRequested), or by a user's `berth stop` of the pod (its marker).
+      const asked =
+        readStopRequest(this.#options.runtime.store.path(pod)) ??
+        (record.stopRequested ? { user: null, at: null } : undefined);
+      record.result = asked
+        ? { failed: false, reason: asked.user ? `stopped by ${asked.user}` : 'stopped', kind: 'shutdown' }
         : {
             failed: code !== 0,
             reason: pod.exit?.oom_killed
@@ -469,7 +473,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     }
     if (record.state === 'COMPLETED' || !record.podUuid) return;
     const path = this.#options.runtime.store.path(this.#options.runtime.store.locate(record.podUuid));
-    writeFileSync(join(path, 'stop-requested'), '');
+    writeStopRequest(path, { user: null, at: null });
     await this.#options.runtime
       .stop(record.podUuid, this.#options.stopTimeoutMs ?? 10_000)
       // catch-all: whether it stopped is read from the pod right below.

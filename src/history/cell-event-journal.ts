@@ -99,12 +99,17 @@ export class CellEventJournal {
   }
 
   /** Journals what was launched (becomes the container record and its `Created` item). */
-  recordLaunch(container: ContainerLaunch, external_timestamp: string, userId?: string): void {
+  recordLaunch(
+    container: ContainerLaunch,
+    external_timestamp: string,
+    by: { readonly userId?: string; readonly domain?: string } = {},
+  ): void {
     this.append({
       type: 'launch',
       container,
       external_timestamp,
-      ...(userId !== undefined ? { entity_type: 'user', entity_id: userId } : {}),
+      ...(by.userId !== undefined ? { entity_type: 'user', entity_id: by.userId } : {}),
+      ...(by.domain ? { domain: by.domain } : {}),
     });
   }
 

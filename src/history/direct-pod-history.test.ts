@@ -6,7 +6,10 @@ import { after, describe, it } from 'node:test';
 import { podFiles } from '../runtime/pod-dirs.js';
 import { PodRuntime } from '../runtime/pod-runtime.js';
 import { writeExitedPods } from '../testing/exited-pods.js';
-import { noteExitedPods, podDropbox } from './direct-pod-history.js';
+import { noteExitedPods, noteUserStop, podDropbox } from './direct-pod-history.js';
+import type { FinalizationRecord, ItemRecord } from './ingest-records.js';
+import { finalOutcome } from './status-mapping.js';
+import { localUser } from './stop-request.js';
 
 describe('ends of direct pods found by polling', () => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-poll-history-'));
@@ -29,5 +32,37 @@ describe('ends of direct pods found by polling', () => {
 
     await noteExitedPods(runtime, dropbox);
     assert.equal(readdirSync(dropbox.dir).filter((name) => name.endsWith('.json')).length, 3);
+  });
+});
+
+describe('a direct pod stopped by `berth stop`', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-stop-history-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("is the local user's action, and its end is Killed by that stop, not Failed", async () => {
+    // Exit statuses 0, 1, 2 for the three pods; the one with status 1 (a non-zero end) was stopped.
+    const [, stopped] = writeExitedPods(dir, 3);
+    const runtime = new PodRuntime(dir, { resolve: () => Promise.reject(new Error('no images here')) });
+    const dropbox = podDropbox(dir);
+    noteUserStop(dropbox, join(dir, 'pods', 'run', stopped!), stopped!);
+    await noteExitedPods(runtime, dropbox);
+    const records = dropbox.pending();
+    const user = records.find((r): r is ItemRecord => r.type === 'item' && r.container_id === stopped);
+    assert.equal(user?.entity_type, 'user');
+    assert.equal(user?.entity_id, localUser());
+    assert.equal(user?.status, 'stop');
+    const fin = records.find(
+      (r): r is FinalizationRecord => r.type === 'finalization' && r.container_id === stopped,
+    );
+    assert.ok(fin);
+    assert.equal(fin.stopped, `stopped by ${localUser()}`);
+    assert.deepEqual(finalOutcome(fin), {
+      status: 'Killed',
+      message: `stopped by ${localUser()} (exit status 1)`,
+    });
+    // The others ended on their own: no stop in their finalization.
+    const others = records.filter((r) => r.type === 'finalization' && r.container_id !== stopped);
+    assert.equal(others.length, 2);
+    assert.ok(others.every((r) => r.type === 'finalization' && r.stopped === undefined));
   });
 });

@@ -1,5 +1,4 @@
 import { existsSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { errnoCode } from '../core/index.js';
 import type {
@@ -17,6 +16,7 @@ import { readLogTail } from '../runtime/pod-log-reader.js';
 import { collectFinalization } from './finalization.js';
 import type { IngestRecord } from './ingest-records.js';
 import { RecordDropbox } from './record-dropbox.js';
+import { localUser, readStopRequest, writeStopRequest } from './stop-request.js';
 
 /**
  * The history of pods run directly (`berth run`, `prepare`, `run-prepared`): issue 6 wants a
@@ -56,17 +56,25 @@ export function factsOf(runtime: PodRuntime, info: PodInfo): PodFacts {
   };
 }
 
+/**
+ * The history's id of a pod: a cell's pod is its executor container's guid (the executor's label
+ * saves it), a pod run directly its uuid.
+ */
+export function historyIdOf(uuid: string, manifest: PodManifest | undefined): string {
+  const saved = manifest?.labels['berth.executor.container'];
+  if (saved === undefined) return uuid;
+  try {
+    const guid = (JSON.parse(saved) as { guid?: unknown }).guid;
+    return typeof guid === 'string' && guid !== '' ? guid : uuid;
+  } catch {
+    // catch-all: a label that is not the executor's JSON: the pod is then known by its uuid.
+    return uuid;
+  }
+}
+
 /** Pods of cells carry the executor's label; the cell journals those itself. */
 function isDirect(manifest: PodManifest | undefined): manifest is PodManifest {
   return manifest !== undefined && !Object.keys(manifest.labels).some((k) => k.startsWith('berth.executor.'));
-}
-
-function localUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return String(process.getuid?.() ?? 'unknown');
-  }
 }
 
 export function noteLaunch(dropbox: RecordDropbox, uuid: string, manifest: PodManifest): void {
@@ -153,10 +161,13 @@ async function exitRecords(pod: PodFacts, seenBy: 'event' | 'service'): Promise<
     message: exit.reason ?? null,
     entity_type: seenBy,
   });
+  // `berth stop` left who asked in the pod: a stop, not the app failing (seed 001 via issue 19).
+  const stop = pod.dir !== undefined ? readStopRequest(pod.dir) : undefined;
   records.push(
     await collectFinalization({
       container_id: pod.uuid,
       exit_code: exit.exit_code,
+      ...(stop ? { stopped: stop.user ? `stopped by ${stop.user}` : 'stopped' } : {}),
       // The end of the log, never all of it: a flooding pod's log would not fit in memory.
       readLogs: async () => pod.log ?? (pod.dir !== undefined ? readLogTail(pod.dir) : ''),
     }),
@@ -266,4 +277,55 @@ export async function noteExitedPods(
   }
   flush();
   await noteObituaries(runtime.dataDir, dropbox);
+}
+
+/**
+ * A user's `berth stop` of a pod on this machine: the stop request left in the pod (so whoever sees
+ * it end knows it was asked for, not a crash) and a `user` item with the OS user, dropped for the
+ * cell on this data dir to deliver. `containerId` is the history's id of the pod: its uuid when run
+ * directly, the executor's container guid for a cell's pod.
+ */
+export function noteUserStop(
+  dropbox: RecordDropbox,
+  podDir: string,
+  containerId: string,
+  at: Date = new Date(),
+): void {
+  const user = localUser();
+  writeStopRequest(podDir, { user, at: at.toISOString() });
+  dropbox.drop([
+    {
+      type: 'item',
+      container_id: containerId,
+      status: 'stop',
+      entity_type: 'user',
+      entity_id: user,
+      message: `berth stop by ${user}`,
+      external_timestamp: at.toISOString(),
+    },
+  ]);
+}
+
+/**
+ * A user's `berth enter` (runc exec) into a pod on this machine: docker's `exec_start`, as a `user`
+ * item with the OS user and the command, dropped for the cell on this data dir to deliver.
+ */
+export function noteUserExec(
+  dropbox: RecordDropbox,
+  containerId: string,
+  argv: readonly string[],
+  at: Date = new Date(),
+): void {
+  const user = localUser();
+  dropbox.drop([
+    {
+      type: 'item',
+      container_id: containerId,
+      status: 'exec_start',
+      entity_type: 'user',
+      entity_id: user,
+      message: `berth enter by ${user}: ${argv.join(' ')}`.slice(0, 1000),
+      external_timestamp: at.toISOString(),
+    },
+  ]);
 }

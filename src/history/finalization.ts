@@ -30,6 +30,10 @@ export interface FinalizeInput {
   readonly maxLogChars?: number;
   /** Outputs up to this size are kept inline as text; bigger ones only by size. */
   readonly maxInlineOutputBytes?: number;
+  /** Why it failed when the exit code cannot say (it never ran): recorded `Failed` with it. */
+  readonly failure?: string;
+  /** It was asked to stop (by whom): a non-zero exit is then `Killed`, not `Failed`. */
+  readonly stopped?: string;
 }
 
 /**
@@ -77,6 +81,8 @@ export async function collectFinalization(input: FinalizeInput): Promise<Finaliz
     logs_truncated: truncated,
     outputs,
     error: problems.length > 0 ? problems.join('; ') : null,
+    ...(input.failure ? { failure: input.failure } : {}),
+    ...(input.stopped ? { stopped: input.stopped } : {}),
   };
 }
 

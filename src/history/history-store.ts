@@ -23,7 +23,7 @@ import type {
 } from './history-types.js';
 import { pending, prepareIngest } from './ingest-preparation.js';
 import type { IngestRecord, IngestResult } from './ingest-records.js';
-import { finalStatusFor } from './status-mapping.js';
+import { finalOutcome } from './status-mapping.js';
 
 /** The bus event every newly recorded history item puts on `GET /v1/events`. */
 export const containerEventType = 'container_status_changed';
@@ -146,8 +146,7 @@ export class HistoryStore {
           const fin = change.finalization;
           // Finalized once: a re-delivered finalization must not add a second Complete/Failed.
           if (fin && row.finalized_at === null) {
-            const status = fin.error ? 'Failed' : finalStatusFor(fin.exit_code);
-            const message = fin.error ? `Finalization failed: ${fin.error}` : null;
+            const { status, message } = finalOutcome(fin);
             allItems.push(pending(id, status, null, fin.exit_code, 'system', null, message));
           } else if (fin) {
             changes.set(id, { ...(change.launch ? { launch: change.launch } : {}) });

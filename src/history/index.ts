@@ -18,11 +18,13 @@ export {
 } from './container-status.js';
 export {
   factsOf,
+  historyIdOf,
   noteExit,
   noteExitedPods,
   noteLaunch,
   noteObituaries,
   noteStart,
+  noteUserStop,
   type PodFacts,
   podDropbox,
 } from './direct-pod-history.js';
@@ -77,7 +79,14 @@ export {
   swarmTaskStates,
   terminalStatuses,
 } from './status-mapping.js';
-export { recordUserAction, type UserAction } from './user-actions.js';
+export {
+  localUser,
+  readStopRequest,
+  type StopRequest,
+  stopRequestFile,
+  writeStopRequest,
+} from './stop-request.js';
+export { recordUserAction, recordUserActions, type UserAction } from './user-actions.js';
 export {
   type Delivery,
   type DeliveryState,

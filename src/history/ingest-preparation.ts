@@ -31,6 +31,8 @@ export interface ContainerChange {
     truncated: boolean;
     outputs: readonly ContainerOutput[];
     error: string | null;
+    failure: string | null;
+    stopped: string | null;
   };
 }
 
@@ -140,6 +142,8 @@ export function prepareIngest(records: readonly IngestRecord[]): {
           truncated: record.logs_truncated,
           outputs: record.outputs,
           error: record.error,
+          failure: record.failure ?? null,
+          stopped: record.stopped ?? null,
         };
         break;
       }

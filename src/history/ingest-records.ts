@@ -16,6 +16,11 @@ export interface LaunchRecord {
   /** `user` with entity_id for `berth run`/API launches; `system` when berth launched it. */
   readonly entity_type?: 'system' | 'user';
   readonly entity_id?: string | null;
+  /**
+   * The BBS domain of the LRP or task it runs: the server fills `container.system` from the system
+   * that owns the domain when the cell, which does not know systems, leaves it null.
+   */
+  readonly domain?: string;
 }
 
 /** A raw runtime observation in docker's vocabulary, mapped by the seed's table when recorded. */
@@ -54,6 +59,10 @@ export interface FinalizationRecord {
   readonly outputs: readonly ContainerOutput[];
   /** Why finalization itself failed (logs or outputs unreadable), or null. */
   readonly error: string | null;
+  /** Why the container failed when its exit code cannot say (it never ran: no image); `Failed`. */
+  readonly failure?: string | null;
+  /** It ended because it was asked to stop (by whom): a non-zero exit is then `Killed`, not `Failed`. */
+  readonly stopped?: string | null;
 }
 
 export interface IngestResult {

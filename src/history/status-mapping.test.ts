@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   dockerEventStatuses,
+  type FinalizationFacts,
+  finalOutcome,
   finalStatusFor,
   isTerminalStatus,
   mapRawStatus,
@@ -75,4 +77,55 @@ describe('final status by exit code', () => {
     for (const s of ['Created', 'Running', 'Starting', 'die', 'destroy', 'create'])
       assert.ok(!isTerminalStatus(s));
   });
+});
+
+describe('final outcome of a finalization', () => {
+  const rows: ReadonlyArray<[string, FinalizationFacts, string, RegExp | null]> = [
+    ['exit 0', { exit_code: 0, error: null }, 'Complete', null],
+    ['exit 3', { exit_code: 3, error: null }, 'Failed', null],
+    [
+      'unreadable logs',
+      { exit_code: 0, error: 'cannot read logs' },
+      'Failed',
+      /^Finalization failed: cannot read logs/,
+    ],
+    [
+      'a launch that never ran (no exit code)',
+      { exit_code: null, error: null, failure: 'Cannot find image "nope:1"' },
+      'Failed',
+      /Cannot find image/,
+    ],
+    [
+      'stopped on request, SIGTERM status',
+      { exit_code: 143, error: null, stopped: 'stopped by alice' },
+      'Killed',
+      /stopped by alice \(exit status 143\)/,
+    ],
+    [
+      'stopped on request, clean exit',
+      { exit_code: 0, error: null, stopped: 'stopped by alice' },
+      'Complete',
+      null,
+    ],
+    [
+      'stopped before it started (no exit status)',
+      { exit_code: null, error: null, stopped: 'stopped before it started' },
+      'Killed',
+      /^stopped before it started$/,
+    ],
+    [
+      'finalization failure wins over a stop',
+      { exit_code: 143, error: 'x', stopped: 'stopped' },
+      'Failed',
+      /Finalization failed/,
+    ],
+  ];
+  for (const [name, fin, status, message] of rows) {
+    it(`${name} → ${status}`, () => {
+      const outcome = finalOutcome(fin);
+      assert.equal(outcome.status, status);
+      if (message) assert.match(outcome.message ?? '', message);
+      else assert.equal(outcome.message, null);
+    });
+  }
 });

@@ -98,3 +98,31 @@ export function mapRawStatus(raw: string): ContainerStatus {
 export function finalStatusFor(exitCode: number | null): 'Complete' | 'Failed' {
   return exitCode === null || exitCode === 0 ? 'Complete' : 'Failed';
 }
+
+/** What finalization knows besides the exit code (FinalizationRecord's fields). */
+export interface FinalizationFacts {
+  readonly exit_code: number | null;
+  /** Finalization itself failed (logs or outputs unreadable). */
+  readonly error: string | null;
+  /** The container failed though its exit code does not say so (it never ran: no image). */
+  readonly failure?: string | null;
+  /** It ended because it was asked to stop: by whom and how. */
+  readonly stopped?: string | null;
+}
+
+/**
+ * The final item of a container (seed 001's finalization, made truthful): Complete or Failed by
+ * the exit code, except that a failed finalization or a launch that never ran is `Failed` with the
+ * reason, and a container stopped on request is `Killed` (its SIGTERM status is the stop's doing,
+ * not a failure of the app; stopped before it ran, it has none); a stopped app that exited 0
+ * still completed.
+ */
+export function finalOutcome(fin: FinalizationFacts): { status: ContainerStatus; message: string | null } {
+  if (fin.error) return { status: 'Failed', message: `Finalization failed: ${fin.error}` };
+  if (fin.failure) return { status: 'Failed', message: fin.failure };
+  if (fin.stopped && fin.exit_code === null) return { status: 'Killed', message: fin.stopped };
+  const status = finalStatusFor(fin.exit_code);
+  if (fin.stopped && status === 'Failed')
+    return { status: 'Killed', message: `${fin.stopped} (exit status ${fin.exit_code})` };
+  return { status, message: null };
+}

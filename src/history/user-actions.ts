@@ -3,7 +3,7 @@ import type { IngestResult } from './ingest-records.js';
 
 export interface UserAction {
   readonly container_id: string;
-  /** What the action makes of the container: `Killed`, `Created`, or a verb such as `scale`. */
+  /** What the action makes of the container: `Killed`, `Created`, or a verb such as `stop`. */
   readonly status: string;
   /** The acting user's id (their token's user name). */
   readonly user_id: string;
@@ -17,15 +17,23 @@ export interface UserAction {
  * and the user's id, as the seed records XNAT users' actions.
  */
 export function recordUserAction(history: HistoryStore, action: UserAction): Promise<IngestResult> {
-  return history.ingest([
-    {
-      type: 'item',
+  return recordUserActions(history, [action]);
+}
+
+/** Several containers' user actions (one scale stops several instances) in one ingest. */
+export function recordUserActions(
+  history: HistoryStore,
+  actions: readonly UserAction[],
+): Promise<IngestResult> {
+  return history.ingest(
+    actions.map((action) => ({
+      type: 'item' as const,
       container_id: action.container_id,
       status: action.status,
-      entity_type: 'user',
+      entity_type: 'user' as const,
       entity_id: action.user_id,
       message: action.message ?? null,
       external_timestamp: action.at.toISOString(),
-    },
-  ]);
+    })),
+  );
 }

@@ -57,7 +57,7 @@ export class DeployExecutor {
   async #deploy(work: ActionWork, definition: SystemDefinition, control: ActionControl): Promise<void> {
     const { store, systems, runner } = this.#ctx;
     const system = work.system;
-    await store.upsertDomain({ domain: systemDomain(system), ttl_ms: 0 });
+    await store.upsertDomain({ domain: systemDomain(system), ttl_ms: 0, owner: system });
     const rows = await systems.listServices(system);
     const current: DeployedService[] = rows.flatMap((r) =>
       r.kind === 'service' ? [{ path: r.path, version: r.version, spec: r.spec }] : [],

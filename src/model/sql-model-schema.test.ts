@@ -24,6 +24,7 @@ const ledgerBefore = {
     [4, 'cells say whether they run the model agents'],
     [5, 'SQLite stores ActualLRPs in key order'],
     [6, 'cells carry the token their rep demands'],
+    [7, 'domains name the system that owns them'],
   ],
   model_schema_migrations: [[1, 'model entities, cleanups, systems, actions, lock rows']],
 };

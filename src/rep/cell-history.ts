@@ -88,6 +88,8 @@ export class CellHistory {
           system: null,
         },
         now,
+        // The server names the system that owns the domain (the cell does not know systems).
+        { domain: container.tags.domain },
       );
     }
     // A restarted cell finds containers on disk: what it reports then was found by looking, so
@@ -134,9 +136,16 @@ export class CellHistory {
     } catch (err) {
       logs = err instanceof Error ? err : new Error(String(err));
     }
+    const result = container.result;
     void collectFinalization({
       container_id: container.guid,
       exit_code: exitCode,
+      // The truth the exit code cannot tell: a launch that never ran (or a crash whose app exited 0)
+      // failed, with its reason; a stop asked for ends `Killed`, not `Failed`.
+      ...(result?.failed && result.kind !== 'shutdown' && (exitCode === null || exitCode === 0)
+        ? { failure: result.reason }
+        : {}),
+      ...(result?.kind === 'shutdown' ? { stopped: result.reason } : {}),
       readLogs: async () => {
         if (logs instanceof Error) throw logs;
         return logs;

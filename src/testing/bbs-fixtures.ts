@@ -1,4 +1,4 @@
-import type { DesiredLRPDefinition } from '../bbs/index.js';
+import type { DesiredLRPDefinition, TaskDefinition } from '../bbs/index.js';
 
 /** A small valid DesiredLRP definition (domain `d`, one port, no limits that matter), with `extra` on top. */
 export function desiredDefinition(
@@ -18,6 +18,22 @@ export function desiredDefinition(
     routes: {},
     annotation: '',
     start_timeout_s: 60,
+    placement_tags: [],
+    ...extra,
+  };
+}
+
+/** A small valid task definition (domain `d`, busybox), with `extra` on top. */
+export function desiredTask(taskGuid: string, extra: Partial<TaskDefinition> = {}): TaskDefinition {
+  return {
+    task_guid: taskGuid,
+    domain: 'd',
+    image: 'busybox',
+    env: {},
+    memory_mb: 32,
+    disk_mb: 0,
+    result_file: '',
+    completion_callback_url: '',
     placement_tags: [],
     ...extra,
   };

@@ -15,7 +15,7 @@ import {
   taskTransitions,
 } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
-import { desiredDefinition } from './bbs-fixtures.js';
+import { desiredDefinition, desiredTask } from './bbs-fixtures.js';
 import { describeBbsPagingContract } from './bbs-paging-contract.js';
 
 export { desiredDefinition };
@@ -567,18 +567,7 @@ export function describeBbsStoreContract(
     });
 
     describe('Tasks', () => {
-      const task = (extra: Partial<Task> = {}) => ({
-        task_guid: guid('task'),
-        domain: 'd',
-        image: 'busybox',
-        env: {},
-        memory_mb: 32,
-        disk_mb: 0,
-        result_file: '',
-        completion_callback_url: '',
-        placement_tags: [],
-        ...extra,
-      });
+      const task = (extra: Partial<Task> = {}) => desiredTask(guid('task'), extra);
 
       async function taskIn(state: TaskState): Promise<Task> {
         let t = await store.desireTask(task());
@@ -727,6 +716,31 @@ export function describeBbsStoreContract(
         assert.ok((await store.listDomains()).some((d) => d.domain === domain));
         clock.advance(1001);
         assert.ok(!(await store.listDomains()).some((d) => d.domain === domain));
+      });
+
+      it('a domain names its owning system: claimed by an upsert with an owner, kept by one without', async () => {
+        const domain = guid('system');
+        const other = guid('plain');
+        await store.upsertDomain({ domain: other, ttl_ms: 0 });
+        const claimed = await store.upsertDomain({ domain, ttl_ms: 0, owner: 'shop' });
+        assert.equal(claimed.owner, 'shop');
+        // A plain upsert (`berth lrp desire`, PUT /v1/domains) renews it and never frees it.
+        assert.equal((await store.upsertDomain({ domain, ttl_ms: 0 })).owner, 'shop');
+        const listed = await store.listDomains();
+        assert.equal(listed.find((d) => d.domain === domain)?.owner, 'shop');
+        assert.equal(listed.find((d) => d.domain === other)?.owner, undefined);
+        const lrp = await desire(1, { domain });
+        const t = await store.desireTask(desiredTask(guid('task'), { domain }));
+        const plainLrp = await desire(1, { domain: other });
+        assert.deepEqual(await store.ownerOf({ domain }), { owner: 'shop' });
+        assert.deepEqual(await store.ownerOf({ process_guid: lrp.process_guid }), { owner: 'shop' });
+        assert.deepEqual(await store.ownerOf({ task_guid: t.task_guid }), { owner: 'shop' });
+        assert.deepEqual(await store.ownerOf({ process_guid: plainLrp.process_guid }), { owner: null });
+        assert.deepEqual(await store.ownerOf({ domain: other }), { owner: null });
+        assert.deepEqual(await store.ownerOf({ process_guid: guid('missing') }), { owner: null });
+        // An LRP in a domain with no row (desired without an upsert) is nobody's.
+        const bare = await desire(1, { domain: guid('bare') });
+        assert.deepEqual(await store.ownerOf({ process_guid: bare.process_guid }), { owner: null });
       });
 
       it('a cell is live until its presence expires; a heartbeat renews it', async () => {

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { BbsStore } from '../bbs-store.js';
 import type { TaskDeliveryLog } from '../task-callback-log.js';
+import type { OnUserWrite } from './user-writes.js';
 
 export interface BbsRoutesOptions {
   readonly store: BbsStore;
@@ -21,4 +22,9 @@ export interface BbsRoutesOptions {
    * its own bytes, asks here.
    */
   readonly redactsEnv?: (request: FastifyRequest) => boolean;
+  /**
+   * Records a user's public write (scale, remove, cancel) on the containers it stops, as a `user`
+   * history item; the api layer, which knows the caller and has history, supplies it.
+   */
+  readonly onUserWrite?: OnUserWrite;
 }

@@ -9,6 +9,7 @@ import { registerTaskRoutes } from './task-routes.js';
 
 export { etag } from './bbs-route-support.js';
 export type { BbsRoutesOptions } from './bbs-routes-options.js';
+export type { OnUserWrite, UserWrite } from './user-writes.js';
 
 /**
  * The BBS's HTTP API: the public routes of issue 3 (snake_case JSON, ETag/If-Match on

@@ -260,8 +260,13 @@ export const operationBodies = {
   resolvingTask: Type.Object(TaskCas, strict),
   demoteResolvingTask: Type.Object(TaskCas, strict),
   deleteTask: Type.Object(TaskCas, strict),
-  upsertDomain: Type.Object({ domain: Name(), ttl_ms: DurationMs() }, strict),
+  upsertDomain: Type.Object({ domain: Name(), ttl_ms: DurationMs(), owner: Type.Optional(Name()) }, strict),
   listDomains: Empty,
+  ownerOf: Type.Union([
+    Type.Object({ domain: Name() }, strict),
+    Type.Object({ process_guid: Name() }, strict),
+    Type.Object({ task_guid: Name() }, strict),
+  ]),
   heartbeatCell: Type.Object(
     {
       presence: Type.Object(

@@ -10,6 +10,8 @@ import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { DesiredLRPDefinitionSchema, DesiredLRPUpdateSchema, type MonitorSchema } from './bbs-schemas.js';
 import { ActualLrpListQuery, DesiredLrpListQuery } from './list-query-schemas.js';
 import { bbsPublicOperations } from './public-operations.js';
+import { refuseSystemOwned } from './system-ownership.js';
+import { lrpContainersFrom, noteUserWrite } from './user-writes.js';
 
 /** DesiredLRPs (create, list, read, update with If-Match, remove) and the ActualLRP list. */
 export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
@@ -28,6 +30,7 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
     },
     async (request, reply) => {
       const b = request.body;
+      await refuseSystemOwned(store, 'desire-lrp', { domain: b.domain });
       const desired = await store.desireLRP({
         process_guid: b.process_guid,
         domain: b.domain,
@@ -95,13 +98,21 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
     async (request, reply) => {
       const expected = ifMatch(request.headers['if-match']);
       const update = stripUndefined(request.body);
+      const guid = request.params.process_guid;
+      await refuseSystemOwned(store, 'update-lrp', { process_guid: guid });
+      // Read before the write: a scale down retires the instances it stops.
+      const stopped =
+        options.onUserWrite && update.instances !== undefined
+          ? await lrpContainersFrom(store, guid, update.instances)
+          : [];
       const desired = await asPrecondition(() =>
-        store.updateDesiredLRP({
-          process_guid: request.params.process_guid,
-          ...(expected ? { expected } : {}),
-          update,
-        }),
+        store.updateDesiredLRP({ process_guid: guid, ...(expected ? { expected } : {}), update }),
       );
+      await noteUserWrite(options.onUserWrite, request, {
+        status: 'stop',
+        containers: stopped,
+        message: `LRP ${guid} scaled to ${desired.instances} instances`,
+      });
       return reply.header('etag', etag(desired.modification_tag)).send(desired);
     },
   );
@@ -118,12 +129,17 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
     },
     async (request, reply) => {
       const expected = ifMatch(request.headers['if-match']);
+      const guid = request.params.process_guid;
+      await refuseSystemOwned(store, 'remove-lrp', { process_guid: guid });
+      const stopped = options.onUserWrite ? await lrpContainersFrom(store, guid, 0) : [];
       await asPrecondition(() =>
-        store.removeDesiredLRP({
-          process_guid: request.params.process_guid,
-          ...(expected ? { expected } : {}),
-        }),
+        store.removeDesiredLRP({ process_guid: guid, ...(expected ? { expected } : {}) }),
       );
+      await noteUserWrite(options.onUserWrite, request, {
+        status: 'stop',
+        containers: stopped,
+        message: `LRP ${guid} removed`,
+      });
       return reply.code(204).send();
     },
   );

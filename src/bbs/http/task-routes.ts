@@ -17,6 +17,8 @@ import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { TaskDefinitionSchema } from './bbs-schemas.js';
 import { TaskListQuery } from './list-query-schemas.js';
 import { bbsPublicOperations } from './public-operations.js';
+import { refuseSystemOwned } from './system-ownership.js';
+import { noteUserWrite } from './user-writes.js';
 
 /** Tasks: create (callback URL checked), list, read with its delivery log, resolve, delete, cancel. */
 export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOptions): void {
@@ -52,6 +54,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     async (request, reply) => {
       const b = request.body;
       checkTaskCallback(b);
+      await refuseSystemOwned(store, 'desire-task', { domain: b.domain });
       const task = await store.desireTask({
         task_guid: b.task_guid,
         domain: b.domain,
@@ -118,6 +121,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     async (request, reply) => {
       const expected = ifMatch(request.headers['if-match']);
       const guid = request.params.task_guid;
+      await refuseSystemOwned(store, 'resolve-task', { task_guid: guid });
       // Only a caller's own If-Match makes a lost CAS a 412; without one it is the usual 409.
       const task = expected
         ? await asPrecondition(() => store.resolvingTask({ task_guid: guid, expected }))
@@ -140,6 +144,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     },
     async (request, reply) => {
       const expected = ifMatch(request.headers['if-match']);
+      await refuseSystemOwned(store, 'delete-task', { task_guid: request.params.task_guid });
       const current = await store.getTask({ task_guid: request.params.task_guid });
       if (current.state !== 'RESOLVING') {
         throw new BerthError(
@@ -158,9 +163,21 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
     { schema: { tags: ['tasks'], params: TaskParams, headers: IfMatch } },
     async (request) => {
       const expected = ifMatch(request.headers['if-match']);
-      return asPrecondition(() =>
-        store.cancelTask({ task_guid: request.params.task_guid, ...(expected ? { expected } : {}) }),
+      const guid = request.params.task_guid;
+      await refuseSystemOwned(store, 'cancel-task', { task_guid: guid });
+      // Only a RUNNING task has a container on a cell for the cancel to stop.
+      const running = options.onUserWrite
+        ? (await store.getTask({ task_guid: guid })).state === 'RUNNING'
+        : false;
+      const task = await asPrecondition(() =>
+        store.cancelTask({ task_guid: guid, ...(expected ? { expected } : {}) }),
       );
+      await noteUserWrite(options.onUserWrite, request, {
+        status: 'stop',
+        containers: running ? [guid] : [],
+        message: `task ${guid} cancelled`,
+      });
+      return task;
     },
   );
 }

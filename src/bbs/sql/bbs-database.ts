@@ -12,7 +12,7 @@ export type BbsDatabase = DbTables & {
   desired_lrps: DesiredLrpRow;
   actual_lrps: ActualLrpRow;
   tasks: TaskRow;
-  domains: { domain: string; fresh_until: string };
+  domains: { domain: string; fresh_until: string; owner: string | null };
   cells: CellRow;
   start_requests: StartRequestRow;
   stop_requests: StopRequestRow;

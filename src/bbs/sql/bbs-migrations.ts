@@ -123,6 +123,15 @@ export const bbsMigrations: readonly SchemaMigration[] = [
       postgres: ["ALTER TABLE cells ADD COLUMN rep_token TEXT NOT NULL DEFAULT ''"],
     },
   },
+  {
+    version: 7,
+    name: 'domains name the system that owns them',
+    statements: {
+      // NULL: nobody's; the public API refuses changes to an owned domain's LRPs and tasks.
+      sqlite: ['ALTER TABLE domains ADD COLUMN owner TEXT'],
+      postgres: ['ALTER TABLE domains ADD COLUMN owner TEXT'],
+    },
+  },
 ];
 
 /** What SqlBbsStore.open registers with the db layer's migration runner. */

@@ -130,6 +130,7 @@ export class SqlBbsStore implements BbsStore {
   // DomainStore
   upsertDomain: BbsStore['upsertDomain'] = (req) => this.#domains.upsertDomain(req);
   listDomains: BbsStore['listDomains'] = () => this.#domains.listDomains();
+  ownerOf: BbsStore['ownerOf'] = (req) => this.#domains.ownerOf(req);
 
   // CellStore
   heartbeatCell: BbsStore['heartbeatCell'] = (req) => this.#cells.heartbeatCell(req);
