@@ -10,11 +10,12 @@ import {
   type AgentActionResult,
   CellAgent,
   type CellAgentTransport,
+  isLiveAction,
   type ModelData,
   modelRead,
   SystemDeployer,
 } from '../model/index.js';
-import { playCells as runInstances } from '../testing/system-cells.js';
+import { playSystem, playCells as runInstances } from '../testing/system-cells.js';
 import { buildApp } from './build-app.js';
 
 const shop = `system: shop
@@ -107,12 +108,22 @@ async function deploy(h: Harness, definition: string, path?: string) {
   });
 }
 
+/**
+ * Waits for an action to end while the cells run its system's instances and jobs: a deploy lasts
+ * until they run (issue 19).
+ */
 async function waitAction(h: Harness, id: string): Promise<ActionRecord> {
-  for (;;) {
-    const res = await h.app.inject({ method: 'GET', url: `/v1/deploys/${id}` });
-    const action = res.json() as ActionRecord;
-    if (action.state !== 'running') return action;
-    await new Promise((r) => setTimeout(r, 20));
+  let stop: (() => void) | undefined;
+  try {
+    for (;;) {
+      const res = await h.app.inject({ method: 'GET', url: `/v1/deploys/${id}` });
+      const action = res.json() as ActionRecord;
+      if (!isLiveAction(action.state)) return action;
+      stop ??= playSystem(h.store, action.system);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    stop?.();
   }
 }
 
@@ -392,7 +403,7 @@ services:
     try {
       await new Promise((r) => setTimeout(r, 500));
       const running = (await h.app.inject({ method: 'GET', url: `/v1/deploys/${down.json().id}` })).json();
-      assert.equal(running.state, 'running', 'the teardown finished without the cell agent');
+      assert.equal(running.state, 'in_progress', 'the teardown finished without the cell agent');
       const left = (await h.deployer.runner.dump()).units.filter((u) => u.service.startsWith('pair:'));
       assert.ok(left.length > 0 && left.every((u) => u.cell_id === cell), JSON.stringify(left));
 

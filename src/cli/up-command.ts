@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
 import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
+import {
+  type ActionRecord,
+  CellAgent,
+  httpCellAgentTransport,
+  isLiveAction,
+  systemOperations,
+} from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { makeBusyboxRootfs } from '../runtime/index.js';
@@ -146,7 +152,7 @@ async function watchAction(
 ): Promise<void> {
   let current = action;
   try {
-    while (current.state === 'running') {
+    while (isLiveAction(current.state)) {
       await sleep(1000, signal);
       if (signal.aborted) return;
       current = await client.call(systemOperations.getAction, { params: { id: action.id } });

@@ -70,7 +70,7 @@ describe('action runner (SQLite)', () => {
     assert.deepEqual([done.state, done.reason], ['failed', 'no such image']);
   });
 
-  it('a stop ends a polling action at its next checkpoint and leaves it running and ours', async () => {
+  it('a stop ends a polling action at its next checkpoint and leaves it in progress and ours', async () => {
     let polling!: () => void;
     const started = new Promise<void>((resolve) => {
       polling = resolve;
@@ -84,7 +84,7 @@ describe('action runner (SQLite)', () => {
     await started;
     await r.stop();
     const left: ActionRecord = await systems.getAction(work.id);
-    assert.deepEqual([left.state, left.owner], ['running', 'me']);
+    assert.deepEqual([left.state, left.owner], ['in_progress', 'me']);
   });
 
   it('an action whose owner is dead is taken over and run by the next runner', async () => {

@@ -145,6 +145,8 @@ export class ActionRunner {
     const run = (async () => {
       try {
         await this.#gate(work);
+        // accepted → in_progress; a server that lost the action to a takeover leaves it alone.
+        if (!(await this.#systems.startAction(work.id, this.owner))) return;
         await this.#execute(work, control);
         await this.#systems.finishAction(work.id, this.owner, 'succeeded', '');
         this.#log('action succeeded', { action: work.id, kind: work.kind, system: work.system });

@@ -25,7 +25,11 @@ const ledgerBefore = {
     [5, 'SQLite stores ActualLRPs in key order'],
     [6, 'cells carry the token their rep demands'],
   ],
-  model_schema_migrations: [[1, 'model entities, cleanups, systems, actions, lock rows']],
+  model_schema_migrations: [
+    [1, 'model entities, cleanups, systems, actions, lock rows'],
+    // Appended since (the list only ever appends).
+    [2, 'action lifetime: timeout, accepted/in_progress states, job outcomes'],
+  ],
 };
 
 function layout(file: string): { ledgers: Record<string, unknown[]>; tables: string[] } {

@@ -36,3 +36,43 @@ export async function playCells(store: BbsStore, domain: string): Promise<void> 
     });
   }
 }
+
+/**
+ * Plays the cells for tasks: every PENDING task of the domain is started on cell-0 and completed,
+ * succeeded unless `fail` names its guid (then failed with that reason).
+ */
+export async function playTasks(
+  store: BbsStore,
+  domain: string,
+  fail: ReadonlyMap<string, string> = new Map(),
+): Promise<void> {
+  for (const t of await store.listTasks({ domain })) {
+    if (t.state !== 'PENDING') continue;
+    const started = await store.startTask({
+      task_guid: t.task_guid,
+      expected: t.modification_tag,
+      cell_id: 'cell-0',
+    });
+    const reason = fail.get(t.task_guid);
+    await store.completeTask({
+      task_guid: t.task_guid,
+      expected: started.modification_tag,
+      cell_id: 'cell-0',
+      failed: reason !== undefined,
+      failure_reason: reason ?? '',
+      result: '',
+    });
+  }
+}
+
+/** Plays a system's instances and tasks every `ms` until the returned stop is called. */
+export function playSystem(store: BbsStore, system: string, ms = 30): () => void {
+  const domain = `system-${system}`;
+  const timer = setInterval(() => {
+    void playCells(store, domain)
+      .then(() => playTasks(store, domain))
+      // catch-all: a round racing the server's own writes (a CAS conflict) is played again next round.
+      .catch(() => {});
+  }, ms);
+  return () => clearInterval(timer);
+}
