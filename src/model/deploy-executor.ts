@@ -13,7 +13,7 @@ import { runTxn } from './model-txn-runner.js';
 import { addRelation, destroyRelation } from './relation-rules.js';
 import { rollingUpdate } from './rolling-update.js';
 import { jobOutcomeText, observeRollout, observeTeardown } from './rollout-observe.js';
-import { planRollout, planTeardown } from './rollout-plan.js';
+import { planRollout, planTeardown, rememberProblems } from './rollout-plan.js';
 import { ensureModelService, ensureUnits } from './service-model-writes.js';
 import { destroyService } from './service-rules.js';
 import type { ActionWork } from './sql-system-store.js';
@@ -137,11 +137,14 @@ export class DeployExecutor {
    * round also runs the system agent's pass, which places units and creates sidecar instances.
    */
   async #awaitRollout(work: ActionWork, control: ActionControl): Promise<void> {
+    let remembered: Record<string, string> = {};
     for (;;) {
       control.checkpoint();
-      const { observation, unrecorded } = await observeRollout(this.#ctx, work);
+      const { observation: seen, unrecorded } = await observeRollout(this.#ctx, work);
       for (const { job, version } of unrecorded)
         await this.#ctx.systems.recordJobOutcome(work.system, job.path, version, jobOutcomeText(job));
+      const observation = { ...seen, remembered };
+      remembered = rememberProblems(observation);
       const verdict = planRollout(observation);
       if (verdict.kind === 'failed') throw new BerthError('unavailable', verdict.reason);
       if (verdict.kind === 'rolled-out') {

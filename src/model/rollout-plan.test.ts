@@ -15,6 +15,7 @@ import {
   type RolloutJob,
   type RolloutObservation,
   type RolloutService,
+  rememberProblems,
   serviceProblem,
 } from './rollout-plan.js';
 
@@ -104,6 +105,20 @@ describe('planRollout: a deploy waits until its services run and its jobs comple
         '/b: crash loop: instance 0 crashed 3 time(s), last: exited with status 1; /c: 1/2 instances running',
     );
     assert.equal(planRollout(observe({ services: [service('/c', 2, [])], now_ms: 60_999 })).kind, 'waiting');
+  });
+
+  it('rule 3: a placement error seen in an earlier round names the service even if the instance is claimed again at the timeout', () => {
+    const noImage = { ...running(0), state: 'UNCLAIMED' as const, placement_error: 'Cannot find image "x"' };
+    const first = observe({ services: [service('/x', 1, [noImage])] });
+    const remembered = rememberProblems(first);
+    const claimed = { ...running(0), state: 'CLAIMED' as const };
+    const later = observe({ services: [service('/x', 1, [claimed])], now_ms: 61_000, remembered });
+    const v = planRollout(later);
+    assert.equal(
+      v.kind === 'failed' && v.reason,
+      'not rolled out within 60s: /x: instance 0 cannot be placed: Cannot find image "x"',
+    );
+    assert.deepEqual(rememberProblems(later), remembered, 'kept while nothing more telling is seen');
   });
 
   it('rule 4: before its timeout it waits, whatever the instances say', () => {

@@ -37,6 +37,12 @@ export interface RolloutObservation {
   readonly started_ms: number;
   readonly timeout_ms: number;
   readonly now_ms: number;
+  /**
+   * The last telling problem (placement error, crash loop) seen of each service in earlier rounds:
+   * an instance given back for a missing image is claimed again (its error cleared) before it is
+   * given back again, and the reason must not depend on which moment the timeout falls on.
+   */
+  readonly remembered?: Readonly<Record<string, string>>;
 }
 
 /** What `berth deploy --wait` shows. */
@@ -73,7 +79,15 @@ export function serviceRolledOut(s: RolloutService): boolean {
  * cell's or auctioneer's reason: no room, the image not found), a crash loop with its last exit,
  * else how far it got.
  */
-export function serviceProblem(s: RolloutService): string {
+export function serviceProblem(s: RolloutService, remembered?: string): string {
+  const telling = tellingProblem(s) ?? remembered;
+  if (telling !== undefined) return telling;
+  const old = s.old_instances > 0 ? `, ${s.old_instances} of the old version left` : '';
+  return `${s.path}: ${runningCount(s)}/${s.desired} instances running${old}`;
+}
+
+/** A placement error or a crash loop of a service, if it shows one now. */
+function tellingProblem(s: RolloutService): string | undefined {
   const unplaced = s.instances.find((i) => i.placement_error !== '' && i.state !== 'RUNNING');
   if (unplaced) return `${s.path}: instance ${unplaced.index} cannot be placed: ${unplaced.placement_error}`;
   const crashing = s.instances
@@ -81,8 +95,17 @@ export function serviceProblem(s: RolloutService): string {
     .sort((a, b) => b.crash_count - a.crash_count)[0];
   if (crashing)
     return `${s.path}: crash loop: instance ${crashing.index} crashed ${crashing.crash_count} time(s), last: ${crashing.crash_reason || 'no reason recorded'}`;
-  const old = s.old_instances > 0 ? `, ${s.old_instances} of the old version left` : '';
-  return `${s.path}: ${runningCount(s)}/${s.desired} instances running${old}`;
+  return undefined;
+}
+
+/** This round's telling problems over the remembered ones: the next round's `remembered`. */
+export function rememberProblems(o: RolloutObservation): Record<string, string> {
+  const out: Record<string, string> = { ...o.remembered };
+  for (const s of o.services) {
+    const telling = tellingProblem(s);
+    if (telling !== undefined) out[s.path] = telling;
+  }
+  return out;
 }
 
 function jobProblem(j: RolloutJob): string {
@@ -99,7 +122,10 @@ function progressOf(o: RolloutObservation): RolloutProgress {
     instances_desired: o.services.reduce((n, s) => n + s.desired, 0),
     jobs_completed: o.jobs.length - waitingJobs.length,
     jobs_desired: o.jobs.length,
-    waiting_on: [...waitingServices.map(serviceProblem), ...waitingJobs.map(jobProblem)],
+    waiting_on: [
+      ...waitingServices.map((s) => serviceProblem(s, o.remembered?.[s.path])),
+      ...waitingJobs.map(jobProblem),
+    ],
   };
 }
 
