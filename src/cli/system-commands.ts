@@ -117,7 +117,7 @@ const systemStatus: CommandHandler = {
     for (const a of status.actions) out.write(`  ${a.kind} ${a.id} of ${a.path} ${a.state}\n`);
     for (const s of status.services) {
       out.write(
-        `  ${s.path}  ${s.kind}  ${s.state}  ${s.life}${s.sidecar_of ? `  sidecar of ${s.sidecar_of}` : ''}\n`,
+        `  ${s.path}  ${s.kind}  ${s.state}${s.reason ? ` (${s.reason})` : ''}  ${s.life}${s.sidecar_of ? `  sidecar of ${s.sidecar_of}` : ''}\n`,
       );
       for (const u of s.units) {
         out.write(

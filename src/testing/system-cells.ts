@@ -1,4 +1,4 @@
-import type { BbsStore } from '../bbs/index.js';
+import type { BbsStore, Task } from '../bbs/index.js';
 
 /**
  * Plays the cells (the rep's side of the BBS): every UNCLAIMED instance of the system is claimed
@@ -37,14 +37,17 @@ export async function playCells(store: BbsStore, domain: string): Promise<void> 
   }
 }
 
+/** Why a played task fails, or undefined when it succeeds. */
+export type TaskFailure = (task: Task) => string | undefined;
+
 /**
  * Plays the cells for tasks: every PENDING task of the domain is started on cell-0 and completed,
- * succeeded unless `fail` names its guid (then failed with that reason).
+ * succeeded unless `fail` gives a reason (then failed with it).
  */
 export async function playTasks(
   store: BbsStore,
   domain: string,
-  fail: ReadonlyMap<string, string> = new Map(),
+  fail: TaskFailure = () => undefined,
 ): Promise<void> {
   for (const t of await store.listTasks({ domain })) {
     if (t.state !== 'PENDING') continue;
@@ -53,7 +56,7 @@ export async function playTasks(
       expected: t.modification_tag,
       cell_id: 'cell-0',
     });
-    const reason = fail.get(t.task_guid);
+    const reason = fail(t);
     await store.completeTask({
       task_guid: t.task_guid,
       expected: started.modification_tag,
@@ -66,11 +69,11 @@ export async function playTasks(
 }
 
 /** Plays a system's instances and tasks every `ms` until the returned stop is called. */
-export function playSystem(store: BbsStore, system: string, ms = 30): () => void {
+export function playSystem(store: BbsStore, system: string, fail?: TaskFailure, ms = 30): () => void {
   const domain = `system-${system}`;
   const timer = setInterval(() => {
     void playCells(store, domain)
-      .then(() => playTasks(store, domain))
+      .then(() => playTasks(store, domain, fail))
       // catch-all: a round racing the server's own writes (a CAS conflict) is played again next round.
       .catch(() => {});
   }, ms);
