@@ -117,10 +117,11 @@ describe('deploy lifetime on three cells (issue 19)', { timeout: 600_000 }, () =
     assert.deepEqual(await bbs.listActualLRPs({ domain: 'system-tree' }), []);
   });
 
-  it('a deploy of an image that does not exist fails within its timeout with that reason; the system shows failed with it', async () => {
+  it('a deploy of an image that does not exist fails within its timeout with that reason; the system shows failed with it', async (t) => {
     const file = write('ghost.yaml', missingImage);
     const r = await runBerth(['deploy', file, '--wait', '--timeout', '20s', '--server', serverUrl]);
     assert.equal(r.code, 1, `${r.stdout} ${r.stderr}`);
+    t.diagnostic(r.stderr.trim());
     assert.match(
       r.stderr,
       /failed: not rolled out within 20s: \/x: instance 0 cannot be placed: .*no-such-image:1/,
