@@ -105,4 +105,37 @@ describe('action runner (SQLite)', () => {
       ['succeeded', 'me'],
     );
   });
+
+  it('a BBS event wakes a polling action at once instead of at its next interval', {
+    timeout: 30_000,
+  }, async () => {
+    let ring: () => void = () => {};
+    let polling!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      polling = resolve;
+    });
+    const r = runner(
+      async (_work, control) => {
+        polling();
+        // An hour's interval: only the event ends this wait within the test's timeout.
+        await control.poll();
+      },
+      {
+        pollMs: 3_600_000,
+        onEvents: (listener) => {
+          ring = listener;
+          return () => {};
+        },
+      },
+    );
+    const work = await accept('me');
+    assert.equal(work.state, 'accepted');
+    r.run(work);
+    await waiting;
+    // Rung until the wait has begun (the first ring may come before the action reaches its poll).
+    const bell = setInterval(() => ring(), 20);
+    await r.idle();
+    clearInterval(bell);
+    assert.equal((await systems.getAction(work.id)).state, 'succeeded');
+  });
 });

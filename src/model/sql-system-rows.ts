@@ -54,6 +54,7 @@ export async function writeSystemPhase(
       throw err;
     }
   }
+  if (from === 'gone' && step.to === 'gone') return;
   if (from === 'gone') {
     await db
       .insertInto('model_systems')

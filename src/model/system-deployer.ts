@@ -41,6 +41,8 @@ export interface SystemDeployerOptions {
   readonly log?: DeployerLog;
   /** Awaited before an accepted action executes: tests hold an action (and its locks) open with it. */
   readonly gate?: (action: ActionRecord) => Promise<void>;
+  /** BBS events committed in this process: a waiting deploy or teardown looks again at once. */
+  readonly onEvents?: (listener: () => void) => () => void;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -94,6 +96,7 @@ export class SystemDeployer {
       ...(options.ownerDead ? { ownerDead: options.ownerDead } : {}),
       log: this.#ctx.log,
       ...(options.gate ? { gate: options.gate } : {}),
+      ...(options.onEvents ? { onEvents: options.onEvents } : {}),
     });
     this.owner = this.#actions.owner;
   }
