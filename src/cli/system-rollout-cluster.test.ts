@@ -42,6 +42,17 @@ services:
     memory_mb: 16
 `;
 
+/** Exits before its monitor ever passes: never RUNNING, it crashes again and again. */
+const crashing = `system: crashy
+services:
+  /api:
+    image: bb:1
+    command: ["/bin/busybox", "sh", "-c", "sleep 1; exit 3"]
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 16
+`;
+
 function write(name: string, text: string): string {
   const file = join(cluster.root, name);
   writeFileSync(file, text);
@@ -131,6 +142,21 @@ describe('deploy lifetime on three cells (issue 19)', { timeout: 600_000 }, () =
     assert.match(st.reason ?? '', /\/x: instance 0 cannot be placed: .*no-such-image:1/);
     // A failed system starts over when deployed again (failed → pending), and can be torn down.
     const down = await runBerth(['teardown', 'ghost', '--wait', '--server', serverUrl]);
+    assert.equal(down.code, 0, `${down.stdout} ${down.stderr}`);
+  });
+
+  it('a crash-looping service fails its deploy within its timeout with its crash count and last exit; the system shows failed', async (t) => {
+    const file = write('crashy.yaml', crashing);
+    const r = await runBerth(['deploy', file, '--wait', '--timeout', '20s', '--server', serverUrl]);
+    assert.equal(r.code, 1, `${r.stdout} ${r.stderr}`);
+    t.diagnostic(r.stderr.trim());
+    assert.match(
+      r.stderr,
+      /failed: not rolled out within 20s: \/api: crash loop: instance 0 crashed [1-9]\d* time\(s\), last: .+/,
+    );
+    const st = (await (await fetch(`${serverUrl}/v1/systems/crashy`)).json()) as SystemStatusJson;
+    assert.equal(st.state, 'failed');
+    const down = await runBerth(['teardown', 'crashy', '--wait', '--server', serverUrl]);
     assert.equal(down.code, 0, `${down.stdout} ${down.stderr}`);
   });
 });
