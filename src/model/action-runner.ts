@@ -40,8 +40,12 @@ export interface ActionRunnerOptions {
   readonly onEvents?: (listener: () => void) => () => void;
 }
 
-/** After a wake-up, an action still waits this long: a burst of events makes one round, not one each. */
-const minPollGapMs = 50;
+/**
+ * After a wake-up, an action still waits this long: a burst of events (a large rollout's instances
+ * starting) makes one round, not one each; each round reads the system's instances and runs the
+ * system agent's pass.
+ */
+const minPollGapMs = 200;
 
 /** Thrown at a checkpoint of a stopping server: the action stays running and ours until taken over. */
 export class ActionStopped extends Error {
