@@ -10,11 +10,12 @@ import {
   type AgentActionResult,
   CellAgent,
   type CellAgentTransport,
+  isLiveAction,
   type ModelData,
   modelRead,
   SystemDeployer,
 } from '../model/index.js';
-import { playCells as runInstances } from '../testing/system-cells.js';
+import { playSystem, playCells as runInstances, type TaskFailure } from '../testing/system-cells.js';
 import { buildApp } from './build-app.js';
 
 const shop = `system: shop
@@ -107,12 +108,22 @@ async function deploy(h: Harness, definition: string, path?: string) {
   });
 }
 
-async function waitAction(h: Harness, id: string): Promise<ActionRecord> {
-  for (;;) {
-    const res = await h.app.inject({ method: 'GET', url: `/v1/deploys/${id}` });
-    const action = res.json() as ActionRecord;
-    if (action.state !== 'running') return action;
-    await new Promise((r) => setTimeout(r, 20));
+/**
+ * Waits for an action to end while the cells run its system's instances and jobs: a deploy lasts
+ * until they run (issue 19).
+ */
+async function waitAction(h: Harness, id: string, failTasks?: TaskFailure): Promise<ActionRecord> {
+  let stop: (() => void) | undefined;
+  try {
+    for (;;) {
+      const res = await h.app.inject({ method: 'GET', url: `/v1/deploys/${id}` });
+      const action = res.json() as ActionRecord;
+      if (!isLiveAction(action.state)) return action;
+      stop ??= playSystem(h.store, action.system, failTasks);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    stop?.();
   }
 }
 
@@ -329,6 +340,49 @@ jobs:
     assert.equal((await h.app.inject({ method: 'GET', url: '/v1/systems/shop' })).statusCode, 404);
   });
 
+  it('a job: the deploy waits for it; completed stays completed after the BBS deleted its task; a failed job fails the deploy with its reason', async () => {
+    const jobs = (command: string) => `system: jobs
+services:
+  /svc:
+    image: bb:1
+jobs:
+  /migrate:
+    image: bb:1
+    command: ["${command}"]
+`;
+    const ok = await deploy(h, jobs('/bin/true'));
+    assert.equal((await waitAction(h, ok.json().id)).state, 'succeeded');
+    const [task] = await h.store.listTasks({ domain: 'system-jobs' });
+    assert.equal(task?.state, 'COMPLETED');
+    // The converger deletes a completed task after a while (resolving, then deleting, as here).
+    const resolving = await h.store.resolvingTask({
+      task_guid: task!.task_guid,
+      expected: task!.modification_tag,
+    });
+    await h.store.deleteTask({ task_guid: task!.task_guid, expected: resolving.modification_tag });
+    const status = (await h.app.inject({ method: 'GET', url: '/v1/systems/jobs' })).json();
+    const job = status.services.find((s: { path: string }) => s.path === '/migrate');
+    assert.deepEqual([job.kind, job.state], ['job', 'completed']);
+    // The same job version is not run again by the next deploy.
+    const again = await deploy(h, jobs('/bin/true'));
+    assert.equal((await waitAction(h, again.json().id)).state, 'succeeded');
+    assert.deepEqual(await h.store.listTasks({ domain: 'system-jobs' }), []);
+
+    // A new version whose task fails: the deploy fails naming the job and its reason.
+    const failing = await deploy(h, jobs('/bin/false'));
+    const id = failing.json().id as string;
+    const ended = await waitAction(h, id, () => 'exited with status 1');
+    assert.deepEqual([ended.state, ended.reason], ['failed', 'job /migrate failed: exited with status 1']);
+    const after = (await h.app.inject({ method: 'GET', url: '/v1/systems/jobs' })).json();
+    const failedJob = after.services.find((s: { path: string }) => s.path === '/migrate');
+    assert.deepEqual([failedJob.state, failedJob.reason], ['failed', 'exited with status 1']);
+    // An active system whose redeploy failed: degraded, with the reason.
+    assert.deepEqual([after.state, after.phase], ['degraded', 'active']);
+    assert.equal(after.reason, 'last deploy failed: job /migrate failed: exited with status 1');
+    const down = await h.app.inject({ method: 'POST', url: '/v1/systems/jobs/teardown' });
+    assert.equal((await waitAction(h, down.json().id)).state, 'succeeded');
+  });
+
   it("a cell's agents: its part of the model, its actions refused for other cells' units, a teardown that waits for them", async () => {
     const pair = `system: pair
 services:
@@ -392,7 +446,7 @@ services:
     try {
       await new Promise((r) => setTimeout(r, 500));
       const running = (await h.app.inject({ method: 'GET', url: `/v1/deploys/${down.json().id}` })).json();
-      assert.equal(running.state, 'running', 'the teardown finished without the cell agent');
+      assert.equal(running.state, 'in_progress', 'the teardown finished without the cell agent');
       const left = (await h.deployer.runner.dump()).units.filter((u) => u.service.startsWith('pair:'));
       assert.ok(left.length > 0 && left.every((u) => u.cell_id === cell), JSON.stringify(left));
 

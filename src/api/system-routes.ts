@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Name, PageQuery, pageOfWhole } from '../core/index.js';
+import { InvalidArgumentError, Name, PageQuery, pageOfWhole } from '../core/index.js';
 import { type SystemDeployer, systemOperations } from '../model/index.js';
 
 const ActionSchema = Type.Object({
@@ -10,14 +10,66 @@ const ActionSchema = Type.Object({
   system: Type.String(),
   kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
   path: Type.String(),
-  state: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  state: Type.Union([
+    Type.Literal('accepted'),
+    Type.Literal('in_progress'),
+    Type.Literal('succeeded'),
+    Type.Literal('failed'),
+  ]),
   reason: Type.String(),
   owner: Type.String(),
   created_at: Type.String(),
   updated_at: Type.String(),
   finished_at: Type.Union([Type.String(), Type.Null()]),
   log: Type.Array(Type.String()),
+  timeout_ms: Type.Integer({ description: 'How long it may last from created_at before it fails' }),
 });
+
+const count = Type.Integer({ minimum: 0 });
+
+/** How far a live action got: `berth deploy --wait` draws it. */
+const ProgressSchema = Type.Union([
+  Type.Object({
+    kind: Type.Literal('deploy'),
+    services_ready: count,
+    services_desired: count,
+    instances_ready: count,
+    instances_desired: count,
+    jobs_completed: count,
+    jobs_desired: count,
+    waiting_on: Type.Array(Type.String()),
+  }),
+  Type.Object({
+    kind: Type.Literal('teardown'),
+    services: count,
+    desired_lrps: count,
+    instances: count,
+    tasks: count,
+  }),
+]);
+
+const ActionWithProgressSchema = Type.Intersect([
+  ActionSchema,
+  Type.Object({ progress: Type.Optional(ProgressSchema) }),
+]);
+
+/** An action's timeout: at least a second, at most a day (the CLI's `--timeout`). */
+const timeoutBounds = { minimum: 1_000, maximum: 86_400_000 } as const;
+const timeoutDescription = 'How long the action may last from its acceptance, in ms (default 10 min)';
+const TimeoutMs = Type.Integer({ ...timeoutBounds, description: timeoutDescription });
+/** The same in a query string (this server does not coerce types); `queryTimeout` checks the bounds. */
+const TimeoutQuery = Type.String({ pattern: '^[0-9]{1,8}$', description: timeoutDescription });
+
+function queryTimeout(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = Number(text);
+  if (ms < timeoutBounds.minimum || ms > timeoutBounds.maximum)
+    throw new InvalidArgumentError(
+      `timeout_ms must be between ${timeoutBounds.minimum} and ${timeoutBounds.maximum}`,
+      { field: 'timeout_ms' },
+    );
+  return ms;
+}
 
 const DeployBodySchema = Type.Union([
   Type.Object(
@@ -26,6 +78,7 @@ const DeployBodySchema = Type.Union([
         description: 'The system definition: its YAML text, or the same as a JSON object',
       }),
       path: Type.Optional(Name({ description: 'The subtree to deploy (default /)' })),
+      timeout_ms: Type.Optional(TimeoutMs),
     },
     { additionalProperties: false },
   ),
@@ -56,7 +109,10 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             tags: ['systems'],
             summary:
               'Deploy a system (or the subtree at path): validated, locked, then executed by the server',
-            querystring: Type.Object({ path: Type.Optional(Name()) }, { additionalProperties: false }),
+            querystring: Type.Object(
+              { path: Type.Optional(Name()), timeout_ms: Type.Optional(TimeoutQuery) },
+              { additionalProperties: false },
+            ),
             body: DeployBodySchema,
             response: { 202: ActionSchema },
           },
@@ -65,7 +121,13 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           const body = request.body;
           const path = typeof body === 'string' ? request.query.path : (body.path ?? request.query.path);
           const definition = typeof body === 'string' ? body : body.definition;
-          const action = await deployer.deploy({ definition, ...(path !== undefined ? { path } : {}) });
+          const fromQuery = queryTimeout(request.query.timeout_ms);
+          const timeout = typeof body === 'string' ? fromQuery : (body.timeout_ms ?? fromQuery);
+          const action = await deployer.deploy({
+            definition,
+            ...(path !== undefined ? { path } : {}),
+            ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
+          });
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );
@@ -75,14 +137,17 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
         {
           schema: {
             tags: ['systems'],
-            summary: 'A deploy or teardown: running, succeeded or failed (with the reason)',
+            summary:
+              'A deploy or teardown: accepted, in_progress (with its progress), succeeded or failed (with the reason)',
             params: Type.Object({ id: Name() }),
-            response: { 200: ActionSchema },
+            response: { 200: ActionWithProgressSchema },
           },
         },
         async (request) => {
-          const action = await deployer.getAction(request.params.id);
-          return { ...action, log: [...action.log] };
+          const { progress, ...action } = await deployer.actionProgress(request.params.id);
+          const shown =
+            progress?.kind === 'deploy' ? { ...progress, waiting_on: [...progress.waiting_on] } : progress;
+          return { ...action, log: [...action.log], ...(shown ? { progress: shown } : {}) };
         },
       );
 
@@ -93,11 +158,15 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             tags: ['systems'],
             summary: 'Tear a system down: exclusive on /, so it fails at once while any deploy runs',
             params: Type.Object({ name: Name() }),
+            querystring: Type.Object(
+              { timeout_ms: Type.Optional(TimeoutQuery) },
+              { additionalProperties: false },
+            ),
             response: { 202: ActionSchema },
           },
         },
         async (request, reply) => {
-          const action = await deployer.teardown(request.params.name);
+          const action = await deployer.teardown(request.params.name, queryTimeout(request.query.timeout_ms));
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );

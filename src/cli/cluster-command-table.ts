@@ -9,10 +9,6 @@ const systems = () => import('./system-commands.js');
 
 const guid = { min: 1, max: 1, names: 'GUID' } as const;
 const domainFlag: FlagSpecs = { domain: { type: 'string', valueName: 'D', description: 'Only this domain' } };
-const waitFlag: FlagSpecs = {
-  wait: { type: 'boolean', description: 'Wait for the action to end; exit 1 if it failed' },
-};
-
 /** Where a task's outputs are unpacked (`task outputs`, and `task run --wait`). */
 const outputDirFlag: FlagSpec = {
   type: 'string',
@@ -263,18 +259,32 @@ export const historyCommandTable: readonly CommandEntry[] = [
   },
 ];
 
+const actionWaitFlags: FlagSpecs = {
+  wait: {
+    type: 'boolean',
+    description:
+      'Wait until the action ends, showing services and instances ready/desired; exit 1 with the reason if it failed',
+  },
+  timeout: {
+    type: 'string',
+    valueName: 'DUR',
+    default: '10m',
+    description: 'Fail the action if it has not ended this long after it was accepted (e.g. 90s, 10m)',
+  },
+};
+
 export const systemCommandTable: readonly CommandEntry[] = [
   {
     name: 'deploy',
     summary:
-      'Deploy a system definition (YAML): refused with every problem listed, or at once when another action holds a conflicting lock; prints the deploy id.',
+      'Deploy a system definition (YAML): refused with every problem listed, or at once when another action holds a conflicting lock; prints the deploy id. The deploy (and its locks) lasts until every service under its path runs its new version at its count and its jobs completed, or fails after --timeout with the reason.',
     flags: {
       path: {
         type: 'string',
         valueName: 'P',
         description: 'Deploy only the part of the system under this path',
       },
-      ...waitFlag,
+      ...actionWaitFlags,
       ...serverFlags,
     },
     positionals: { min: 1, max: 1, names: 'FILE' },
@@ -283,8 +293,8 @@ export const systemCommandTable: readonly CommandEntry[] = [
   {
     name: 'teardown',
     summary:
-      'Tear a system down (exclusive on /: fails at once while any deploy runs); prints the action id.',
-    flags: { ...waitFlag, ...serverFlags },
+      'Tear a system down (exclusive on /: fails at once while any deploy runs); prints the action id. It lasts until everything of the system is gone.',
+    flags: { ...actionWaitFlags, ...serverFlags },
     positionals: { min: 1, max: 1, names: 'SYSTEM' },
     load: systems,
   },

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { type HttpJsonClient, InvalidArgumentError } from '../core/index.js';
-import { type ActionRecord, systemOperations as ops } from '../model/index.js';
+import { type HttpJsonClient, InvalidArgumentError, parseDuration } from '../core/index.js';
+import { type ActionRecord, isLiveAction, systemOperations as ops } from '../model/index.js';
+import { progressLine, progressWithBar } from './action-progress.js';
 import {
   booleanOption,
   type CommandContext,
@@ -10,19 +11,38 @@ import {
 } from './command.js';
 import { serverClient } from './server-client.js';
 
-/** Polls the action until it ends; exit 0 when it succeeded, 1 when it failed. */
+/**
+ * Polls the action until it ends, showing its progress: on a TTY one line redrawn with a bar,
+ * otherwise a plain line each time the progress changes. Exit 0 when it succeeded, 1 (its reason
+ * on stderr) when it failed.
+ */
 async function waitFor(client: HttpJsonClient, action: ActionRecord, ctx: CommandContext): Promise<number> {
-  let current = action;
-  while (current.state === 'running') {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    current = await client.call(ops.getAction, { params: { id: action.id } });
+  const tty = (ctx.stdout as { isTTY?: boolean }).isTTY === true;
+  let current: Awaited<ReturnType<typeof getAction>> = action;
+  let shown = '';
+  const getAction = () => client.call(ops.getAction, { params: { id: action.id } });
+  while (isLiveAction(current.state)) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    current = await getAction();
+    if (!current.progress) continue;
+    const line = tty ? progressWithBar(current.progress) : progressLine(current.progress);
+    if (line === shown) continue;
+    shown = line;
+    ctx.stdout.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
   }
+  if (tty && shown !== '') ctx.stdout.write('\n');
   if (current.state === 'succeeded') {
     ctx.stdout.write(`${current.kind} ${current.id} succeeded\n`);
     return 0;
   }
   ctx.stderr.write(`berth: ${current.kind} ${current.id} failed: ${current.reason}\n`);
   return 1;
+}
+
+/** `--timeout DUR` as the API's milliseconds (a string: query values are strings). */
+function timeoutQuery(ctx: CommandContext): { timeout_ms?: string } {
+  const text = stringOption(ctx.values, 'timeout');
+  return text === undefined ? {} : { timeout_ms: String(parseDuration(text, '--timeout')) };
 }
 
 const deploy: CommandHandler = {
@@ -38,6 +58,7 @@ const deploy: CommandHandler = {
     const path = stringOption(ctx.values, 'path');
     const client = serverClient(ctx);
     const action = await client.call(ops.deploy, {
+      query: timeoutQuery(ctx),
       body: { definition: text, ...(path !== undefined ? { path } : {}) },
     });
     ctx.stdout.write(`${action.id}\n`);
@@ -49,7 +70,10 @@ const teardown: CommandHandler = {
   name: 'teardown',
   async run(ctx) {
     const client = serverClient(ctx);
-    const action = await client.call(ops.teardown, { params: { name: ctx.positionals[0] ?? '' } });
+    const action = await client.call(ops.teardown, {
+      params: { name: ctx.positionals[0] ?? '' },
+      query: timeoutQuery(ctx),
+    });
     ctx.stdout.write(`${action.id}\n`);
     return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
   },
@@ -90,10 +114,10 @@ const systemStatus: CommandHandler = {
     }
     const out = ctx.stdout;
     out.write(`system ${status.name}: ${status.state}${status.reason ? ` (${status.reason})` : ''}\n`);
-    for (const a of status.actions) out.write(`  ${a.kind} ${a.id} of ${a.path} running\n`);
+    for (const a of status.actions) out.write(`  ${a.kind} ${a.id} of ${a.path} ${a.state}\n`);
     for (const s of status.services) {
       out.write(
-        `  ${s.path}  ${s.kind}  ${s.state}  ${s.life}${s.sidecar_of ? `  sidecar of ${s.sidecar_of}` : ''}\n`,
+        `  ${s.path}  ${s.kind}  ${s.state}${s.reason ? ` (${s.reason})` : ''}  ${s.life}${s.sidecar_of ? `  sidecar of ${s.sidecar_of}` : ''}\n`,
       );
       for (const u of s.units) {
         out.write(

@@ -5,7 +5,13 @@ import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index
 import { TaskOutputClient } from '../bbs/index.js';
 import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
-import { type ActionRecord, CellAgent, httpCellAgentTransport, systemOperations } from '../model/index.js';
+import {
+  type ActionRecord,
+  CellAgent,
+  httpCellAgentTransport,
+  isLiveAction,
+  systemOperations,
+} from '../model/index.js';
 import { defaultCrashPolicy, serverRelations, startCell } from '../rep/index.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { makeBusyboxRootfs } from '../runtime/index.js';
@@ -154,7 +160,7 @@ async function watchAction(
 ): Promise<void> {
   let current = action;
   try {
-    while (current.state === 'running') {
+    while (isLiveAction(current.state)) {
       await sleep(1000, signal);
       if (signal.aborted) return;
       current = await client.call(systemOperations.getAction, { params: { id: action.id } });

@@ -70,7 +70,7 @@ describe('action runner (SQLite)', () => {
     assert.deepEqual([done.state, done.reason], ['failed', 'no such image']);
   });
 
-  it('a stop ends a polling action at its next checkpoint and leaves it running and ours', async () => {
+  it('a stop ends a polling action at its next checkpoint and leaves it in progress and ours', async () => {
     let polling!: () => void;
     const started = new Promise<void>((resolve) => {
       polling = resolve;
@@ -84,7 +84,7 @@ describe('action runner (SQLite)', () => {
     await started;
     await r.stop();
     const left: ActionRecord = await systems.getAction(work.id);
-    assert.deepEqual([left.state, left.owner], ['running', 'me']);
+    assert.deepEqual([left.state, left.owner], ['in_progress', 'me']);
   });
 
   it('an action whose owner is dead is taken over and run by the next runner', async () => {
@@ -104,5 +104,38 @@ describe('action runner (SQLite)', () => {
       [(await systems.getAction(work.id)).state, (await systems.getAction(work.id)).owner],
       ['succeeded', 'me'],
     );
+  });
+
+  it('a BBS event wakes a polling action at once instead of at its next interval', {
+    timeout: 30_000,
+  }, async () => {
+    let ring: () => void = () => {};
+    let polling!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      polling = resolve;
+    });
+    const r = runner(
+      async (_work, control) => {
+        polling();
+        // An hour's interval: only the event ends this wait within the test's timeout.
+        await control.poll();
+      },
+      {
+        pollMs: 3_600_000,
+        onEvents: (listener) => {
+          ring = listener;
+          return () => {};
+        },
+      },
+    );
+    const work = await accept('me');
+    assert.equal(work.state, 'accepted');
+    r.run(work);
+    await waiting;
+    // Rung until the wait has begun (the first ring may come before the action reaches its poll).
+    const bell = setInterval(() => ring(), 20);
+    await r.idle();
+    clearInterval(bell);
+    assert.equal((await systems.getAction(work.id)).state, 'succeeded');
   });
 });

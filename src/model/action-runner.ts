@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { describeError, runLoop, type ServiceLogger, sleep } from '../core/index.js';
+import { describeError, runLoop, type ServiceLogger, sleep, Wakeup } from '../core/index.js';
 import type { ActionRecord, ActionWork, SqlSystemStore } from './sql-system-store.js';
 
 export type DeployerLog = (message: string, fields?: Record<string, unknown>) => void;
@@ -33,7 +33,19 @@ export interface ActionRunnerOptions {
   readonly log: DeployerLog;
   /** Awaited before an accepted action executes: tests hold an action (and its locks) open with it. */
   readonly gate?: (action: ActionRecord) => Promise<void>;
+  /**
+   * Calls the listener after BBS events committed in this process (instances claimed, started,
+   * crashed): a waiting action polls again at once instead of at its next interval.
+   */
+  readonly onEvents?: (listener: () => void) => () => void;
 }
+
+/**
+ * After a wake-up, an action still waits this long: a burst of events (a large rollout's instances
+ * starting) makes one round, not one each; each round reads the system's instances and runs the
+ * system agent's pass.
+ */
+const minPollGapMs = 200;
 
 /** Thrown at a checkpoint of a stopping server: the action stays running and ours until taken over. */
 export class ActionStopped extends Error {
@@ -75,6 +87,9 @@ export class ActionRunner {
   readonly #gate: (action: ActionRecord) => Promise<void>;
   readonly #running = new Map<string, Promise<void>>();
   readonly #stopping = new AbortController();
+  /** The doorbells of the actions waiting now, rung by BBS events. */
+  readonly #waiting = new Set<Wakeup>();
+  #unsubscribe: () => void = () => {};
   #loops: Promise<void>[] = [];
 
   constructor(options: ActionRunnerOptions) {
@@ -85,6 +100,10 @@ export class ActionRunner {
     this.#ownerDead = options.ownerDead ?? defaultOwnerDead;
     this.#log = options.log;
     this.#gate = options.gate ?? (async () => {});
+    if (options.onEvents)
+      this.#unsubscribe = options.onEvents(() => {
+        for (const w of this.#waiting) w.wake();
+      });
   }
 
   /** Recovers actions whose owner died, then keeps heartbeating and watching for more. */
@@ -113,6 +132,7 @@ export class ActionRunner {
   /** Stops the loops and waits for running actions to reach a checkpoint; they stay ours until a successor takes them over. */
   async stop(): Promise<void> {
     this.#stopping.abort();
+    this.#unsubscribe();
     await Promise.all(this.#loops);
     this.#loops = [];
     await Promise.allSettled([...this.#running.values()]);
@@ -145,6 +165,8 @@ export class ActionRunner {
     const run = (async () => {
       try {
         await this.#gate(work);
+        // accepted → in_progress; a server that lost the action to a takeover leaves it alone.
+        if (!(await this.#systems.startAction(work.id, this.owner))) return;
         await this.#execute(work, control);
         await this.#systems.finishAction(work.id, this.owner, 'succeeded', '');
         this.#log('action succeeded', { action: work.id, kind: work.kind, system: work.system });
@@ -170,10 +192,17 @@ export class ActionRunner {
     const checkpoint = () => {
       if (signal.aborted) throw new ActionStopped();
     };
+    const wakeup = new Wakeup();
     return {
       checkpoint,
       poll: async () => {
-        await sleep(this.#options.pollMs, signal);
+        this.#waiting.add(wakeup);
+        try {
+          if ((await wakeup.wait(this.#options.pollMs, signal)) === 'woken')
+            await sleep(minPollGapMs, signal);
+        } finally {
+          this.#waiting.delete(wakeup);
+        }
         checkpoint();
       },
       note: (line) => this.#systems.appendLog(work.id, this.owner, line),

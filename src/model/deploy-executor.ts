@@ -2,7 +2,6 @@ import { BerthError, orAbsent } from '../core/index.js';
 import type { ActionControl } from './action-runner.js';
 import { type DeployedService, planDeploy, type ServiceChange } from './deploy-plan.js';
 import {
-  isServiceOf,
   jobTaskGuid,
   jobVersion,
   modelServiceName,
@@ -13,6 +12,8 @@ import {
 import { runTxn } from './model-txn-runner.js';
 import { addRelation, destroyRelation } from './relation-rules.js';
 import { rollingUpdate } from './rolling-update.js';
+import { jobOutcomeText, observeRollout, observeTeardown } from './rollout-observe.js';
+import { planRollout, planTeardown, rememberProblems } from './rollout-plan.js';
 import { ensureModelService, ensureUnits } from './service-model-writes.js';
 import { destroyService } from './service-rules.js';
 import type { ActionWork } from './sql-system-store.js';
@@ -57,6 +58,8 @@ export class DeployExecutor {
   async #deploy(work: ActionWork, definition: SystemDefinition, control: ActionControl): Promise<void> {
     const { store, systems, runner } = this.#ctx;
     const system = work.system;
+    // The timeout counts from the action's acceptance, not from a restart that resumed it.
+    const deadlineMs = Date.parse(work.created_at) + work.timeout_ms;
     await store.upsertDomain({ domain: systemDomain(system), ttl_ms: 0, owner: system });
     const rows = await systems.listServices(system);
     const current: DeployedService[] = rows.flatMap((r) =>
@@ -97,7 +100,7 @@ export class DeployExecutor {
     for (const c of upserts) {
       control.checkpoint();
       const row = byPath.get(c.path);
-      await this.#applyChange(system, c, row?.kind === 'service' ? row : undefined, control);
+      await this.#applyChange(system, c, row?.kind === 'service' ? row : undefined, control, deadlineMs);
     }
     for (const [a, b] of plan.remove_relations) {
       const id = relationId(modelServiceName(system, a), modelServiceName(system, b));
@@ -113,15 +116,47 @@ export class DeployExecutor {
           : addRelation(v, ma, mb, 'global'),
       );
     }
+    const outcomes = await systems.jobOutcomes(system);
     for (const job of definition.jobs) {
       if (!containsPath(work.path, job.path)) continue;
-      await this.#ensureJob(system, job, control);
+      const done =
+        byPath.get(job.path)?.version === jobVersion(job) && outcomes.get(job.path) === 'completed';
+      await this.#ensureJob(system, job, done, control);
     }
     await settle(this.#ctx);
     await this.#reconcile(system);
     await control.note(
       `deployed ${changes.filter((c) => c.kind !== 'unchanged').length} change(s) under ${work.path}`,
     );
+    await this.#awaitRollout(work, control);
+  }
+
+  /**
+   * Issue 19: the deploy (and its locks) lasts until `planRollout` says every service under its
+   * path runs its new version at its count and every job completed, or fails with its reason. Each
+   * round also runs the system agent's pass, which places units and creates sidecar instances.
+   */
+  async #awaitRollout(work: ActionWork, control: ActionControl): Promise<void> {
+    let remembered: Record<string, string> = {};
+    for (;;) {
+      control.checkpoint();
+      const { observation: seen, unrecorded } = await observeRollout(this.#ctx, work);
+      for (const { job, version } of unrecorded)
+        await this.#ctx.systems.recordJobOutcome(work.system, job.path, version, jobOutcomeText(job));
+      const observation = { ...seen, remembered };
+      remembered = rememberProblems(observation);
+      const verdict = planRollout(observation);
+      if (verdict.kind === 'failed') throw new BerthError('unavailable', verdict.reason);
+      if (verdict.kind === 'rolled-out') {
+        const p = verdict.progress;
+        await control.note(
+          `rolled out: ${p.services_ready} service(s), ${p.instances_ready} instance(s) running, ${p.jobs_completed} job(s) completed`,
+        );
+        return;
+      }
+      await this.#reconcile(work.system);
+      await control.poll();
+    }
   }
 
   async #applyChange(
@@ -129,6 +164,7 @@ export class DeployExecutor {
     change: ServiceChange,
     row: ServiceRecord | undefined,
     control: ActionControl,
+    deadlineMs: number,
   ): Promise<void> {
     const { store, systems } = this.#ctx;
     const name = modelServiceName(system, change.path);
@@ -174,16 +210,25 @@ export class DeployExecutor {
         return;
       }
       case 'rolling-update':
-        if (row) await rollingUpdate(this.#ctx, control, row, change.spec, change.version);
+        if (row) await rollingUpdate(this.#ctx, control, row, change.spec, change.version, deadlineMs);
         return;
     }
   }
 
-  async #ensureJob(system: string, job: JobDefinition, control: ActionControl): Promise<void> {
+  /**
+   * A job runs once per version: one that completed is not run again; one that failed is run again
+   * by the next deploy of it (its old task is removed first).
+   */
+  async #ensureJob(system: string, job: JobDefinition, done: boolean, control: ActionControl): Promise<void> {
     const { store, systems } = this.#ctx;
     const guid = jobTaskGuid(system, job);
-    const exists = await orAbsent(store.getTask({ task_guid: guid }));
-    if (!exists) {
+    let exists = await orAbsent(store.getTask({ task_guid: guid }));
+    if (exists?.failed && (exists.state === 'COMPLETED' || exists.state === 'RESOLVING')) {
+      await removeTask(store, guid);
+      exists = undefined;
+      await control.note(`running failed job ${job.path} again`);
+    }
+    if (!exists && !done) {
       await store
         .desireTask({
           task_guid: guid,
@@ -210,6 +255,8 @@ export class DeployExecutor {
       process_guid: guid,
       old_process_guid: null,
     });
+    // Its failure was recorded: the run that starts now has no outcome yet.
+    if (!exists && !done) await systems.recordJobOutcome(system, job.path, jobVersion(job), '');
   }
 
   async #destroyService(row: SystemServiceRecord, control: ActionControl): Promise<void> {
@@ -236,7 +283,7 @@ export class DeployExecutor {
   }
 
   async #teardown(work: ActionWork, control: ActionControl): Promise<void> {
-    const { store, systems, runner } = this.#ctx;
+    const { store, systems } = this.#ctx;
     const system = work.system;
     const rows = await systems.listServices(system);
     const sidecarFirst = [...rows].sort((a, b) => Number(isSidecarRecord(b)) - Number(isSidecarRecord(a)));
@@ -244,22 +291,18 @@ export class DeployExecutor {
       control.checkpoint();
       await this.#destroyService(row, control);
     }
-    const deadline = this.#ctx.now().getTime() + this.#ctx.actionTimeoutMs;
     for (;;) {
       // Anything left in the domain: a sidecar LRP whose row was already gone after a crash, or
       // one the system agent created for a unit it read as alive just before the teardown began.
       for (const d of await store.listDesiredLRPs({ domain: systemDomain(system) }))
         await removeDesiredLRP(store, d.process_guid);
+      for (const t of await store.listTasks({ domain: systemDomain(system) }))
+        await removeTask(store, t.task_guid);
       await settle(this.#ctx);
-      const view = await runner.read();
-      const left = [...view.services()].filter((s) => isServiceOf(system, s.name)).length;
-      const actuals = (await store.listActualLRPs({ domain: systemDomain(system) })).length;
-      if (left === 0 && actuals === 0) break;
-      if (this.#ctx.now().getTime() > deadline)
-        throw new BerthError(
-          'unavailable',
-          `teardown of ${system} timed out: ${left} service(s), ${actuals} instance(s) left`,
-        );
+      const verdict = planTeardown(await observeTeardown(this.#ctx, work));
+      if (verdict.kind === 'gone') break;
+      if (verdict.kind === 'failed')
+        throw new BerthError('unavailable', `teardown of ${system}: ${verdict.reason}`);
       await control.poll();
     }
     await control.note(`tore down ${system}`);

@@ -1,5 +1,10 @@
 export { defaultOwner } from './action-runner.js';
 export {
+  type ActionState as LifecycleActionState,
+  actionStateTransitions,
+  isLiveAction,
+} from './action-states.js';
+export {
   type AgentAction,
   type AgentStep,
   agentActionCell,
@@ -138,6 +143,8 @@ export {
   scopesToEnter,
   unitFitsRelation,
 } from './relation-rules.js';
+export type { ActionProgress } from './rollout-observe.js';
+export { planRollout, planTeardown, type RolloutProgress, type RolloutVerdict } from './rollout-plan.js';
 export { addService, destroyService } from './service-rules.js';
 export {
   addSidecarUnit,

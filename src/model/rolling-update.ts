@@ -2,6 +2,8 @@ import { BerthError, orAbsent } from '../core/index.js';
 import type { ActionControl } from './action-runner.js';
 import { nextRollingStep } from './deploy-plan.js';
 import { modelServiceName, serviceProcessGuid, sidecarUnitIndex, systemDomain } from './instance-names.js';
+import { rolloutServiceOf } from './rollout-observe.js';
+import { serviceProblem } from './rollout-plan.js';
 import { ensureUnits } from './service-model-writes.js';
 import type { ServiceDefinition } from './system-definition.js';
 import type { ServiceRecord } from './system-service-record.js';
@@ -19,6 +21,8 @@ export async function rollingUpdate(
   row: ServiceRecord,
   spec: ServiceDefinition,
   version: string,
+  /** The action's deadline (its acceptance + its timeout). */
+  deadlineMs: number,
 ): Promise<void> {
   const { store, systems } = ctx;
   const system = row.system;
@@ -37,7 +41,6 @@ export async function rollingUpdate(
   await systems.putService({ ...row, spec, version, process_guid: newGuid, old_process_guid: oldGuid });
   await ensureDesiredLRP(store, newGuid, spec, Math.min(1, spec.instances), system, []);
   await control.note(`rolling ${spec.path} from ${oldGuid} to ${newGuid}`);
-  const deadline = ctx.now().getTime() + ctx.actionTimeoutMs;
   for (;;) {
     control.checkpoint();
     const oldActuals = primaries(await store.listActualLRPs({ process_guid: oldGuid }));
@@ -57,11 +60,14 @@ export async function rollingUpdate(
     }
     const running = newActuals.filter((i) => i.state === 'RUNNING').length;
     if (step.done || (oldDesired?.instances === 0 && running >= spec.instances)) break;
-    if (ctx.now().getTime() > deadline) {
-      throw new BerthError(
-        'unavailable',
-        `rolling update of ${spec.path} timed out: ${running}/${spec.instances} new instances RUNNING`,
+    if (ctx.now().getTime() >= deadlineMs) {
+      const seen = rolloutServiceOf(
+        spec.path,
+        spec.instances,
+        newActuals.map((actual) => ({ index: actual.index, actual })),
+        oldActuals.length,
       );
+      throw new BerthError('unavailable', `rolling update not done in time: ${serviceProblem(seen)}`);
     }
     await control.poll();
   }

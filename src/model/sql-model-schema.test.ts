@@ -26,7 +26,11 @@ const ledgerBefore = {
     [6, 'cells carry the token their rep demands'],
     [7, 'domains name the system that owns them'],
   ],
-  model_schema_migrations: [[1, 'model entities, cleanups, systems, actions, lock rows']],
+  model_schema_migrations: [
+    [1, 'model entities, cleanups, systems, actions, lock rows'],
+    // Appended since (the list only ever appends).
+    [2, 'action lifetime: timeout, accepted/in_progress states, job outcomes'],
+  ],
 };
 
 function layout(file: string): { ledgers: Record<string, unknown[]>; tables: string[] } {

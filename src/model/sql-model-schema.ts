@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Generated, Kysely } from 'kysely';
 import { type DbTables, type MigrationList, portable } from '../db/index.js';
 
 /**
@@ -24,7 +24,7 @@ export type ModelDatabase = {
   model_scopes: { relation_id: string; unit: string };
   model_cleanups: { id: string; kind: string; target: string; due_at: string };
   model_systems: SystemRow;
-  model_system_services: SystemServiceRow;
+  model_system_services: SystemServiceRow & SystemServiceOutcome;
   model_actions: ActionRow;
   model_locks: LockRowRecord;
 };
@@ -55,13 +55,20 @@ export type SystemServiceRow = {
   old_process_guid: string | null;
 };
 
+/**
+ * A job's outcome at its `version` once seen ('' until then, `completed`, or `failed: reason`):
+ * the BBS deletes a completed task after a while, the system's status still says how it ended
+ * (migration 2). Written only by `SqlSystemStore.recordJobOutcome`; a new version clears it.
+ */
+export type SystemServiceOutcome = { outcome: Generated<string> };
+
 /** A deploy or teardown, from acceptance to its end; its locks are rows of `model_locks`. */
 export type ActionRow = {
   id: string;
   system: string;
   kind: string;
   path: string;
-  /** 'running' | 'succeeded' | 'failed'. */
+  /** 'accepted' | 'in_progress' | 'succeeded' | 'failed' (model/action-states.ts). */
   state: string;
   reason: string;
   /** The normalized SystemDefinition as JSON (deploys); '' for a teardown. */
@@ -74,6 +81,8 @@ export type ActionRow = {
   finished_at: string | null;
   /** Progress notes (JSON array of strings), shown by `GET /v1/deploys/{id}`. */
   log: string;
+  /** How long the action may last from `created_at` before it fails (migration 2). */
+  timeout_ms: number | string;
 };
 
 export type LockRowRecord = {
@@ -123,6 +132,15 @@ const modelMigrations = [
         mode TEXT NOT NULL, action TEXT NOT NULL, action_path TEXT NOT NULL,
         PRIMARY KEY (system, path, action_id))`,
       'CREATE INDEX model_locks_action ON model_locks (action_id)',
+    ]),
+  },
+  {
+    version: 2,
+    name: 'action lifetime: timeout, accepted/in_progress states, job outcomes',
+    statements: portable([
+      'ALTER TABLE model_actions ADD COLUMN timeout_ms BIGINT NOT NULL DEFAULT 600000',
+      "UPDATE model_actions SET state = 'in_progress' WHERE state = 'running'",
+      "ALTER TABLE model_system_services ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
     ]),
   },
 ];

@@ -1,7 +1,11 @@
+import type { Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { BerthError, NotFoundError } from '../core/index.js';
-import { checkLocks, type LifecycleAction, type LockMode, type LockRow, lockRowsFor } from './lock-table.js';
-import type { ActionRow, ModelDb, SystemRow } from './sql-model-schema.js';
+import { type ActionState, actionStateOf, assertActionMove, liveActionStateTexts } from './action-states.js';
+import { checkLocks, type LifecycleAction, type LockRow, lockRowsFor } from './lock-table.js';
+import type { ActionRow, SystemRow } from './sql-model-schema.js';
 import { modelRead, modelWrite, type SqlBackend } from './sql-model-txn-runner.js';
+import { heldLocks, parseActionLog, writeSystemPhase } from './sql-system-rows.js';
 import type { SystemDefinition } from './system-definition.js';
 import {
   parseServiceRow,
@@ -9,9 +13,13 @@ import {
   type SystemServiceRecord,
   serviceRowOf,
 } from './system-service-record.js';
+import { phaseOnAccept, phaseOnFinish } from './system-status.js';
 
 export type ActionKind = 'deploy' | 'teardown';
-export type ActionState = 'running' | 'succeeded' | 'failed';
+export type { ActionState } from './action-states.js';
+
+/** A deploy's timeout when none is given (issue 19: `--timeout`, default 10 min). */
+export const defaultActionTimeoutMs = 600_000;
 
 /** A deploy or teardown as the API shows it. */
 export interface ActionRecord {
@@ -26,9 +34,11 @@ export interface ActionRecord {
   readonly updated_at: string;
   readonly finished_at: string | null;
   readonly log: readonly string[];
+  /** How long it may last from `created_at` (its acceptance) before it fails, across restarts. */
+  readonly timeout_ms: number;
 }
 
-/** A running action with what its executor needs. */
+/** A live action with what its executor needs. */
 export interface ActionWork extends ActionRecord {
   readonly definition: SystemDefinition | null;
 }
@@ -48,37 +58,29 @@ export interface AcceptActionRequest {
   readonly action: LifecycleAction;
   readonly definition?: SystemDefinition;
   readonly owner: string;
+  /** Default `defaultActionTimeoutMs`. */
+  readonly timeout_ms?: number;
 }
 
-/** An action's log column: a JSON array of lines that berth wrote; anything else reads as no lines. */
-function parseActionLog(text: string): string[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // catch-all: a log is for reading, never for deciding: an unreadable one must not fail its action's status.
-    return [];
-  }
-  return Array.isArray(value) ? value.filter((line): line is string => typeof line === 'string') : [];
-}
-
-function toAction(row: ActionRow): ActionRecord {
+function toAction(row: Selectable<ActionRow>): ActionRecord {
   return {
     id: row.id,
     system: row.system,
     kind: row.kind as ActionKind,
     path: row.path,
-    state: row.state as ActionState,
+    state: actionStateOf(row.state),
     reason: row.reason,
     owner: row.owner,
     created_at: row.created_at,
     updated_at: row.updated_at,
     finished_at: row.finished_at,
     log: parseActionLog(row.log),
+    // PostgreSQL returns a BIGINT as text.
+    timeout_ms: Number(row.timeout_ms),
   };
 }
 
-function toWork(row: ActionRow): ActionWork {
+function toWork(row: Selectable<ActionRow>): ActionWork {
   return {
     ...toAction(row),
     definition: row.definition === '' ? null : parseStoredDefinition(row.definition),
@@ -87,18 +89,6 @@ function toWork(row: ActionRow): ActionWork {
 
 function toSystem(row: SystemRow): SystemRecord {
   return { ...row, phase: row.phase as SystemRecord['phase'] };
-}
-
-async function heldLocks(db: ModelDb, system: string): Promise<LockRow[]> {
-  const rows = await db.selectFrom('model_locks').selectAll().where('system', '=', system).execute();
-  return rows.map((r) => ({
-    system: r.system,
-    path: r.path,
-    action_id: r.action_id,
-    mode: r.mode as LockMode,
-    action: r.action as ActionKind,
-    action_path: r.action_path,
-  }));
 }
 
 /**
@@ -132,32 +122,15 @@ export class SqlSystemStore {
         .selectAll()
         .where('name', '=', req.system)
         .executeTakeFirst();
-      if (req.action.kind === 'teardown') {
-        if (!system) throw new NotFoundError('system', req.system);
-        await db
-          .updateTable('model_systems')
-          .set({ phase: 'deleting', reason: '', updated_at: now })
-          .where('name', '=', req.system)
-          .execute();
-      } else if (!system) {
-        await db
-          .insertInto('model_systems')
-          .values({ name: req.system, phase: 'pending', reason: '', created_at: now, updated_at: now })
-          .execute();
-      } else if (system.phase === 'failed' || system.phase === 'deleting') {
-        // A failed system, or one whose teardown failed, starts over (seed: deleting → gone → pending).
-        await db
-          .updateTable('model_systems')
-          .set({ phase: 'pending', reason: '', updated_at: now })
-          .where('name', '=', req.system)
-          .execute();
-      }
+      if (!system && req.action.kind === 'teardown') throw new NotFoundError('system', req.system);
+      const from = system ? toSystem(system).phase : 'gone';
+      await writeSystemPhase(db, req.system, from, phaseOnAccept(req.action.kind, from), now);
       const row: ActionRow = {
         id: req.id,
         system: req.system,
         kind: req.action.kind,
         path: req.action.kind === 'teardown' ? '/' : req.action.path,
-        state: 'running',
+        state: 'accepted',
         reason: '',
         definition: req.definition ? JSON.stringify(req.definition) : '',
         owner: req.owner,
@@ -166,6 +139,7 @@ export class SqlSystemStore {
         updated_at: now,
         finished_at: null,
         log: '[]',
+        timeout_ms: req.timeout_ms ?? defaultActionTimeoutMs,
       };
       await db.insertInto('model_actions').values(row).execute();
       await db.insertInto('model_locks').values(wanted).execute();
@@ -173,10 +147,33 @@ export class SqlSystemStore {
     });
   }
 
+  /** Moves an accepted action to in_progress as its owner starts executing it (a resumed one may be either). */
+  async startAction(id: string, owner: string): Promise<boolean> {
+    return modelWrite(this.backend, async (db) => {
+      const action = await db
+        .selectFrom('model_actions')
+        .select('state')
+        .where('id', '=', id)
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      if (!action) return false;
+      const from = actionStateOf(action.state);
+      if (from === 'in_progress') return true;
+      assertActionMove(from, 'in_progress', id);
+      await db
+        .updateTable('model_actions')
+        .set({ state: 'in_progress', updated_at: this.#now().toISOString() })
+        .where('id', '=', id)
+        .where('state', '=', action.state)
+        .execute();
+      return true;
+    });
+  }
+
   /**
-   * Ends an action: its final state, its lock rows released and the system's phase, in one
-   * transaction. Only the current owner may finish it (a server that lost it to a takeover must
-   * not); returns false when it was not the owner.
+   * Ends an action: its final state, its lock rows released and the system's phase (by
+   * `phaseOnFinish`, through `writeSystemPhase`), in one transaction. Only the current owner may
+   * finish it (a server that lost it to a takeover must not); returns false when it was not the owner.
    */
   async finishAction(
     id: string,
@@ -191,9 +188,10 @@ export class SqlSystemStore {
         .selectAll()
         .where('id', '=', id)
         .where('owner', '=', owner)
-        .where('state', '=', 'running')
+        .where('state', 'in', liveActionStateTexts)
         .executeTakeFirst();
       if (!action) return false;
+      assertActionMove(actionStateOf(action.state), state, id);
       await db
         .updateTable('model_actions')
         .set({ state, reason, updated_at: now, finished_at: now })
@@ -206,31 +204,15 @@ export class SqlSystemStore {
         .where('name', '=', action.system)
         .executeTakeFirst();
       if (!system) return true;
-      if (action.kind === 'teardown') {
-        if (state === 'succeeded') {
-          await db.deleteFrom('model_system_services').where('system', '=', action.system).execute();
-          await db.deleteFrom('model_systems').where('name', '=', action.system).execute();
-        } else {
-          await db
-            .updateTable('model_systems')
-            .set({ reason, updated_at: now })
-            .where('name', '=', action.system)
-            .execute();
-        }
-      } else if (state === 'succeeded') {
-        await db
-          .updateTable('model_systems')
-          .set({ phase: 'active', reason: '', updated_at: now })
-          .where('name', '=', action.system)
-          .execute();
-      } else if (system.phase === 'pending') {
-        // Seed 004: pending → failed when "unable to validate the system and create resources".
-        await db
-          .updateTable('model_systems')
-          .set({ phase: 'failed', reason, updated_at: now })
-          .where('name', '=', action.system)
-          .execute();
-      }
+      const from = toSystem(system).phase;
+      const kind = action.kind as ActionKind;
+      await writeSystemPhase(
+        db,
+        action.system,
+        from,
+        phaseOnFinish(kind, state, from, reason, system.reason),
+        now,
+      );
       return true;
     });
   }
@@ -260,7 +242,7 @@ export class SqlSystemStore {
         .updateTable('model_actions')
         .set({ heartbeat_at: this.#now().toISOString() })
         .where('owner', '=', owner)
-        .where('state', '=', 'running')
+        .where('state', 'in', liveActionStateTexts)
         .execute();
     });
   }
@@ -282,7 +264,7 @@ export class SqlSystemStore {
       const rows = await db
         .selectFrom('model_actions')
         .selectAll()
-        .where('state', '=', 'running')
+        .where('state', 'in', liveActionStateTexts)
         .where('owner', '!=', owner)
         .orderBy('created_at')
         .execute();
@@ -294,7 +276,7 @@ export class SqlSystemStore {
           .set({ owner, heartbeat_at: now.toISOString(), updated_at: now.toISOString() })
           .where('id', '=', row.id)
           .where('owner', '=', row.owner)
-          .where('state', '=', 'running')
+          .where('state', 'in', liveActionStateTexts)
           .executeTakeFirst();
         if (result.numUpdatedRows === 1n) claimed.push(toWork({ ...row, owner }));
       }
@@ -358,10 +340,40 @@ export class SqlSystemStore {
             spec: values.spec,
             process_guid: values.process_guid,
             old_process_guid: values.old_process_guid,
+            // A job's outcome belongs to its version: a new version has none yet.
+            outcome: sql<string>`CASE WHEN model_system_services.version = ${values.version} THEN model_system_services.outcome ELSE '' END`,
           }),
         )
         .execute();
     });
+  }
+
+  /** Records how a job's version ended (`completed` or `failed: reason`), unless its row moved on to another version. */
+  async recordJobOutcome(system: string, path: string, version: string, outcome: string): Promise<void> {
+    await modelWrite(this.backend, async (db) => {
+      await db
+        .updateTable('model_system_services')
+        .set({ outcome })
+        .where('system', '=', system)
+        .where('path', '=', path)
+        .where('version', '=', version)
+        .where('kind', '=', 'job')
+        .execute();
+    });
+  }
+
+  /** The recorded outcome of each job of a system that has one, by path. */
+  async jobOutcomes(system: string): Promise<Map<string, string>> {
+    const rows = await modelRead(this.backend, (db) =>
+      db
+        .selectFrom('model_system_services')
+        .select(['path', 'outcome'])
+        .where('system', '=', system)
+        .where('kind', '=', 'job')
+        .where('outcome', '!=', '')
+        .execute(),
+    );
+    return new Map(rows.map((r) => [r.path, r.outcome]));
   }
 
   async deleteService(system: string, path: string): Promise<void> {
@@ -385,7 +397,7 @@ export class SqlSystemStore {
         .selectFrom('model_actions')
         .selectAll()
         .where('system', '=', system)
-        .where('state', '=', 'running')
+        .where('state', 'in', liveActionStateTexts)
         .orderBy('created_at')
         .execute(),
     );

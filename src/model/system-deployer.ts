@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { BbsStore } from '../bbs/index.js';
 import { InvalidArgumentError } from '../core/index.js';
 import { ActionRunner, type DeployerLog } from './action-runner.js';
+import { isLiveAction } from './action-states.js';
 import type { AgentAction } from './agent-rules.js';
 import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
 import { DeployExecutor } from './deploy-executor.js';
 import { planLocks } from './lock-table.js';
 import type { ModelData } from './memory-model-txn-runner.js';
+import { type ActionProgress, actionProgress } from './rollout-observe.js';
 import { type SqlBackend, SqlModelTxnRunner } from './sql-model-txn-runner.js';
 import { type ActionRecord, type ActionWork, SqlSystemStore, type SystemRecord } from './sql-system-store.js';
 import { SystemAgent } from './system-agent.js';
@@ -32,13 +34,15 @@ export interface SystemDeployerOptions {
   readonly heartbeatMs?: number;
   /** A running action whose owner has not heartbeaten for this long is taken over. */
   readonly ownerTtlMs?: number;
-  /** How long a rolling update or teardown waits for instances before it fails. */
+  /** An action's timeout when its request names none (default 10 min). */
   readonly actionTimeoutMs?: number;
   /** Whether an owner is known dead without waiting for its TTL (default: same host, pid gone). */
   readonly ownerDead?: (owner: string) => boolean;
   readonly log?: DeployerLog;
   /** Awaited before an accepted action executes: tests hold an action (and its locks) open with it. */
   readonly gate?: (action: ActionRecord) => Promise<void>;
+  /** BBS events committed in this process: a waiting deploy or teardown looks again at once. */
+  readonly onEvents?: (listener: () => void) => () => void;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -46,6 +50,8 @@ export interface DeployRequest {
   /** The YAML text, or the definition as a JSON value. */
   readonly definition: string | unknown;
   readonly path?: string;
+  /** How long the deploy may last from its acceptance until rolled out (default: the server's, 10 min). */
+  readonly timeout_ms?: number;
 }
 
 /**
@@ -90,6 +96,7 @@ export class SystemDeployer {
       ...(options.ownerDead ? { ownerDead: options.ownerDead } : {}),
       log: this.#ctx.log,
       ...(options.gate ? { gate: options.gate } : {}),
+      ...(options.onEvents ? { onEvents: options.onEvents } : {}),
     });
     this.owner = this.#actions.owner;
   }
@@ -133,17 +140,19 @@ export class SystemDeployer {
       action: { kind: 'deploy', path },
       definition,
       owner: this.owner,
+      timeout_ms: req.timeout_ms ?? this.#ctx.actionTimeoutMs,
     });
     this.#actions.run({ ...accepted, definition });
     return accepted;
   }
 
-  async teardown(system: string): Promise<ActionRecord> {
+  async teardown(system: string, timeoutMs?: number): Promise<ActionRecord> {
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
       system,
       action: { kind: 'teardown' },
       owner: this.owner,
+      timeout_ms: timeoutMs ?? this.#ctx.actionTimeoutMs,
     });
     this.#actions.run({ ...accepted, definition: null });
     return accepted;
@@ -189,6 +198,14 @@ export class SystemDeployer {
 
   async getAction(id: string): Promise<ActionRecord> {
     return this.systems.getAction(id);
+  }
+
+  /** An action with, while it lives, how far it got (`berth deploy --wait` shows it). */
+  async actionProgress(id: string): Promise<ActionRecord & { readonly progress?: ActionProgress }> {
+    const work = await this.systems.getWork(id);
+    const { definition: _definition, ...action } = work;
+    if (!isLiveAction(action.state)) return action;
+    return { ...action, progress: await actionProgress(this.#ctx, work) };
   }
 
   async getSystemRecord(name: string): Promise<SystemRecord | undefined> {

@@ -1,4 +1,5 @@
 import { httpOperation, type PageQuery, type QueryOf } from '../core/index.js';
+import type { ActionProgress } from './rollout-observe.js';
 import type { ActionRecord } from './sql-system-store.js';
 import type { SystemStatusJson } from './system-status-view.js';
 
@@ -16,12 +17,17 @@ export interface SystemSummary {
 export const systemOperations = {
   deploy: httpOperation<
     undefined,
-    { readonly path?: string },
-    { definition: string | Record<string, unknown>; path?: string },
+    { readonly path?: string; readonly timeout_ms?: string },
+    { definition: string | Record<string, unknown>; path?: string; timeout_ms?: number },
     ActionRecord
   >('POST', '/v1/deploys'),
-  getAction: httpOperation<{ id: string }, undefined, undefined, ActionRecord>('GET', '/v1/deploys/:id'),
-  teardown: httpOperation<{ name: string }, undefined, undefined, ActionRecord>(
+  getAction: httpOperation<
+    { id: string },
+    undefined,
+    undefined,
+    ActionRecord & { progress?: ActionProgress }
+  >('GET', '/v1/deploys/:id'),
+  teardown: httpOperation<{ name: string }, { readonly timeout_ms?: string }, undefined, ActionRecord>(
     'POST',
     '/v1/systems/:name/teardown',
   ),

@@ -2,6 +2,7 @@ import type { ActualLRP, Task } from '../bbs/index.js';
 import { NotFoundError, orAbsent } from '../core/index.js';
 import { isServiceOf, sidecarUnitIndex, systemDomain, systemLabel, unitLabel } from './instance-names.js';
 import type { ModelView } from './model-types.js';
+import { jobState } from './rollout-observe.js';
 import type { ActionRecord } from './sql-system-store.js';
 import type { JobRecord, ServiceRecord, SystemServiceRecord } from './system-service-record.js';
 import { type ServiceState, serviceState, systemStatus } from './system-status.js';
@@ -23,6 +24,8 @@ export interface ServiceStatus {
   readonly path: string;
   readonly kind: 'service' | 'job';
   readonly state: ServiceState | string;
+  /** Why a job failed. */
+  readonly reason?: string;
   readonly life: string;
   readonly version: string;
   readonly process_guid: string;
@@ -79,9 +82,11 @@ export class SystemStatusView {
     const view = await runner.read();
     const services: ServiceStatus[] = [];
     const states: ServiceState[] = [];
+    const outcomes = await systems.jobOutcomes(name);
     for (const row of rows) {
       if (row.kind === 'job') {
-        services.push(jobStatus(row, await orAbsent(store.getTask({ task_guid: row.process_guid }))));
+        const task = await orAbsent(store.getTask({ task_guid: row.process_guid }));
+        services.push(jobStatus(row, task, outcomes.get(row.path)));
         continue;
       }
       const service = serviceStatus(name, row, rows, actuals, view);
@@ -115,18 +120,18 @@ export class SystemStatusView {
   }
 }
 
-function jobStatus(row: JobRecord, task: Task | undefined): ServiceStatus {
-  const state = !task
-    ? 'gone'
-    : task.state !== 'COMPLETED'
-      ? task.state.toLowerCase()
-      : task.failed
-        ? 'failed'
-        : 'completed';
+/**
+ * A job's state: its task's while the BBS has it (pending, running, completed, failed with the
+ * task's reason); once the task is deleted, the outcome its deploy recorded. `gone` only when the
+ * task went before anyone saw how it ended.
+ */
+function jobStatus(row: JobRecord, task: Task | undefined, outcome: string | undefined): ServiceStatus {
+  const { state, reason } = jobState(task, outcome);
+  const seen = reason === '' ? { state } : { state, reason };
   return {
     path: row.path,
     kind: 'job',
-    state,
+    ...seen,
     life: 'alive',
     version: row.version,
     process_guid: row.process_guid,

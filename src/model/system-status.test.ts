@@ -4,6 +4,8 @@ import { BerthError } from '../core/index.js';
 import {
   assertSystemPhaseMove,
   type InstanceObservation,
+  phaseOnAccept,
+  phaseOnFinish,
   type ServiceState,
   type SystemPhase,
   serviceState,
@@ -18,6 +20,8 @@ const arrowsBySeed = new Set([
   'pending -> active',
   'pending -> deleting',
   'failed -> deleting',
+  // berth's reading: redeploying a failed system starts it over.
+  'failed -> pending',
   'active -> deleting',
   'deleting -> gone',
 ]);
@@ -36,6 +40,78 @@ describe('system phases (seed 004 "State Diagram")', () => {
       });
     }
   }
+});
+
+describe('phase steps of actions: every step is an arrow of the table (or stays put)', () => {
+  const accept: readonly [string, 'deploy' | 'teardown', SystemPhase, SystemPhase][] = [
+    ['a deploy creates a system pending', 'deploy', 'gone', 'pending'],
+    ['a deploy of a pending system (another path) keeps it pending', 'deploy', 'pending', 'pending'],
+    ['a redeploy of a failed system starts it over', 'deploy', 'failed', 'pending'],
+    ['a redeploy of an active system stays in the box', 'deploy', 'active', 'active'],
+    ['a teardown deletes from active', 'teardown', 'active', 'deleting'],
+    ['a teardown deletes from failed', 'teardown', 'failed', 'deleting'],
+    ['a teardown again after a failed one', 'teardown', 'deleting', 'deleting'],
+  ];
+  for (const [name, kind, from, to] of accept)
+    it(`accept: ${name}`, () => {
+      assert.deepEqual(phaseOnAccept(kind, from), { to, reason: '' });
+      if (from !== to) assertSystemPhaseMove(from, to);
+    });
+  it('accept: a deploy of a system being deleted is no arrow of the table', () =>
+    assert.throws(() => {
+      const step = phaseOnAccept('deploy', 'deleting');
+      assertSystemPhaseMove('deleting', step.to, 'shop');
+    }, /Cannot move system shop from deleting to pending/));
+
+  const finish: readonly [
+    string,
+    'deploy' | 'teardown',
+    'succeeded' | 'failed',
+    SystemPhase,
+    SystemPhase,
+    string,
+  ][] = [
+    ['a first deploy that rolled out: active', 'deploy', 'succeeded', 'pending', 'active', ''],
+    [
+      'a first deploy that failed: failed with the reason',
+      'deploy',
+      'failed',
+      'pending',
+      'failed',
+      'no room',
+    ],
+    [
+      'a redeploy of an active system that failed: degraded condition',
+      'deploy',
+      'failed',
+      'active',
+      'active',
+      'last deploy failed: no room',
+    ],
+    ['a redeploy that rolled out clears the condition', 'deploy', 'succeeded', 'active', 'active', ''],
+    [
+      'a deploy of another path of a failed system leaves it failed',
+      'deploy',
+      'succeeded',
+      'failed',
+      'failed',
+      'old',
+    ],
+    ['a teardown that finished: gone', 'teardown', 'succeeded', 'deleting', 'gone', ''],
+    [
+      'a teardown that failed stays deleting with the reason',
+      'teardown',
+      'failed',
+      'deleting',
+      'deleting',
+      'no room',
+    ],
+  ];
+  for (const [name, kind, outcome, from, to, reason] of finish)
+    it(`finish: ${name}`, () => {
+      assert.deepEqual(phaseOnFinish(kind, outcome, from, 'no room', 'old'), { to, reason });
+      if (from !== to) assertSystemPhaseMove(from, to);
+    });
 });
 
 describe('systemStatus (seed 004 pseudocode)', () => {
@@ -68,6 +144,11 @@ describe('systemStatus (seed 004 pseudocode)', () => {
   for (const [name, phase, services, want] of rows) {
     it(name, () => assert.deepEqual(systemStatus({ phase, services }), { state: want }));
   }
+  it('an active system whose last deploy failed is degraded with the reason, whatever its services', () =>
+    assert.deepEqual(
+      systemStatus({ phase: 'active', failure_reason: 'last deploy failed: x', services: ['stable'] }),
+      { state: 'degraded', reason: 'last deploy failed: x' },
+    ));
   it('failed carries its reason', () => {
     assert.deepEqual(
       systemStatus({ phase: 'failed', failure_reason: 'image bb:9 not found', services: [] }),

@@ -23,12 +23,15 @@ export type SystemState =
 
 /**
  * The diagram's arrows. "does not exist" → pending on create; pending → failed or into the box;
- * "At any point, a system may be deleted": every phase → deleting; deleting → gone.
+ * "At any point, a system may be deleted": every phase → deleting; deleting → gone. One arrow is
+ * berth's reading of the seed, which draws none out of `failed` but deleting: failed → pending,
+ * redeploying a failed system (it starts over as a new one would, without a teardown first).
+ * `deleting` has no way back: a system whose teardown failed is torn down again, not redeployed.
  */
 export const systemPhaseTransitions: Readonly<Record<SystemPhase, readonly SystemPhase[]>> = {
   gone: ['pending'],
   pending: ['failed', 'active', 'deleting'],
-  failed: ['deleting'],
+  failed: ['pending', 'deleting'],
   active: ['deleting'],
   deleting: ['gone'],
 };
@@ -36,6 +39,48 @@ export const systemPhaseTransitions: Readonly<Record<SystemPhase, readonly Syste
 export function assertSystemPhaseMove(from: SystemPhase, to: SystemPhase, system?: string): void {
   if (!systemPhaseTransitions[from].includes(to))
     throw new IllegalTransitionError('system', from, to, system);
+}
+
+/** Where a system goes, and with what reason, when an action is accepted or ends. */
+export interface PhaseStep {
+  readonly to: SystemPhase;
+  readonly reason: string;
+}
+
+/**
+ * The phase an accepted action puts its system in (from `gone` when it has no row): a teardown
+ * moves it to deleting; a deploy creates it pending, starts a failed one over (pending), and leaves
+ * an active one in the box (its state shows `updating` while services roll). A deploy of a system
+ * being deleted is refused by the table (deleting → pending is no arrow).
+ */
+export function phaseOnAccept(kind: 'deploy' | 'teardown', from: SystemPhase): PhaseStep {
+  if (kind === 'teardown') return { to: 'deleting', reason: '' };
+  return from === 'active' ? { to: 'active', reason: '' } : { to: 'pending', reason: '' };
+}
+
+/**
+ * The phase an ended action leaves its system in. A teardown that succeeded: gone; one that
+ * failed stays deleting with its reason (torn down again). A deploy that succeeded moves a pending
+ * system into the box (and clears an active one's degraded condition); a failed system stays
+ * failed until a deploy of it is accepted. A deploy that failed: pending → failed with the reason
+ * (seed 004: "unable to … create any necessary resources"); an active system stays in the box
+ * with the reason as a `degraded` condition (the box's states move freely, and degraded is the one
+ * that says something is wrong).
+ */
+export function phaseOnFinish(
+  kind: 'deploy' | 'teardown',
+  outcome: 'succeeded' | 'failed',
+  from: SystemPhase,
+  reason: string,
+  currentReason: string,
+): PhaseStep {
+  if (kind === 'teardown') return outcome === 'succeeded' ? { to: 'gone', reason: '' } : { to: from, reason };
+  if (outcome === 'succeeded')
+    return from === 'pending' || from === 'active'
+      ? { to: 'active', reason: '' }
+      : { to: from, reason: currentReason };
+  if (from === 'pending') return { to: 'failed', reason };
+  return { to: from, reason: from === 'active' ? `last deploy failed: ${reason}` : reason };
 }
 
 export interface InstanceObservation {
@@ -76,7 +121,7 @@ export function serviceState(o: ServiceObservation): ServiceState {
 
 export interface SystemObservation {
   readonly phase: SystemPhase;
-  /** Why validation or resource creation failed; required in phase `failed`. */
+  /** Why validation or resource creation failed (phase `failed`), or why the last redeploy of an active system failed. */
   readonly failure_reason?: string;
   /** Services only: "currently jobs do not impact the state of a system". */
   readonly services: readonly ServiceState[];
@@ -102,6 +147,8 @@ export function systemStatus(o: SystemObservation): SystemStatus {
     case 'failed':
       return { state: 'failed', reason: o.failure_reason ?? 'unknown failure' };
     case 'active':
+      // A failed redeploy leaves its reason on an active system: degraded until a deploy succeeds.
+      if (o.failure_reason) return { state: 'degraded', reason: o.failure_reason };
       if (o.services.includes('degraded')) return { state: 'degraded' };
       if (o.services.includes('updating') || o.services.includes('deleting')) return { state: 'updating' };
       if (o.services.includes('scaling')) return { state: 'scaling' };

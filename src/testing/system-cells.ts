@@ -1,4 +1,4 @@
-import type { BbsStore } from '../bbs/index.js';
+import type { BbsStore, Task } from '../bbs/index.js';
 
 /**
  * Plays the cells (the rep's side of the BBS): every UNCLAIMED instance of the system is claimed
@@ -35,4 +35,47 @@ export async function playCells(store: BbsStore, domain: string): Promise<void> 
       net_info: { address: '10.0.0.1', ports: [] },
     });
   }
+}
+
+/** Why a played task fails, or undefined when it succeeds. */
+export type TaskFailure = (task: Task) => string | undefined;
+
+/**
+ * Plays the cells for tasks: every PENDING task of the domain is started on cell-0 and completed,
+ * succeeded unless `fail` gives a reason (then failed with it).
+ */
+export async function playTasks(
+  store: BbsStore,
+  domain: string,
+  fail: TaskFailure = () => undefined,
+): Promise<void> {
+  for (const t of await store.listTasks({ domain })) {
+    if (t.state !== 'PENDING') continue;
+    const started = await store.startTask({
+      task_guid: t.task_guid,
+      expected: t.modification_tag,
+      cell_id: 'cell-0',
+    });
+    const reason = fail(t);
+    await store.completeTask({
+      task_guid: t.task_guid,
+      expected: started.modification_tag,
+      cell_id: 'cell-0',
+      failed: reason !== undefined,
+      failure_reason: reason ?? '',
+      result: '',
+    });
+  }
+}
+
+/** Plays a system's instances and tasks every `ms` until the returned stop is called. */
+export function playSystem(store: BbsStore, system: string, fail?: TaskFailure, ms = 30): () => void {
+  const domain = `system-${system}`;
+  const timer = setInterval(() => {
+    void playCells(store, domain)
+      .then(() => playTasks(store, domain, fail))
+      // catch-all: a round racing the server's own writes (a CAS conflict) is played again next round.
+      .catch(() => {});
+  }, ms);
+  return () => clearInterval(timer);
 }
