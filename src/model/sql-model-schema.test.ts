@@ -96,6 +96,10 @@ describe('one migration runner, three owners', () => {
       'subscription_deliveries',
       'subscriptions',
       'task_deliveries',
+      // Task outputs keep a ledger of their own (bbs/sql/task-output-store.ts).
+      'task_output_chunks',
+      'task_outputs',
+      'task_outputs_schema_migrations',
       'tasks',
     ]);
   });
