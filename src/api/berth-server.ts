@@ -106,6 +106,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         store,
         backend: store.backend,
         owner: holder,
+        ...(options.dataDir !== undefined ? { secretKeyDir: options.dataDir } : {}),
         ...(typeof options.systems === 'object' ? options.systems : {}),
         ...(logger
           ? { log: (message: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, message) }

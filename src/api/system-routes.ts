@@ -4,9 +4,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Name, pageOfWhole } from '../core/index.js';
 import { type SystemDeployer, systemOperations } from '../model/index.js';
+import { userOf } from './auth/auth-hook.js';
 import { PageQuery } from './page-query.js';
 
-const ActionSchema = Type.Object({
+/** A deploy or teardown as the API answers it (also the rollback's answer, api/deploy-history-routes.ts). */
+export const ActionSchema = Type.Object({
   id: Type.String(),
   system: Type.String(),
   kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
@@ -66,7 +68,11 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           const body = request.body;
           const path = typeof body === 'string' ? request.query.path : (body.path ?? request.query.path);
           const definition = typeof body === 'string' ? body : body.definition;
-          const action = await deployer.deploy({ definition, ...(path !== undefined ? { path } : {}) });
+          const action = await deployer.deploy({
+            definition,
+            user: userOf(request),
+            ...(path !== undefined ? { path } : {}),
+          });
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );
@@ -98,7 +104,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           },
         },
         async (request, reply) => {
-          const action = await deployer.teardown(request.params.name);
+          const action = await deployer.teardown(request.params.name, userOf(request));
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );

@@ -8,10 +8,15 @@ import {
   formatOption,
   stringOption,
 } from './command.js';
+import { definitionWithSecretFiles } from './secret-files.js';
 import { serverClient } from './server-client.js';
 
 /** Polls the action until it ends; exit 0 when it succeeded, 1 when it failed. */
-async function waitFor(client: HttpJsonClient, action: ActionRecord, ctx: CommandContext): Promise<number> {
+export async function waitFor(
+  client: HttpJsonClient,
+  action: ActionRecord,
+  ctx: CommandContext,
+): Promise<number> {
   let current = action;
   while (current.state === 'running') {
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -38,7 +43,7 @@ const deploy: CommandHandler = {
     const path = stringOption(ctx.values, 'path');
     const client = serverClient(ctx);
     const action = await client.call(ops.deploy, {
-      body: { definition: text, ...(path !== undefined ? { path } : {}) },
+      body: { definition: definitionWithSecretFiles(text, file), ...(path !== undefined ? { path } : {}) },
     });
     ctx.stdout.write(`${action.id}\n`);
     return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;

@@ -34,6 +34,14 @@ export {
   type RunCleanupsOptions,
   runDueCleanups,
 } from './cleanup-jobs.js';
+export { definitionDigest, openSecrets, sealDefinition, secretNames } from './definition-secrets.js';
+export {
+  type DeployRecord,
+  deployHistoryOperations,
+  listDeployHistory,
+  pickRollbackTarget,
+  type RollbackRequest,
+} from './deploy-history.js';
 export {
   type DeployedService,
   type DeployPlan,
@@ -138,6 +146,7 @@ export {
   scopesToEnter,
   unitFitsRelation,
 } from './relation-rules.js';
+export { type SealedSecret, SecretBox, secretKeyFileName } from './secret-box.js';
 export { addService, destroyService } from './service-rules.js';
 export {
   addSidecarUnit,
@@ -191,6 +200,7 @@ export {
   InvalidDefinitionError,
   type JobDefinition,
   parseSystemDefinition,
+  type SecretSpec,
   type ServiceDefinition,
   type SystemDefinition,
   storedDefinitionProblems,

@@ -74,6 +74,10 @@ export type ActionRow = {
   finished_at: string | null;
   /** Progress notes (JSON array of strings), shown by `GET /v1/deploys/{id}`. */
   log: string;
+  /** Who asked for it: the token's user name (`anonymous` without auth; '' for rows older than migration 2). */
+  principal: string;
+  /** For a rollback: the deploy whose definition it redeploys. */
+  rollback_of: string | null;
 };
 
 export type LockRowRecord = {
@@ -123,6 +127,15 @@ const modelMigrations = [
         mode TEXT NOT NULL, action TEXT NOT NULL, action_path TEXT NOT NULL,
         PRIMARY KEY (system, path, action_id))`,
       'CREATE INDEX model_locks_action ON model_locks (action_id)',
+    ]),
+  },
+  {
+    version: 2,
+    name: 'deploy history: who asked for each action, and what a rollback redeploys',
+    statements: portable([
+      "ALTER TABLE model_actions ADD COLUMN principal TEXT NOT NULL DEFAULT ''",
+      'ALTER TABLE model_actions ADD COLUMN rollback_of TEXT',
+      'CREATE INDEX model_actions_system ON model_actions (system, created_at)',
     ]),
   },
 ];

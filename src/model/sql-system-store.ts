@@ -48,6 +48,10 @@ export interface AcceptActionRequest {
   readonly action: LifecycleAction;
   readonly definition?: SystemDefinition;
   readonly owner: string;
+  /** Who asked (the token's user name); recorded for `berth deploys`. */
+  readonly user?: string;
+  /** For a rollback: the deploy whose stored definition this one redeploys. */
+  readonly rollback_of?: string;
 }
 
 /** An action's log column: a JSON array of lines that berth wrote; anything else reads as no lines. */
@@ -166,6 +170,8 @@ export class SqlSystemStore {
         updated_at: now,
         finished_at: null,
         log: '[]',
+        principal: req.user ?? '',
+        rollback_of: req.rollback_of ?? null,
       };
       await db.insertInto('model_actions').values(row).execute();
       await db.insertInto('model_locks').values(wanted).execute();

@@ -4,9 +4,12 @@ import { InvalidArgumentError } from '../core/index.js';
 import { ActionRunner, type DeployerLog } from './action-runner.js';
 import type { AgentAction } from './agent-rules.js';
 import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
+import { sealDefinition } from './definition-secrets.js';
 import { DeployExecutor } from './deploy-executor.js';
+import { type DeployRecord, listDeployHistory, pickRollbackTarget } from './deploy-history.js';
 import { planLocks } from './lock-table.js';
 import type { ModelData } from './memory-model-txn-runner.js';
+import { SecretBox } from './secret-box.js';
 import { type SqlBackend, SqlModelTxnRunner } from './sql-model-txn-runner.js';
 import { type ActionRecord, type ActionWork, SqlSystemStore, type SystemRecord } from './sql-system-store.js';
 import { SystemAgent } from './system-agent.js';
@@ -14,6 +17,7 @@ import {
   InvalidDefinitionError,
   parseSystemDefinition,
   type SystemDefinition,
+  storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
 import { type CellUnitRelations, relationsForCell, relationsForInstance } from './system-relations.js';
@@ -39,6 +43,8 @@ export interface SystemDeployerOptions {
   readonly log?: DeployerLog;
   /** Awaited before an accepted action executes: tests hold an action (and its locks) open with it. */
   readonly gate?: (action: ActionRecord) => Promise<void>;
+  /** Where the secret key lives (`secrets.key`, made on first use); without it, secrets are refused. */
+  readonly secretKeyDir?: string;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -46,6 +52,8 @@ export interface DeployRequest {
   /** The YAML text, or the definition as a JSON value. */
   readonly definition: string | unknown;
   readonly path?: string;
+  /** Who asks (the token's user name), recorded in the deploy history. */
+  readonly user?: string;
 }
 
 /**
@@ -66,6 +74,8 @@ export class SystemDeployer {
 
   private constructor(options: SystemDeployerOptions, runner: SqlModelTxnRunner) {
     const now = options.now ?? (() => new Date());
+    const keyDir = options.secretKeyDir;
+    let box: SecretBox | undefined;
     this.runner = runner;
     this.systems = new SqlSystemStore(options.backend, now);
     this.#ctx = {
@@ -75,6 +85,7 @@ export class SystemDeployer {
       now,
       log: options.log ?? (() => {}),
       actionTimeoutMs: options.actionTimeoutMs ?? 600_000,
+      ...(keyDir !== undefined ? { secrets: () => (box ??= SecretBox.forDataDir(keyDir)) } : {}),
     };
     this.#newId = options.newId ?? (() => `d-${randomUUID().slice(0, 12)}`);
     this.#agent = new SystemAgent(this.#ctx);
@@ -124,8 +135,17 @@ export class SystemDeployer {
    * rows in one transaction (or throws `LockHeldError`), then executes it in the background.
    */
   async deploy(req: DeployRequest): Promise<ActionRecord> {
-    const definition = parseDefinition(req.definition);
-    const path = req.path ?? '/';
+    // Sealed before anything is written: the stored definition holds ciphertext only.
+    const definition = sealDefinition(parseDefinition(req.definition), this.#ctx.secrets?.());
+    return this.#acceptDeploy(definition, req.path ?? '/', req.user);
+  }
+
+  async #acceptDeploy(
+    definition: SystemDefinition,
+    path: string,
+    user: string | undefined,
+    rollbackOf?: string,
+  ): Promise<ActionRecord> {
     planLocks({ kind: 'deploy', path });
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
@@ -133,17 +153,40 @@ export class SystemDeployer {
       action: { kind: 'deploy', path },
       definition,
       owner: this.owner,
+      ...(user !== undefined ? { user } : {}),
+      ...(rollbackOf !== undefined ? { rollback_of: rollbackOf } : {}),
     });
     this.#actions.run({ ...accepted, definition });
     return accepted;
   }
 
-  async teardown(system: string): Promise<ActionRecord> {
+  /** Every deploy and teardown of a system, newest first (`berth deploys`). */
+  async deploys(system: string): Promise<DeployRecord[]> {
+    return listDeployHistory(this.systems.backend, system);
+  }
+
+  /**
+   * Redeploys an earlier deploy's stored definition (its secrets as they were sealed then) at its
+   * path, as a new deploy recorded as a rollback of it: accepted under the same locks and rules as
+   * any deploy, so it is refused at once while a conflicting action runs.
+   */
+  async rollback(system: string, deployId?: string, user?: string): Promise<ActionRecord> {
+    const target = pickRollbackTarget(await this.deploys(system), deployId);
+    const work = await this.systems.getWork(target.id);
+    if (!work.definition)
+      throw new InvalidArgumentError(`deploy ${target.id} has no readable definition`, { deploy: target.id });
+    const problems = storedDefinitionProblems(work.definition);
+    if (problems.length > 0) throw new InvalidDefinitionError(problems);
+    return this.#acceptDeploy(work.definition, target.path, user, target.id);
+  }
+
+  async teardown(system: string, user?: string): Promise<ActionRecord> {
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
       system,
       action: { kind: 'teardown' },
       owner: this.owner,
+      ...(user !== undefined ? { user } : {}),
     });
     this.#actions.run({ ...accepted, definition: null });
     return accepted;
