@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
 import { InvalidArgumentError } from '../core/index.js';
+
+/**
+ * yaml is CommonJS that requires node's `process`, which the CLI's ES-module bundle cannot hold
+ * (dist/cli/main.bundle.mjs): it is loaded from node_modules, and only when a deploy reads a file.
+ */
+function yaml(): typeof import('yaml') {
+  return createRequire(import.meta.url)('yaml') as typeof import('yaml');
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -18,7 +26,7 @@ export function definitionWithSecretFiles(
   text: string,
   definitionFile: string,
 ): string | Record<string, unknown> {
-  const doc = parseDocument(text, { uniqueKeys: true });
+  const doc = yaml().parseDocument(text, { uniqueKeys: true });
   // A definition that does not parse is sent as it is: the server lists its problems with line numbers.
   if (doc.errors.length > 0) return text;
   let value: unknown;
