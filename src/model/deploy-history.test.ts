@@ -3,9 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { openBbsStore } from '../bbs/index.js';
+import { runMigrations } from '../db/index.js';
 import { definitionDigest, openSecrets, sealDefinition, secretNames } from './definition-secrets.js';
-import { type DeployRecord, pickRollbackTarget } from './deploy-history.js';
+import { type DeployRecord, listDeployHistory, pickRollbackTarget } from './deploy-history.js';
 import { SecretBox } from './secret-box.js';
+import { modelMigrationList } from './sql-model-schema.js';
+import { modelWrite } from './sql-model-txn-runner.js';
 import { InvalidDefinitionError, parseSystemDefinition } from './system-definition.js';
 
 function record(
@@ -98,5 +102,47 @@ describe('definition secrets', () => {
     assert.throws(() => sealDefinition(withValue('v'), undefined), InvalidDefinitionError);
     const noSecrets = parseSystemDefinition('system: s\nservices:\n  /db: {image: b}\n');
     assert.deepEqual(sealDefinition(noSecrets, undefined), noSecrets);
+  });
+});
+
+describe('deploy history on a database from before migration 2', () => {
+  it('lists the actions it already had, with no user, after migration 2 adds the columns', async () => {
+    const store = await openBbsStore(':memory:');
+    try {
+      const first = { ...modelMigrationList, migrations: modelMigrationList.migrations.slice(0, 1) };
+      await runMigrations(store.backend, [first], new Date());
+      const definition = parseSystemDefinition('system: old\nservices:\n  /web: {image: b}\n');
+      const at = '2026-01-01T00:00:00.000Z';
+      // The row as berth wrote it then: without principal and rollback_of.
+      await modelWrite(store.backend, (db) =>
+        db
+          .insertInto('model_actions')
+          .values({
+            id: 'd-old',
+            system: 'old',
+            kind: 'deploy',
+            path: '/',
+            state: 'succeeded',
+            reason: '',
+            definition: JSON.stringify(definition),
+            owner: 'gone',
+            heartbeat_at: at,
+            created_at: at,
+            updated_at: at,
+            finished_at: at,
+            log: '[]',
+          } as never)
+          .execute(),
+      );
+      assert.deepEqual(await runMigrations(store.backend, [modelMigrationList], new Date()), { model: [2] });
+      const [old] = await listDeployHistory(store.backend, 'old');
+      assert.equal(old?.id, 'd-old');
+      assert.equal(old?.user, '');
+      assert.equal(old?.rollback_of, null);
+      assert.equal(old?.digest, definitionDigest(definition));
+      await assert.rejects(listDeployHistory(store.backend, 'never'), /Cannot find system/);
+    } finally {
+      await store.close();
+    }
   });
 });
