@@ -118,7 +118,8 @@ function describeSecretsAndHistory(database: TestDatabase, skip?: string): void 
     async function finished(token: string, action: ActionRecord): Promise<ActionRecord> {
       for (;;) {
         const now = (await (await call(token, 'GET', `/v1/deploys/${action.id}`)).json()) as ActionRecord;
-        if (now.state !== 'running') return now;
+        // The ends of an action, whatever the states before them are called.
+        if (now.state === 'succeeded' || now.state === 'failed') return now;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     }

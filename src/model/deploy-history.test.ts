@@ -14,7 +14,7 @@ import { InvalidDefinitionError, parseSystemDefinition } from './system-definiti
 
 function record(
   id: string,
-  state: DeployRecord['state'],
+  state: string,
   digest: string | null,
   kind: DeployRecord['kind'] = 'deploy',
 ): DeployRecord {
@@ -62,7 +62,7 @@ describe('pickRollbackTarget (newest first)', () => {
       record('t', 'succeeded', null, 'teardown'),
     ];
     assert.equal(pickRollbackTarget(history, 'd1').id, 'd1');
-    assert.throws(() => pickRollbackTarget(history, 'd2'), /still running/);
+    assert.throws(() => pickRollbackTarget(history, 'd2'), /has not ended \(running\)/);
     assert.throws(() => pickRollbackTarget(history, 't'), /Cannot find deploy/);
     assert.throws(() => pickRollbackTarget(history, 'nope'), /Cannot find deploy/);
   });

@@ -13,7 +13,8 @@ export interface DeployRecord {
   readonly id: string;
   readonly kind: 'deploy' | 'teardown';
   readonly path: string;
-  readonly state: 'running' | 'succeeded' | 'failed';
+  /** The action's state as its row says (`succeeded` and `failed` are the ends). */
+  readonly state: string;
   readonly reason: string;
   /** The token's user name that asked for it ('' for actions recorded before berth kept it). */
   readonly user: string;
@@ -53,7 +54,7 @@ function toRecord(row: ActionRow): DeployRecord {
     id: row.id,
     kind: row.kind === 'teardown' ? 'teardown' : 'deploy',
     path: row.path,
-    state: row.state as DeployRecord['state'],
+    state: row.state,
     reason: row.reason,
     user: row.principal,
     digest: definition ? definitionDigest(definition) : null,
@@ -90,8 +91,8 @@ export function pickRollbackTarget(history: readonly DeployRecord[], requested?:
   if (requested !== undefined) {
     const target = deploys.find((r) => r.id === requested);
     if (!target) throw new NotFoundError('deploy', requested);
-    if (target.state === 'running')
-      throw new BerthError('precondition_failed', `deploy ${requested} is still running`, {
+    if (target.state !== 'succeeded' && target.state !== 'failed')
+      throw new BerthError('precondition_failed', `deploy ${requested} has not ended (${target.state})`, {
         deploy: requested,
       });
     if (target.digest === null)
