@@ -1,10 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { Name, pageOfWhole } from '../core/index.js';
+import { Name, PageQueryFields, pageOfWhole } from '../core/index.js';
 import { deployHistoryOperations as ops, type SystemDeployer } from '../model/index.js';
 import { userOf } from './auth/auth-hook.js';
-import { PageQuery } from './page-query.js';
 import { ActionSchema } from './system-routes.js';
 
 const DeployRecordSchema = Type.Object({
@@ -40,7 +39,7 @@ export async function deployHistoryRoutes(root: FastifyInstance, deployer: Syste
         summary:
           'Every deploy and teardown of a system: digest, who, when, outcome ({ deploys, next_cursor? })',
         params: Type.Object({ name: Name() }),
-        querystring: PageQuery,
+        querystring: Type.Object(PageQueryFields, { additionalProperties: false }),
         response: {
           200: Type.Object({
             deploys: Type.Array(DeployRecordSchema),
