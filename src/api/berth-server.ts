@@ -107,6 +107,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         backend: store.backend,
         owner: holder,
         onEvents: (listener) => store.onEvents(listener),
+        ...(options.dataDir !== undefined ? { secretKeyDir: options.dataDir } : {}),
         ...(typeof options.systems === 'object' ? options.systems : {}),
         ...(logger
           ? { log: (message: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, message) }

@@ -4,8 +4,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { InvalidArgumentError, Name, PageQuery, pageOfWhole } from '../core/index.js';
 import { type SystemDeployer, systemOperations } from '../model/index.js';
+import { userOf } from './auth/auth-hook.js';
 
-const ActionSchema = Type.Object({
+/** A deploy or teardown as the API answers it (also the rollback's answer, api/deploy-history-routes.ts). */
+export const ActionSchema = Type.Object({
   id: Type.String(),
   system: Type.String(),
   kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
@@ -126,6 +128,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           const action = await deployer.deploy({
             definition,
             ...(path !== undefined ? { path } : {}),
+            user: userOf(request),
             ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
           });
           return reply.code(202).send({ ...action, log: [...action.log] });
@@ -166,7 +169,11 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
           },
         },
         async (request, reply) => {
-          const action = await deployer.teardown(request.params.name, queryTimeout(request.query.timeout_ms));
+          const action = await deployer.teardown(
+            request.params.name,
+            queryTimeout(request.query.timeout_ms),
+            userOf(request),
+          );
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );

@@ -6,6 +6,7 @@ const tasks = () => import('./task-commands.js');
 const lrps = () => import('./lrp-commands.js');
 const history = () => import('./history-commands.js');
 const systems = () => import('./system-commands.js');
+const deployHistory = () => import('./deploy-history-commands.js');
 
 const guid = { min: 1, max: 1, names: 'GUID' } as const;
 const domainFlag: FlagSpecs = { domain: { type: 'string', valueName: 'D', description: 'Only this domain' } };
@@ -259,12 +260,16 @@ export const historyCommandTable: readonly CommandEntry[] = [
   },
 ];
 
-const actionWaitFlags: FlagSpecs = {
+const waitFlag: FlagSpecs = {
   wait: {
     type: 'boolean',
     description:
       'Wait until the action ends, showing services and instances ready/desired; exit 1 with the reason if it failed',
   },
+};
+
+const actionWaitFlags: FlagSpecs = {
+  ...waitFlag,
   timeout: {
     type: 'string',
     valueName: 'DUR',
@@ -297,6 +302,22 @@ export const systemCommandTable: readonly CommandEntry[] = [
     flags: { ...actionWaitFlags, ...serverFlags },
     positionals: { min: 1, max: 1, names: 'SYSTEM' },
     load: systems,
+  },
+  {
+    name: 'deploys',
+    summary:
+      "List a system's deploys and teardowns, oldest first: definition digest, who asked, when, outcome (secrets by name only).",
+    flags: { ...formatFlags(['table', 'json']), ...noLegendFlag, ...serverFlags },
+    positionals: { min: 1, max: 1, names: 'SYSTEM' },
+    load: deployHistory,
+  },
+  {
+    name: 'rollback',
+    summary:
+      'Redeploy an earlier definition of a system (default: the last succeeded deploy before the current one) as a new deploy, under the same locks; prints its id.',
+    flags: { ...waitFlag, ...serverFlags },
+    positionals: { min: 1, max: 2, names: 'SYSTEM [DEPLOY]' },
+    load: deployHistory,
   },
   {
     name: 'system list',

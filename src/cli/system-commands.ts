@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type HttpJsonClient, InvalidArgumentError, parseDuration } from '../core/index.js';
+import { type HttpJsonClient, InvalidArgumentError, parseDuration, sleep } from '../core/index.js';
 import { type ActionRecord, isLiveAction, systemOperations as ops } from '../model/index.js';
 import { progressLine, progressWithBar } from './action-progress.js';
 import {
@@ -9,6 +9,7 @@ import {
   formatOption,
   stringOption,
 } from './command.js';
+import { definitionWithSecretFiles } from './secret-files.js';
 import { serverClient } from './server-client.js';
 
 /**
@@ -16,13 +17,17 @@ import { serverClient } from './server-client.js';
  * otherwise a plain line each time the progress changes. Exit 0 when it succeeded, 1 (its reason
  * on stderr) when it failed.
  */
-async function waitFor(client: HttpJsonClient, action: ActionRecord, ctx: CommandContext): Promise<number> {
+export async function waitFor(
+  client: HttpJsonClient,
+  action: ActionRecord,
+  ctx: CommandContext,
+): Promise<number> {
   const tty = (ctx.stdout as { isTTY?: boolean }).isTTY === true;
   let current: Awaited<ReturnType<typeof getAction>> = action;
   let shown = '';
   const getAction = () => client.call(ops.getAction, { params: { id: action.id } });
   while (isLiveAction(current.state)) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     current = await getAction();
     if (!current.progress) continue;
     const line = tty ? progressWithBar(current.progress) : progressLine(current.progress);
@@ -59,7 +64,7 @@ const deploy: CommandHandler = {
     const client = serverClient(ctx);
     const action = await client.call(ops.deploy, {
       query: timeoutQuery(ctx),
-      body: { definition: text, ...(path !== undefined ? { path } : {}) },
+      body: { definition: definitionWithSecretFiles(text, file), ...(path !== undefined ? { path } : {}) },
     });
     ctx.stdout.write(`${action.id}\n`);
     return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;

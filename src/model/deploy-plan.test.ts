@@ -113,6 +113,27 @@ describe('planDeploy', () => {
       specVersion({ ...s, env: { B: '2', A: '1' } }),
     );
   });
+
+  it('changing env or a secret rolls the service: neither is in the in-place set (issue 19)', () => {
+    const sealed = (digest: string) => ({ sealed: `v1:${digest}`, digest: digest.padEnd(32, '0') });
+    assert.deepEqual(kinds(planDeploy(deployed(), withService('/db', { env: { MODE: 'x' } }))), {
+      ...kinds(planDeploy(deployed(), base)),
+      '/db': 'rolling-update',
+    });
+    const v1 = withService('/db', { secrets: { PW: sealed('a') } });
+    const plan = planDeploy(deployed(v1), withService('/db', { secrets: { PW: sealed('b') } }));
+    const db = plan.services.find((c) => c.path === '/db');
+    assert.equal(db?.kind, 'rolling-update');
+    assert.deepEqual(db && 'changed' in db ? db.changed : [], ['secrets']);
+    // The same value sealed again (another ciphertext, the same keyed digest) changes nothing.
+    const again = withService('/db', { secrets: { PW: { ...sealed('a'), sealed: 'v1:other' } } });
+    assert.equal(kinds(planDeploy(deployed(v1), again))['/db'], 'unchanged');
+    // A service without secrets keeps the version it had before secrets existed.
+    const db0 = base.services.find((s) => s.path === '/db')!;
+    assert.equal(specVersion(db0), specVersion({ ...db0 }));
+    assert.notEqual(specVersion(db0), specVersion({ ...db0, secrets: { PW: sealed('a') } }));
+    assert.throws(() => specVersion({ ...db0, secrets: { PW: { value: 'clear' } } }), /not sealed/);
+  });
 });
 
 function running(n: number, from = 0): RollingInstance[] {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ActualLRPState } from '../bbs/index.js';
-import type { ServiceDefinition, SystemDefinition } from './system-definition.js';
+import { BerthError } from '../core/index.js';
+import type { SecretSpec, ServiceDefinition, SystemDefinition } from './system-definition.js';
 import { containsPath } from './tree-path.js';
 
 /** A service as it is deployed now: its definition and the DesiredLRP version running it. */
@@ -12,7 +13,7 @@ export interface DeployedService {
 
 /** Fields a deploy may change on the running DesiredLRP (the BBS's DesiredLRPUpdate). */
 export const inPlaceFields = ['instances', 'routes', 'annotation'] as const;
-/** Fields that make a new DesiredLRP version. */
+/** Fields that make a new DesiredLRP version (and `secrets`, by their digests, when a service has any). */
 export const versionFields = ['image', 'command', 'env', 'ports', 'monitor', 'memory_mb', 'disk_mb'] as const;
 
 export type ServiceChange =
@@ -56,7 +57,8 @@ export interface DeployPlan {
   readonly remove_relations: readonly (readonly [string, string])[];
 }
 
-function canonical(value: unknown): string {
+/** The JSON of a value with its keys sorted at every level: equal values, equal text. */
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (typeof value === 'object' && value !== null) {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -69,7 +71,31 @@ function canonical(value: unknown): string {
 export function specVersion(spec: ServiceDefinition): string {
   const picked: Record<string, unknown> = {};
   for (const f of versionFields) picked[f] = spec[f] ?? null;
+  // Only when present, so the versions of services without secrets stay what they were.
+  if (spec.secrets) picked.secrets = secretDigests(spec.secrets);
   return createHash('sha256').update(canonical(picked)).digest('hex').slice(0, 12);
+}
+
+/**
+ * A service's secrets as name → keyed digest: what a version and a definition digest are made of.
+ * The ciphertext differs at every seal of the same value, so it cannot say "changed"; an unsealed
+ * secret must never reach a version (it would leave the value's plain hash in a process guid).
+ */
+export function secretDigests(secrets: Readonly<Record<string, SecretSpec>>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(secrets).map(([name, s]) => {
+      if (!('digest' in s))
+        throw new BerthError('internal', `secret ${name} is not sealed; only sealed secrets are planned`);
+      return [name, s.digest];
+    }),
+  );
+}
+
+function secretsChanged(a: ServiceDefinition, b: ServiceDefinition): boolean {
+  return (
+    canonical(a.secrets ? secretDigests(a.secrets) : {}) !==
+    canonical(b.secrets ? secretDigests(b.secrets) : {})
+  );
 }
 
 function changedFields(
@@ -124,6 +150,7 @@ export function planDeploy(
         spec,
         changed: [
           ...changedFields(old.spec, spec, versionFields),
+          ...(secretsChanged(old.spec, spec) ? ['secrets'] : []),
           ...changedFields(old.spec, spec, inPlaceFields),
         ],
       });

@@ -39,6 +39,14 @@ export {
   type RunCleanupsOptions,
   runDueCleanups,
 } from './cleanup-jobs.js';
+export { definitionDigest, openSecrets, sealDefinition, secretNames } from './definition-secrets.js';
+export {
+  type DeployRecord,
+  deployHistoryOperations,
+  listDeployHistory,
+  pickRollbackTarget,
+  type RollbackRequest,
+} from './deploy-history.js';
 export {
   type DeployedService,
   type DeployPlan,
@@ -145,6 +153,7 @@ export {
 } from './relation-rules.js';
 export type { ActionProgress } from './rollout-observe.js';
 export { planRollout, planTeardown, type RolloutProgress, type RolloutVerdict } from './rollout-plan.js';
+export { type SealedSecret, SecretBox, secretKeyFileName } from './secret-box.js';
 export { addService, destroyService } from './service-rules.js';
 export {
   addSidecarUnit,
@@ -198,6 +207,7 @@ export {
   InvalidDefinitionError,
   type JobDefinition,
   parseSystemDefinition,
+  type SecretSpec,
   type ServiceDefinition,
   type SystemDefinition,
   storedDefinitionProblems,

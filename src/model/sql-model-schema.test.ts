@@ -26,10 +26,16 @@ const ledgerBefore = {
     [6, 'cells carry the token their rep demands'],
     [7, 'domains name the system that owns them'],
   ],
+  model_schema_migrations: [[1, 'model entities, cleanups, systems, actions, lock rows']],
+};
+
+/** What berth has appended since (each list only appends): the ledgers a database has today. */
+const ledgerNow = {
+  ...ledgerBefore,
   model_schema_migrations: [
-    [1, 'model entities, cleanups, systems, actions, lock rows'],
-    // Appended since (the list only ever appends).
+    ...ledgerBefore.model_schema_migrations,
     [2, 'action lifetime: timeout, accepted/in_progress states, job outcomes'],
+    [3, 'deploy history: who asked for each action, and what a rollback redeploys'],
   ],
 };
 
@@ -66,7 +72,7 @@ describe('one migration runner, three owners', () => {
     await SqlModelTxnRunner.open(store.backend);
     await store.close();
     const { ledgers, tables } = layout(file);
-    assert.deepEqual(ledgers, ledgerBefore);
+    assert.deepEqual(ledgers, ledgerNow);
     assert.deepEqual(tables, [
       'actual_lrps',
       'api_tokens',
@@ -134,6 +140,6 @@ describe('one migration runner, three owners', () => {
     } finally {
       await reopened.close();
     }
-    assert.deepEqual(layout(file).ledgers, ledgerBefore);
+    assert.deepEqual(layout(file).ledgers, ledgerNow);
   });
 });

@@ -83,6 +83,10 @@ export type ActionRow = {
   log: string;
   /** How long the action may last from `created_at` before it fails (migration 2). */
   timeout_ms: number | string;
+  /** Who asked for it: the token's user name (`anonymous` without auth; '' for rows older than migration 3). */
+  principal: string;
+  /** For a rollback: the deploy whose definition it redeploys. */
+  rollback_of: string | null;
 };
 
 export type LockRowRecord = {
@@ -141,6 +145,15 @@ const modelMigrations = [
       'ALTER TABLE model_actions ADD COLUMN timeout_ms BIGINT NOT NULL DEFAULT 600000',
       "UPDATE model_actions SET state = 'in_progress' WHERE state = 'running'",
       "ALTER TABLE model_system_services ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
+    ]),
+  },
+  {
+    version: 3,
+    name: 'deploy history: who asked for each action, and what a rollback redeploys',
+    statements: portable([
+      "ALTER TABLE model_actions ADD COLUMN principal TEXT NOT NULL DEFAULT ''",
+      'ALTER TABLE model_actions ADD COLUMN rollback_of TEXT',
+      'CREATE INDEX model_actions_system ON model_actions (system, created_at)',
     ]),
   },
 ];

@@ -60,6 +60,10 @@ export interface AcceptActionRequest {
   readonly owner: string;
   /** Default `defaultActionTimeoutMs`. */
   readonly timeout_ms?: number;
+  /** Who asked (the token's user name); recorded for `berth deploys`. */
+  readonly user?: string;
+  /** For a rollback: the deploy whose stored definition this one redeploys. */
+  readonly rollback_of?: string;
 }
 
 function toAction(row: Selectable<ActionRow>): ActionRecord {
@@ -140,6 +144,8 @@ export class SqlSystemStore {
         finished_at: null,
         log: '[]',
         timeout_ms: req.timeout_ms ?? defaultActionTimeoutMs,
+        principal: req.user ?? '',
+        rollback_of: req.rollback_of ?? null,
       };
       await db.insertInto('model_actions').values(row).execute();
       await db.insertInto('model_locks').values(wanted).execute();

@@ -246,4 +246,27 @@ describe('system definition (issue 8 YAML)', () => {
     );
     assert.deepEqual(storedDefinitionProblems({ system: 's' } as never).length, 1);
   });
+
+  it('secrets: by file, by value or sealed; names are variable names, never also in env; services only', () => {
+    const d = parseSystemDefinition(
+      'system: s\nservices:\n  /db:\n    image: b\n    env: {MODE: x}\n    secrets: {DB_PASSWORD: {file: ./pw}}\n  /web: {image: b}\n',
+    );
+    assert.deepEqual(d.services[0]?.secrets, { DB_PASSWORD: { file: './pw' } });
+    assert.equal('secrets' in d.services[1]!, false, 'no secrets: no field (stored rows stay as they were)');
+    const svc = (secrets: unknown, env?: unknown) => ({
+      system: 's',
+      services: { '/db': { image: 'b', secrets, ...(env ? { env } : {}) } },
+    });
+    assert.equal(validateSystemDefinition(svc({ A: { value: 'v' } })).ok, true);
+    assert.equal(validateSystemDefinition(svc({ A: { sealed: 'v1:x', digest: 'a'.repeat(32) } })).ok, true);
+    has(problems(svc({ A: 'plain' })), '/db', 'secrets.A', /\{file: PATH\}/);
+    has(problems(svc({ A: { file: './x', value: 'v' } })), '/db', 'secrets.A', /\{file: PATH\}/);
+    has(problems(svc({ 'NOT-A-NAME': { value: 'v' } })), '/db', 'secrets.NOT-A-NAME', /variable name/);
+    has(problems(svc({ A: { value: 'v' } }, { A: '1' })), '/db', 'secrets.A', /also in env/);
+    const job = { system: 's', jobs: { '/j': { image: 'b', secrets: { A: { value: 'v' } } } } };
+    has(problems(job), '/j', 'secrets', /unknown field/);
+    // Problems name the field, never the value.
+    const refused = problems(svc({ A: { value: 'hunter2', extra: 1 } }));
+    assert.ok(!JSON.stringify(refused).includes('hunter2'), JSON.stringify(refused));
+  });
 });

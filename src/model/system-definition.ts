@@ -18,6 +18,7 @@ import {
   nestingDepthExceeds,
   Routes,
 } from '../core/index.js';
+import type { SealedSecret } from './secret-box.js';
 import { isTreePath } from './tree-path.js';
 
 /** One reason a definition is refused. `path` is the service or job (or `/` for the file itself). */
@@ -43,12 +44,22 @@ export class InvalidDefinitionError extends InvalidArgumentError {
   }
 }
 
+/**
+ * A secret of a service, by where it is in its life: `file` in the YAML a user writes (`berth
+ * deploy` reads the file, relative to the definition, and sends its content), `value` on the wire
+ * to the server (which never reads a path), `sealed` once the server has encrypted it: only that
+ * form is stored, and only the sealed form is ever executed.
+ */
+export type SecretSpec = { readonly file: string } | { readonly value: string } | SealedSecret;
+
 export interface ServiceDefinition {
   readonly path: string;
   readonly image: string;
   /** The whole argv; absent → the image's Entrypoint + Cmd (as in the BBS). */
   readonly command?: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** Environment variables whose values are secrets; absent when there are none (older rows too). */
+  readonly secrets?: Readonly<Record<string, SecretSpec>>;
   /** Sidecars have one unit per principal unit; their `instances` is that count, set at deploy. */
   readonly instances: number;
   readonly ports: readonly number[];
@@ -98,6 +109,25 @@ const MonitorSchema = Type.Union([
   Type.Object({ command: Argv }, { additionalProperties: false }),
 ]);
 
+const SecretSchema = Type.Union([
+  Type.Object(
+    { file: Type.String({ minLength: 1, maxLength: limits.maxUrlLength }) },
+    { additionalProperties: false },
+  ),
+  Type.Object({ value: ArgString() }, { additionalProperties: false }),
+  Type.Object(
+    {
+      sealed: Type.String({ maxLength: 2 * limits.maxArgLength }),
+      digest: Type.String({ pattern: '^[0-9a-f]{32}$' }),
+    },
+    { additionalProperties: false },
+  ),
+]);
+const Secrets = Type.Record(Type.String(), SecretSchema, {
+  maxProperties: limits.maxEnvVars,
+  propertyNames: { maxLength: limits.maxNameLength },
+});
+
 const common = {
   image: ImageRef(),
   command: Type.Optional(Argv),
@@ -113,6 +143,7 @@ const ServiceSchema = Type.Object(
     instances: Type.Optional(Instances()),
     ports: Type.Optional(Type.Array(Port, { maxItems: limits.maxPorts })),
     monitor: Type.Optional(MonitorSchema),
+    secrets: Type.Optional(Secrets),
     routes: Type.Optional(Routes()),
     relations: Type.Optional(Type.Array(Name(), { maxItems: limits.maxSystemEntries })),
     subordinate_to: Type.Optional(Name()),
@@ -148,7 +179,9 @@ function schemaProblems(schema: TSchema, value: unknown, path: string): Definiti
       .slice(1)
       .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const field = parts.join('.');
-    if (parts[0] === 'monitor' && parts.length === 1 && e.message === 'Expected union value') {
+    if (parts[0] === 'secrets' && parts.length === 2 && e.message === 'Expected union value') {
+      out.push({ path, field, message: 'must be {file: PATH} (or {value: TEXT} over the API)' });
+    } else if (parts[0] === 'monitor' && parts.length === 1 && e.message === 'Expected union value') {
       out.push({
         path,
         field,
@@ -231,10 +264,7 @@ export function validateSystemDefinition(
         if (section === 'services') services.set(path, raw as RawService);
         else jobs.set(path, raw as RawJob);
       }
-      for (const key of Object.keys(asRecord(asRecord(raw).env))) {
-        if (!envName.test(key) || key.length > limits.maxNameLength)
-          problems.push({ path, field: `env.${key.slice(0, 64)}`, message: 'not a valid variable name' });
-      }
+      problems.push(...envNameProblems(path, asRecord(raw)));
     }
   }
   for (const path of Object.keys(rawJobs)) {
@@ -255,6 +285,25 @@ export function validateSystemDefinition(
       jobs: [...jobs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, j]) => normalizeJob(path, j)),
     },
   };
+}
+
+/** Env and secret names are variable names, and one name is either a plain variable or a secret. */
+function envNameProblems(path: string, raw: Record<string, unknown>): DefinitionProblem[] {
+  const out: DefinitionProblem[] = [];
+  const env = asRecord(raw.env);
+  for (const field of ['env', 'secrets'] as const) {
+    for (const key of Object.keys(asRecord(raw[field]))) {
+      if (!envName.test(key) || key.length > limits.maxNameLength)
+        out.push({ path, field: `${field}.${key.slice(0, 64)}`, message: 'not a valid variable name' });
+      else if (field === 'secrets' && key in env)
+        out.push({
+          path,
+          field: `secrets.${key}`,
+          message: `${key} is also in env: a variable is one or the other`,
+        });
+    }
+  }
+  return out;
 }
 
 function referenceProblems(
@@ -363,6 +412,7 @@ function normalizeService(path: string, s: RawService): ServiceDefinition {
     image: s.image,
     ...(s.command ? { command: s.command } : {}),
     env: s.env ?? {},
+    ...(s.secrets && Object.keys(s.secrets).length > 0 ? { secrets: s.secrets } : {}),
     instances: s.instances ?? definitionDefaults.instances,
     ports: s.ports ?? [],
     ...(s.monitor ? { monitor: s.monitor } : {}),

@@ -5,10 +5,13 @@ import { ActionRunner, type DeployerLog } from './action-runner.js';
 import { isLiveAction } from './action-states.js';
 import type { AgentAction } from './agent-rules.js';
 import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
+import { sealDefinition } from './definition-secrets.js';
 import { DeployExecutor } from './deploy-executor.js';
+import { type DeployRecord, listDeployHistory, pickRollbackTarget } from './deploy-history.js';
 import { planLocks } from './lock-table.js';
 import type { ModelData } from './memory-model-txn-runner.js';
 import { type ActionProgress, actionProgress } from './rollout-observe.js';
+import { SecretBox } from './secret-box.js';
 import { type SqlBackend, SqlModelTxnRunner } from './sql-model-txn-runner.js';
 import { type ActionRecord, type ActionWork, SqlSystemStore, type SystemRecord } from './sql-system-store.js';
 import { SystemAgent } from './system-agent.js';
@@ -16,6 +19,7 @@ import {
   InvalidDefinitionError,
   parseSystemDefinition,
   type SystemDefinition,
+  storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
 import { type CellUnitRelations, relationsForCell, relationsForInstance } from './system-relations.js';
@@ -43,6 +47,8 @@ export interface SystemDeployerOptions {
   readonly gate?: (action: ActionRecord) => Promise<void>;
   /** BBS events committed in this process: a waiting deploy or teardown looks again at once. */
   readonly onEvents?: (listener: () => void) => () => void;
+  /** Where the secret key lives (`secrets.key`, made on first use); without it, secrets are refused. */
+  readonly secretKeyDir?: string;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -52,6 +58,8 @@ export interface DeployRequest {
   readonly path?: string;
   /** How long the deploy may last from its acceptance until rolled out (default: the server's, 10 min). */
   readonly timeout_ms?: number;
+  /** Who asks (the token's user name), recorded in the deploy history. */
+  readonly user?: string;
 }
 
 /**
@@ -72,6 +80,8 @@ export class SystemDeployer {
 
   private constructor(options: SystemDeployerOptions, runner: SqlModelTxnRunner) {
     const now = options.now ?? (() => new Date());
+    const keyDir = options.secretKeyDir;
+    let box: SecretBox | undefined;
     this.runner = runner;
     this.systems = new SqlSystemStore(options.backend, now);
     this.#ctx = {
@@ -81,6 +91,7 @@ export class SystemDeployer {
       now,
       log: options.log ?? (() => {}),
       actionTimeoutMs: options.actionTimeoutMs ?? 600_000,
+      ...(keyDir !== undefined ? { secrets: () => (box ??= SecretBox.forDataDir(keyDir)) } : {}),
     };
     this.#newId = options.newId ?? (() => `d-${randomUUID().slice(0, 12)}`);
     this.#agent = new SystemAgent(this.#ctx);
@@ -131,8 +142,18 @@ export class SystemDeployer {
    * rows in one transaction (or throws `LockHeldError`), then executes it in the background.
    */
   async deploy(req: DeployRequest): Promise<ActionRecord> {
-    const definition = parseDefinition(req.definition);
-    const path = req.path ?? '/';
+    // Sealed before anything is written: the stored definition holds ciphertext only.
+    const definition = sealDefinition(parseDefinition(req.definition), this.#ctx.secrets?.());
+    return this.#acceptDeploy(definition, req.path ?? '/', req.user, req.timeout_ms);
+  }
+
+  async #acceptDeploy(
+    definition: SystemDefinition,
+    path: string,
+    user: string | undefined,
+    timeoutMs: number | undefined,
+    rollbackOf?: string,
+  ): Promise<ActionRecord> {
     planLocks({ kind: 'deploy', path });
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
@@ -140,19 +161,42 @@ export class SystemDeployer {
       action: { kind: 'deploy', path },
       definition,
       owner: this.owner,
-      timeout_ms: req.timeout_ms ?? this.#ctx.actionTimeoutMs,
+      timeout_ms: timeoutMs ?? this.#ctx.actionTimeoutMs,
+      ...(user !== undefined ? { user } : {}),
+      ...(rollbackOf !== undefined ? { rollback_of: rollbackOf } : {}),
     });
     this.#actions.run({ ...accepted, definition });
     return accepted;
   }
 
-  async teardown(system: string, timeoutMs?: number): Promise<ActionRecord> {
+  /** Every deploy and teardown of a system, newest first (`berth deploys`). */
+  async deploys(system: string): Promise<DeployRecord[]> {
+    return listDeployHistory(this.systems.backend, system);
+  }
+
+  /**
+   * Redeploys an earlier deploy's stored definition (its secrets as they were sealed then) at its
+   * path, as a new deploy recorded as a rollback of it: accepted under the same locks and rules as
+   * any deploy, so it is refused at once while a conflicting action runs.
+   */
+  async rollback(system: string, deployId?: string, user?: string): Promise<ActionRecord> {
+    const target = pickRollbackTarget(await this.deploys(system), deployId);
+    const work = await this.systems.getWork(target.id);
+    if (!work.definition)
+      throw new InvalidArgumentError(`deploy ${target.id} has no readable definition`, { deploy: target.id });
+    const problems = storedDefinitionProblems(work.definition);
+    if (problems.length > 0) throw new InvalidDefinitionError(problems);
+    return this.#acceptDeploy(work.definition, target.path, user, undefined, target.id);
+  }
+
+  async teardown(system: string, timeoutMs?: number, user?: string): Promise<ActionRecord> {
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
       system,
       action: { kind: 'teardown' },
       owner: this.owner,
       timeout_ms: timeoutMs ?? this.#ctx.actionTimeoutMs,
+      ...(user !== undefined ? { user } : {}),
     });
     this.#actions.run({ ...accepted, definition: null });
     return accepted;

@@ -1,6 +1,14 @@
 import type { ActualLRP } from '../bbs/index.js';
 import { NotFoundError } from '../core/index.js';
-import { instanceKey, systemDomain, systemLabel, systemOfDomain, unitOfInstance } from './instance-names.js';
+import { openSecrets } from './definition-secrets.js';
+import {
+  instanceKey,
+  sidecarUnitIndex,
+  systemDomain,
+  systemLabel,
+  systemOfDomain,
+  unitOfInstance,
+} from './instance-names.js';
 import type { ModelView } from './model-types.js';
 import { relationEnv, type UnitAddress, type UnitRelationData, unitRelationData } from './relation-data.js';
 import { primaries, type SystemsContext } from './systems-context.js';
@@ -35,7 +43,11 @@ export async function relationsForCell(ctx: SystemsContext, cellId: string): Pro
   return out;
 }
 
-/** One instance's relation data, for a container about to start (its env snapshot). */
+/**
+ * One instance's relation data, for a container about to start (its env snapshot), with its
+ * service's secrets opened: this is the one way a secret reaches a container, so the BBS never
+ * holds its value (docs/systems.md "Secrets").
+ */
 export async function relationsForInstance(
   ctx: SystemsContext,
   processGuid: string,
@@ -51,8 +63,25 @@ export async function relationsForInstance(
           primaries(await ctx.store.listActualLRPs({ domain: desired.domain })),
           await ctx.runner.read(),
         )(processGuid, index);
-  if (!data) throw new NotFoundError('system unit', instanceKey(processGuid, index));
-  return data;
+  if (!data || system === undefined) throw new NotFoundError('system unit', instanceKey(processGuid, index));
+  const secrets = await secretsOfInstance(ctx, system, processGuid);
+  return Object.keys(secrets).length === 0 ? data : { ...data, env: { ...data.env, ...secrets } };
+}
+
+/** The opened secrets of the service whose DesiredLRP (a version, or a sidecar unit's) is `processGuid`. */
+async function secretsOfInstance(
+  ctx: SystemsContext,
+  system: string,
+  processGuid: string,
+): Promise<Record<string, string>> {
+  for (const row of await ctx.systems.listServices(system)) {
+    if (row.kind !== 'service' || !row.spec.secrets) continue;
+    const ofRow = (guid: string | null) =>
+      guid !== null && (guid === processGuid || sidecarUnitIndex(guid, processGuid) !== undefined);
+    // An old version's instance (mid rolling update) starts with the current secrets: only the new spec is kept.
+    if (ofRow(row.process_guid) || ofRow(row.old_process_guid)) return openSecrets(row.spec, ctx.secrets?.());
+  }
+  return {};
 }
 
 function relationsOf(

@@ -57,8 +57,11 @@ const jobFields = {
   annotation: Type.String(),
 };
 const StoredJob = Type.Object(jobFields);
+/** Only the sealed form of a secret is ever stored; anything else in a row is unreadable. */
+const SealedShape = Type.Object({ sealed: Type.String(), digest: Type.String() });
 const StoredService = Type.Object({
   ...jobFields,
+  secrets: Type.Optional(Type.Record(Type.String(), SealedShape)),
   instances: Type.Number(),
   ports: Type.Array(Type.Number()),
   monitor: Type.Optional(MonitorShape),

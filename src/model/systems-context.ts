@@ -3,6 +3,7 @@ import { isBerthError, isNotFound, orAbsent } from '../core/index.js';
 import type { DeployerLog } from './action-runner.js';
 import { systemDomain } from './instance-names.js';
 import { settleModel } from './model-settler.js';
+import type { SecretBox } from './secret-box.js';
 import type { SqlModelTxnRunner } from './sql-model-txn-runner.js';
 import type { SqlSystemStore } from './sql-system-store.js';
 import type { ServiceDefinition } from './system-definition.js';
@@ -16,6 +17,8 @@ export interface SystemsContext {
   readonly log: DeployerLog;
   /** How long a rolling update or teardown waits for instances before it fails. */
   readonly actionTimeoutMs: number;
+  /** The server's secret box, its key made on first use; undefined when the server keeps no secrets. */
+  readonly secrets?: () => SecretBox;
 }
 
 /** The instances that count: an evacuating copy is on its way out. */
