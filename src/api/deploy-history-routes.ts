@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Name, PageQueryFields, pageOfWhole } from '../core/index.js';
 import { deployHistoryOperations as ops, type SystemDeployer } from '../model/index.js';
 import { userOf } from './auth/auth-hook.js';
+import type { OnSystemAction } from './system-action-history.js';
 import { ActionSchema } from './system-routes.js';
 
 const DeployRecordSchema = Type.Object({
@@ -29,7 +30,11 @@ const DeployRecordSchema = Type.Object({
  * first, a page at a time) and `POST /v1/systems/{name}/rollback` (an earlier definition again, as
  * a new deploy under the same locks: 409 naming the holder when one conflicts).
  */
-export async function deployHistoryRoutes(root: FastifyInstance, deployer: SystemDeployer): Promise<void> {
+export async function deployHistoryRoutes(
+  root: FastifyInstance,
+  deployer: SystemDeployer,
+  onAction?: OnSystemAction,
+): Promise<void> {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     ops.listDeploys.path,
@@ -72,6 +77,7 @@ export async function deployHistoryRoutes(root: FastifyInstance, deployer: Syste
     },
     async (request, reply) => {
       const action = await deployer.rollback(request.params.name, request.body?.deploy, userOf(request));
+      await onAction?.(request, action);
       return reply.code(202).send({ ...action, log: [...action.log] });
     },
   );

@@ -6,7 +6,8 @@ import { cellRoutes } from './cell-routes.js';
 import { deployHistoryRoutes } from './deploy-history-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
-import { type RouteModule, servedWith } from './route-module.js';
+import { type RouteDeps, type RouteModule, servedWith } from './route-module.js';
+import { type OnSystemAction, systemActionHistory } from './system-action-history.js';
 import { systemRoutes } from './system-routes.js';
 import { userWriteHistory } from './user-write-history.js';
 
@@ -33,8 +34,10 @@ export const serverRoutes: readonly RouteModule[] = [
   ),
   { name: 'cells', register: (app, deps) => cellRoutes(deps.store)(app) },
   servedWith('registry', 'registry', (app, registry) => registryRoutes(app, registry)),
-  servedWith('systems', 'systems', (app, systems) => systemRoutes(systems)(app)),
-  servedWith('deploy history', 'systems', (app, systems) => deployHistoryRoutes(app, systems)),
+  servedWith('systems', 'systems', (app, systems, deps) => systemRoutes(systems, systemActionsOf(deps))(app)),
+  servedWith('deploy history', 'systems', (app, systems, deps) =>
+    deployHistoryRoutes(app, systems, systemActionsOf(deps)),
+  ),
   servedWith('agents', 'systems', (app, systems) => agentRoutes(systems)(app)),
   servedWith('history', 'history', (app, history, deps) =>
     registerHistoryRoutes(app, {
@@ -50,3 +53,8 @@ export const serverRoutes: readonly RouteModule[] = [
   },
   { name: 'operations', register: registerOperationsRoutes },
 ];
+
+/** Accepted system actions go into the history of the containers they touch, when there is one. */
+function systemActionsOf(deps: RouteDeps): OnSystemAction | undefined {
+  return deps.history ? systemActionHistory(deps.history.history, deps.store, deps.history.now) : undefined;
+}

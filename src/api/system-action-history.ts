@@ -1,6 +1,8 @@
+import type { FastifyRequest } from 'fastify';
 import type { BbsStore } from '../bbs/index.js';
 import { type HistoryStore, type IngestResult, recordUserActions } from '../history/index.js';
-import { systemDomain } from '../model/index.js';
+import { type ActionRecord, systemDomain } from '../model/index.js';
+import { userOf } from './auth/auth-hook.js';
 
 export interface SystemUserAction {
   readonly system: string;
@@ -41,4 +43,34 @@ export async function recordSystemUserAction(
       at: action.at,
     })),
   );
+}
+
+/** Called by the system routes once an action is accepted (deploy, rollback, teardown). */
+export type OnSystemAction = (request: FastifyRequest, action: ActionRecord) => Promise<void>;
+
+/**
+ * The system routes' hook: the accepted action as the caller's `user` item on the system's
+ * containers (`update` for a deploy or rollback, `stop` for a teardown). The action is accepted
+ * whatever happens here, so a failure to record it is logged, not answered.
+ */
+export function systemActionHistory(
+  history: HistoryStore,
+  store: BbsStore,
+  now: () => Date = () => new Date(),
+): OnSystemAction {
+  return async (request, action) => {
+    const what = action.kind === 'teardown' ? 'teardown' : `deploy of ${action.path}`;
+    try {
+      await recordSystemUserAction(history, store, {
+        system: action.system,
+        user_id: userOf(request),
+        status: action.kind === 'teardown' ? 'stop' : 'update',
+        message: `${what} accepted as action ${action.id}`,
+        at: now(),
+      });
+    } catch (err) {
+      // catch-all: the action is accepted and runs; only its history item is missing, and the log says so.
+      request.log.warn({ err, action: action.id }, 'could not record the system action in container history');
+    }
+  };
 }

@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { FastifyRequest } from 'fastify';
 import { type ActualLRP, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import type { ActionRecord } from '../model/index.js';
 import { desiredDefinition, desiredTask } from '../testing/bbs-fixtures.js';
 import { launchOf } from '../testing/history-store-contract.js';
 import { buildApp } from './build-app.js';
 import { createHistoryServerParts, type HistoryServerParts } from './history-server-parts.js';
-import { recordSystemUserAction } from './system-action-history.js';
+import { recordSystemUserAction, systemActionHistory } from './system-action-history.js';
 
 /**
  * Issue 19 item 2: a system's LRPs and tasks change only through the system's actions. The deploy
@@ -185,5 +187,17 @@ describe('public writes to a system-owned domain', () => {
     );
     assert.equal(item?.entity_id, 'alice');
     assert.equal(item?.message, 'teardown of shop');
+  });
+
+  it("the system routes' hook records an accepted deploy as the caller's update item", async () => {
+    const instance = await runOnCell('shop.web.v1', 1);
+    const request = { principal: { user: 'bob', role: 'operator', token_id: 't' }, log: { warn() {} } };
+    const action = { id: 'd-42', system: 'shop', kind: 'deploy', path: '/web' } as ActionRecord;
+    await systemActionHistory(parts.history, store)(request as unknown as FastifyRequest, action);
+    const item = (await parts.history.getContainer(instance.instance_guid)).history.find(
+      (h) => h.entity_type === 'user' && h.entity_id === 'bob',
+    );
+    assert.equal(item?.status, 'update');
+    assert.equal(item?.message, 'deploy of /web accepted as action d-42');
   });
 });

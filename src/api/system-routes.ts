@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { InvalidArgumentError, Name, PageQuery, pageOfWhole } from '../core/index.js';
 import { type SystemDeployer, systemOperations } from '../model/index.js';
 import { userOf } from './auth/auth-hook.js';
+import type { OnSystemAction } from './system-action-history.js';
 
 /** A deploy or teardown as the API answers it (also the rollback's answer, api/deploy-history-routes.ts). */
 export const ActionSchema = Type.Object({
@@ -95,7 +96,10 @@ const yamlTypes = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/
  * definition is a 400 listing every problem (`details.problems`); a lock conflict is a 409 naming
  * the action holding it (`details.holder`).
  */
-export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) => Promise<void> {
+export function systemRoutes(
+  deployer: SystemDeployer,
+  onAction?: OnSystemAction,
+): (app: FastifyInstance) => Promise<void> {
   return async (root) => {
     // Encapsulated: the YAML body parser applies to these routes only.
     await root.register(async (scope) => {
@@ -131,6 +135,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             user: userOf(request),
             ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
           });
+          await onAction?.(request, action);
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );
@@ -174,6 +179,7 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
             queryTimeout(request.query.timeout_ms),
             userOf(request),
           );
+          await onAction?.(request, action);
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );
