@@ -1,41 +1,19 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { collectFinalization } from './finalization.js';
 
 describe('collectFinalization', () => {
-  let dir: string;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'berth-final-'));
-    writeFileSync(join(dir, 'result.txt'), '42\n');
-    writeFileSync(join(dir, 'big.bin'), Buffer.alloc(100));
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  it('keeps the end of the logs and collects outputs', async () => {
+  it('keeps the end of the logs, and no outputs (the executor collects those inside the root)', async () => {
     const record = await collectFinalization({
       container_id: 'c1',
       exit_code: 0,
       readLogs: async () => 'first line\nlast line\n',
       maxLogChars: 10,
-      maxInlineOutputBytes: 10,
-      outputs: [
-        { name: 'result', path: join(dir, 'result.txt') },
-        { name: 'big', path: join(dir, 'big.bin') },
-      ],
     });
     assert.equal(record.logs, 'last line\n');
     assert.equal(record.logs_truncated, true);
     assert.equal(record.logs_size, 21);
-    assert.deepEqual(
-      record.outputs.map((o) => [o.name, o.size, o.content]),
-      [
-        ['result', 3, '42\n'],
-        ['big', 100, null],
-      ],
-    );
+    assert.deepEqual(record.outputs, []);
     assert.equal(record.error, null);
   });
 
@@ -64,8 +42,7 @@ describe('collectFinalization', () => {
       readLogs: async () => {
         throw new Error('pod removed');
       },
-      outputs: [{ name: 'missing', path: join(dir, 'nope') }],
     });
-    assert.match(record.error ?? '', /^cannot read logs: pod removed; cannot collect output "missing"/);
+    assert.equal(record.error, 'cannot read logs: pod removed');
   });
 });

@@ -1,12 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
-import type { ContainerOutput } from './history-types.js';
 import type { FinalizationRecord } from './ingest-records.js';
-
-/** An output the container declared: a file it leaves behind (path as seen from the host). */
-export interface DeclaredOutput {
-  readonly name: string;
-  readonly path: string;
-}
 
 /** A bounded read of the end of a log (runtime's `readLogTail`). */
 export interface LogTailRead {
@@ -25,11 +17,8 @@ export interface FinalizeInput {
    * on disk and whether output was cut. A throw becomes the finalization's failure message.
    */
   readonly readLogs: () => Promise<string | LogTailRead>;
-  readonly outputs?: readonly DeclaredOutput[];
   /** Characters of log kept; the end is kept, since the end says how it finished. */
   readonly maxLogChars?: number;
-  /** Outputs up to this size are kept inline as text; bigger ones only by size. */
-  readonly maxInlineOutputBytes?: number;
   /** Why it failed when the exit code cannot say (it never ran): recorded `Failed` with it. */
   readonly failure?: string;
   /** It was asked to stop (by whom): a non-zero exit is then `Killed`, not `Failed`. */
@@ -37,10 +26,12 @@ export interface FinalizeInput {
 }
 
 /**
- * Finalization on the cell, while the pod's files still exist: read the logs (capped), collect the
- * declared outputs, and produce the record that sets Complete or Failed on the server. Reading a
- * log or an output can fail; that is reported (the server records Failed with a `system` message)
- * instead of being thrown, so a finished container is never left without a final status.
+ * Finalization on the cell, while the pod's files still exist: read the logs (capped) and produce
+ * the record that sets Complete or Failed on the server. Reading the log can fail; that is
+ * reported (the server records Failed with a `system` message) instead of being thrown, so a
+ * finished container is never left without a final status. A task's outputs are not read here:
+ * the executor collects them from inside the container's root (executor/task-outputs.ts), never
+ * through a host path a declaration could point anywhere.
  */
 export async function collectFinalization(input: FinalizeInput): Promise<FinalizationRecord> {
   const maxLog = input.maxLogChars ?? 1024 * 1024;
@@ -57,21 +48,6 @@ export async function collectFinalization(input: FinalizeInput): Promise<Finaliz
   } catch (err) {
     problems.push(`cannot read logs: ${describe(err)}`);
   }
-  const outputs: ContainerOutput[] = [];
-  for (const output of input.outputs ?? []) {
-    try {
-      const info = await stat(output.path);
-      const inline = info.isFile() && info.size <= (input.maxInlineOutputBytes ?? 64 * 1024);
-      outputs.push({
-        name: output.name,
-        path: output.path,
-        size: info.size,
-        content: inline ? await readFile(output.path, 'utf8') : null,
-      });
-    } catch (err) {
-      problems.push(`cannot collect output "${output.name}" (${output.path}): ${describe(err)}`);
-    }
-  }
   return {
     type: 'finalization',
     container_id: input.container_id,
@@ -79,7 +55,7 @@ export async function collectFinalization(input: FinalizeInput): Promise<Finaliz
     logs,
     logs_size: logsSize,
     logs_truncated: truncated,
-    outputs,
+    outputs: [],
     error: problems.length > 0 ? problems.join('; ') : null,
     ...(input.failure ? { failure: input.failure } : {}),
     ...(input.stopped ? { stopped: input.stopped } : {}),

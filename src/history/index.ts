@@ -30,7 +30,6 @@ export {
 } from './direct-pod-history.js';
 export {
   collectFinalization,
-  type DeclaredOutput,
   type FinalizeInput,
   type LogTailRead,
 } from './finalization.js';
