@@ -3,6 +3,7 @@ import { registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
 import { redactsEnv } from './auth/auth-hook.js';
 import { cellRoutes } from './cell-routes.js';
+import { entityRoutes } from './entity-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
 import { type RouteModule, servedWith } from './route-module.js';
@@ -28,6 +29,7 @@ export const serverRoutes: readonly RouteModule[] = [
   { name: 'cells', register: (app, deps) => cellRoutes(deps.store)(app) },
   servedWith('registry', 'registry', (app, registry) => registryRoutes(app, registry)),
   servedWith('systems', 'systems', (app, systems) => systemRoutes(systems)(app)),
+  servedWith('entities', 'systems', (app, systems) => entityRoutes(systems)(app)),
   servedWith('agents', 'systems', (app, systems) => agentRoutes(systems)(app)),
   servedWith('history', 'history', (app, history) => registerHistoryRoutes(app, history)),
   {

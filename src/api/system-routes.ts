@@ -3,13 +3,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Name, pageOfWhole } from '../core/index.js';
-import { type SystemDeployer, systemOperations } from '../model/index.js';
+import { entityActionKinds, type SystemDeployer, systemOperations } from '../model/index.js';
+import { userOf } from './auth/auth-hook.js';
 import { PageQuery } from './page-query.js';
 
-const ActionSchema = Type.Object({
+/** A lifecycle action as every route answers it: a deploy, a teardown or a per-entity operation. */
+export const ActionSchema = Type.Object({
   id: Type.String(),
   system: Type.String(),
-  kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
+  kind: Type.Union(
+    [Type.Literal('deploy'), Type.Literal('teardown'), ...entityActionKinds.map((k) => Type.Literal(k))],
+    { description: 'deploy, teardown, or a per-entity operation (unit-destroy, service-scale, …)' },
+  ),
   path: Type.String(),
   state: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
   reason: Type.String(),
@@ -92,13 +97,21 @@ export function systemRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
         {
           schema: {
             tags: ['systems'],
-            summary: 'Tear a system down: exclusive on /, so it fails at once while any deploy runs',
+            summary:
+              'Tear a system down: exclusive on /, so it fails at once while any deploy runs; force: its units are forced, no agent awaited (seed 003)',
             params: Type.Object({ name: Name() }),
+            querystring: Type.Object(
+              { force: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) },
+              { additionalProperties: false },
+            ),
             response: { 202: ActionSchema },
           },
         },
         async (request, reply) => {
-          const action = await deployer.teardown(request.params.name);
+          const action = await deployer.teardown(request.params.name, {
+            force: request.query.force === 'true',
+            user: userOf(request),
+          });
           return reply.code(202).send({ ...action, log: [...action.log] });
         },
       );

@@ -11,7 +11,11 @@ import {
 import { serverClient } from './server-client.js';
 
 /** Polls the action until it ends; exit 0 when it succeeded, 1 when it failed. */
-async function waitFor(client: HttpJsonClient, action: ActionRecord, ctx: CommandContext): Promise<number> {
+export async function waitForAction(
+  client: HttpJsonClient,
+  action: ActionRecord,
+  ctx: CommandContext,
+): Promise<number> {
   let current = action;
   while (current.state === 'running') {
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -41,7 +45,7 @@ const deploy: CommandHandler = {
       body: { definition: text, ...(path !== undefined ? { path } : {}) },
     });
     ctx.stdout.write(`${action.id}\n`);
-    return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
+    return booleanOption(ctx.values, 'wait') ? waitForAction(client, action, ctx) : 0;
   },
 };
 
@@ -49,9 +53,12 @@ const teardown: CommandHandler = {
   name: 'teardown',
   async run(ctx) {
     const client = serverClient(ctx);
-    const action = await client.call(ops.teardown, { params: { name: ctx.positionals[0] ?? '' } });
+    const action = await client.call(ops.teardown, {
+      params: { name: ctx.positionals[0] ?? '' },
+      ...(booleanOption(ctx.values, 'force') ? { query: { force: 'true' as const } } : {}),
+    });
     ctx.stdout.write(`${action.id}\n`);
-    return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
+    return booleanOption(ctx.values, 'wait') ? waitForAction(client, action, ctx) : 0;
   },
 };
 

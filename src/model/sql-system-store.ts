@@ -1,4 +1,5 @@
 import { BerthError, NotFoundError } from '../core/index.js';
+import { isEntityActionKind, type LockingActionKind } from './entity-action-kinds.js';
 import { checkLocks, type LifecycleAction, type LockMode, type LockRow, lockRowsFor } from './lock-table.js';
 import type { ActionRow, ModelDb, SystemRow } from './sql-model-schema.js';
 import { modelRead, modelWrite, type SqlBackend } from './sql-model-txn-runner.js';
@@ -10,7 +11,8 @@ import {
   serviceRowOf,
 } from './system-service-record.js';
 
-export type ActionKind = 'deploy' | 'teardown';
+/** Seed 004's deploy and teardown, and the per-entity operations of seed 003 (`entity-requests.ts`). */
+export type ActionKind = LockingActionKind;
 export type ActionState = 'running' | 'succeeded' | 'failed';
 
 /** A deploy or teardown as the API shows it. */
@@ -47,6 +49,8 @@ export interface AcceptActionRequest {
   readonly system: string;
   readonly action: LifecycleAction;
   readonly definition?: SystemDefinition;
+  /** An action's own parameters when it has no definition (a teardown's `--force`, who asked). */
+  readonly params?: unknown;
   readonly owner: string;
 }
 
@@ -159,7 +163,11 @@ export class SqlSystemStore {
         path: req.action.kind === 'teardown' ? '/' : req.action.path,
         state: 'running',
         reason: '',
-        definition: req.definition ? JSON.stringify(req.definition) : '',
+        definition: req.definition
+          ? JSON.stringify(req.definition)
+          : req.params !== undefined
+            ? JSON.stringify(req.params)
+            : '',
         owner: req.owner,
         heartbeat_at: now,
         created_at: now,
@@ -200,6 +208,8 @@ export class SqlSystemStore {
         .where('id', '=', id)
         .execute();
       await db.deleteFrom('model_locks').where('action_id', '=', id).execute();
+      // A per-entity operation changes a part of the system, never its phase.
+      if (isEntityActionKind(action.kind)) return true;
       const system = await db
         .selectFrom('model_systems')
         .selectAll()

@@ -5,6 +5,9 @@ import { ActionRunner, type DeployerLog } from './action-runner.js';
 import type { AgentAction } from './agent-rules.js';
 import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
 import { DeployExecutor } from './deploy-executor.js';
+import { EntityExecutor, type RecordUserAction } from './entity-executor.js';
+import { dispatchAction, EntityOperations } from './entity-operations.js';
+import type { StoredTeardownParams } from './entity-requests.js';
 import { planLocks } from './lock-table.js';
 import type { ModelData } from './memory-model-txn-runner.js';
 import { type SqlBackend, SqlModelTxnRunner } from './sql-model-txn-runner.js';
@@ -39,6 +42,8 @@ export interface SystemDeployerOptions {
   readonly log?: DeployerLog;
   /** Awaited before an accepted action executes: tests hold an action (and its locks) open with it. */
   readonly gate?: (action: ActionRecord) => Promise<void>;
+  /** Container history's user items (the server binds `recordUserAction` to its history store). */
+  readonly recordUserAction?: RecordUserAction;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -58,6 +63,8 @@ export class SystemDeployer {
   readonly systems: SqlSystemStore;
   readonly runner: SqlModelTxnRunner;
   readonly owner: string;
+  /** Seed 003's per-entity commands (`unit destroy`, `service scale`, …), as actions. */
+  readonly entities: EntityOperations;
   readonly #ctx: SystemsContext;
   readonly #newId: () => string;
   readonly #actions: ActionRunner;
@@ -80,9 +87,10 @@ export class SystemDeployer {
     this.#agent = new SystemAgent(this.#ctx);
     this.#statusView = new SystemStatusView(this.#ctx);
     const executor = new DeployExecutor(this.#ctx, (system) => this.#agent.reconcile(system));
+    const entityExecutor = new EntityExecutor(this.#ctx, options.recordUserAction);
     this.#actions = new ActionRunner({
       systems: this.systems,
-      execute: (work, control) => executor.execute(work, control),
+      execute: dispatchAction(executor, entityExecutor, this.#ctx),
       ...(options.owner !== undefined ? { owner: options.owner } : {}),
       pollMs: options.pollMs ?? 500,
       heartbeatMs: options.heartbeatMs ?? 5_000,
@@ -92,6 +100,12 @@ export class SystemDeployer {
       ...(options.gate ? { gate: options.gate } : {}),
     });
     this.owner = this.#actions.owner;
+    this.entities = new EntityOperations({
+      ctx: this.#ctx,
+      owner: this.owner,
+      newId: this.#newId,
+      run: (work) => this.#actions.run(work),
+    });
   }
 
   static async open(options: SystemDeployerOptions): Promise<SystemDeployer> {
@@ -138,11 +152,14 @@ export class SystemDeployer {
     return accepted;
   }
 
-  async teardown(system: string): Promise<ActionRecord> {
+  /** `force`: the system's units are forced first (seed 003), recorded as `user`'s doing. */
+  async teardown(system: string, options: { force?: boolean; user?: string } = {}): Promise<ActionRecord> {
+    const params: StoredTeardownParams = { force: options.force === true, user: options.user ?? 'anonymous' };
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
       system,
       action: { kind: 'teardown' },
+      params,
       owner: this.owner,
     });
     this.#actions.run({ ...accepted, definition: null });

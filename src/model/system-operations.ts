@@ -21,7 +21,7 @@ export const systemOperations = {
     ActionRecord
   >('POST', '/v1/deploys'),
   getAction: httpOperation<{ id: string }, undefined, undefined, ActionRecord>('GET', '/v1/deploys/:id'),
-  teardown: httpOperation<{ name: string }, undefined, undefined, ActionRecord>(
+  teardown: httpOperation<{ name: string }, { readonly force?: 'true' | 'false' }, undefined, ActionRecord>(
     'POST',
     '/v1/systems/:name/teardown',
   ),
