@@ -93,9 +93,11 @@ export class EntityExecutor {
     const { runner, now } = this.#ctx;
     const row = await this.#serviceRow(run.work.system, path);
     const unit = unitName(row.model_name, index);
-    const u = (await runner.read()).unit(unit);
-    if (!u) throw new NotFoundError('unit', `${path}/${index} of system ${run.work.system}`);
-    if (force) {
+    // Gone already: this action, resumed after a crash, had removed it (the request was checked
+    // when accepted; nothing re-adds the unit while this action holds the service's lock).
+    if (!(await runner.read()).unit(unit)) {
+      await run.control.note(`unit ${path}/${index} is already gone`);
+    } else if (force) {
       await this.#forceUnit(run, row, unit, 'unit destroy');
     } else {
       await runTxn(runner, (v) => (v.unit(unit)?.life === 'alive' ? destroyUnit(v, unit, now()) : null));
@@ -149,7 +151,8 @@ export class EntityExecutor {
 
   async #serviceDestroy(run: Run, path: string, force: boolean): Promise<void> {
     const { runner, store, systems, now } = this.#ctx;
-    const row = await this.#serviceRow(run.work.system, path);
+    const row = await this.#resumableServiceRow(run, path);
+    if (!row) return;
     const containers = await this.#instancesOf(row);
     await runTxn(runner, (v) =>
       v.service(row.model_name)?.life === 'alive' ? destroyService(v, row.model_name, now()) : null,
@@ -180,7 +183,13 @@ export class EntityExecutor {
 
   async #relationAdd(run: Run, a: string, b: string): Promise<void> {
     const [ra, rb] = [await this.#serviceRow(run.work.system, a), await this.#serviceRow(run.work.system, b)];
-    await runTxn(this.#ctx.runner, (v) => addRelation(v, ra.model_name, rb.model_name, 'global'));
+    const id = relationId(ra.model_name, rb.model_name);
+    // Resumed after a crash, the relation this action added exists: Alive is what was wanted.
+    await runTxn(this.#ctx.runner, (v) =>
+      v.relation(id)?.life === 'alive' && this.#resumed(run)
+        ? null
+        : addRelation(v, ra.model_name, rb.model_name, 'global'),
+    );
     // The stored definition says so too, so the service's status and a later `deploy --path` agree.
     if (!ra.spec.relations.includes(b) && !rb.spec.relations.includes(a))
       await this.#ctx.systems.putService({
@@ -200,6 +209,7 @@ export class EntityExecutor {
     const [ra, rb] = [await this.#serviceRow(run.work.system, a), await this.#serviceRow(run.work.system, b)];
     const id = relationId(ra.model_name, rb.model_name);
     const rel = (await runner.read()).relation(id);
+    if (!rel && this.#resumed(run)) return run.control.note(`relation ${a} <-> ${b} is already gone`);
     if (!rel) throw new NotFoundError('relation', `${a} <-> ${b} of system ${run.work.system}`);
     if (rel.scope === 'container')
       throw new ModelRuleError(
@@ -237,6 +247,7 @@ export class EntityExecutor {
   async #cellDestroy(run: Run, cell: string, force: boolean): Promise<void> {
     const { runner } = this.#ctx;
     const view = await runner.read();
+    if (!view.cell(cell) && this.#resumed(run)) return run.control.note(`cell ${cell} is already gone`);
     if (!view.cell(cell)) throw new NotFoundError('cell', cell);
     if (force) {
       const skipped = forcedCellSkips(view, cell);
@@ -307,6 +318,22 @@ export class EntityExecutor {
         );
       await run.control.poll();
     }
+  }
+
+  /**
+   * Whether this run resumes an action another server (or this one before a restart) began: its
+   * owner changed since it was accepted, or its log has lines. Then "already gone" is success.
+   */
+  #resumed(run: Run): boolean {
+    return run.work.log.length > 0 || run.work.updated_at !== run.work.created_at;
+  }
+
+  /** The service's row; for a resumed destroy whose row and model service are gone, undefined. */
+  async #resumableServiceRow(run: Run, path: string): Promise<ServiceRecord | undefined> {
+    const row = (await this.#ctx.systems.listServices(run.work.system)).find((r) => r.path === path);
+    if (row || !this.#resumed(run)) return this.#serviceRow(run.work.system, path);
+    await run.control.note(`service ${path} is already gone`);
+    return undefined;
   }
 
   async #serviceRow(system: string, path: string): Promise<ServiceRecord> {
