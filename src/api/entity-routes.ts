@@ -102,40 +102,37 @@ export function entityRoutes(deployer: SystemDeployer): (app: FastifyInstance) =
       },
     );
 
-    app.post(
-      ops.addRelation.path,
+    const relationRoutes = [
       {
-        schema: {
-          tags: ['systems'],
-          summary:
-            'Relate two services of a system (global scope): their placed units enter it through their agents',
-          params: SystemParams,
-          body: RelationBody,
-          response: accepted,
-        },
+        path: ops.addRelation.path,
+        kind: 'relation-add',
+        summary:
+          'Relate two services of a system (global scope): their placed units enter it through their agents',
       },
-      async (request, reply) => {
-        reply.code(202);
-        return accept(request.params.name, { kind: 'relation-add', ...request.body }, userOf(request));
-      },
-    );
-
-    app.post(
-      ops.removeRelation.path,
       {
-        schema: {
-          tags: ['systems'],
-          summary: 'Remove a relation: Dying until the units in its scope have departed, then removed',
-          params: SystemParams,
-          body: RelationBody,
-          response: accepted,
+        path: ops.removeRelation.path,
+        kind: 'relation-remove',
+        summary: 'Remove a relation: Dying until the units in its scope have departed, then removed',
+      },
+    ] as const;
+    for (const route of relationRoutes) {
+      app.post(
+        route.path,
+        {
+          schema: {
+            tags: ['systems'],
+            summary: route.summary,
+            params: SystemParams,
+            body: RelationBody,
+            response: accepted,
+          },
         },
-      },
-      async (request, reply) => {
-        reply.code(202);
-        return accept(request.params.name, { kind: 'relation-remove', ...request.body }, userOf(request));
-      },
-    );
+        async (request, reply) => {
+          reply.code(202);
+          return accept(request.params.name, { kind: route.kind, ...request.body }, userOf(request));
+        },
+      );
+    }
 
     app.post(
       ops.destroyCell.path,
