@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { BbsClient } from '../bbs/index.js';
 import type { ActionRecord } from '../model/index.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { type ServerProcess, startServerProcess } from '../testing/server-process.js';
@@ -37,7 +37,6 @@ describe('berth unit|service|relation|cell addresses (bad input first)', () => {
 describe('per-entity commands against a real berth server (SQLite)', () => {
   const dirs: string[] = [];
   const servers: ServerProcess[] = [];
-  const stores: SqlBbsStore[] = [];
   const tmp = () => {
     const d = mkdtempSync(join(tmpdir(), 'berth-entity-cli-'));
     dirs.push(d);
@@ -46,7 +45,6 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
   after(async () => {
     for (const s of servers)
       if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
-    for (const s of stores) await s.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
   const start = async (dir: string) => {
@@ -121,10 +119,10 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
     writeFileSync(join(dir, 'shop.yaml'), shop);
     const deployed = await runBerth(['deploy', join(dir, 'shop.yaml'), '--wait', '--server', s.url]);
     assert.equal(deployed.code, 0, deployed.stderr);
-    // This process plays the cells on the same database: cell-0 says it runs its own agents (so the
-    // server leaves its units to it) but they never act, and its presence lapses once we stop.
-    const store = await openBbsStore(join(dir, 'bbs.sqlite3'));
-    stores.push(store);
+    // This process plays the cells through the server's BBS API, as cells do: cell-0 says it runs
+    // its own agents (so the server leaves its units to it) but they never act, and its presence
+    // lapses once we stop.
+    const store = new BbsClient(s.url);
     const heartbeat = () =>
       store.heartbeatCell({
         presence: {
@@ -135,22 +133,26 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
           placement_tags: [],
           model_agent: true,
         },
-        ttl_ms: 3_000,
+        ttl_ms: 8_000,
       });
     await heartbeat();
     const beating = setInterval(() => void heartbeat().catch(() => {}), 500);
+    // The model's view of cell-0 (what its agents would act on): a /web unit assigned there by
+    // the system agent, not just an instance running there (the status shows that too).
     const unitOnCell0 = async () => {
       for (;;) {
         await playCells(store, 'system-shop').catch(() => {});
-        const st = (await (await fetch(`${s.url}/v1/systems/shop`)).json()) as {
-          services: { path: string; units: { index: number; cell_id: string | null }[] }[];
+        const model = (await (await fetch(`${s.url}/v1/agents/cells/cell-0/model`)).json()) as {
+          units: { service: string; index: number; cell_id: string | null }[];
         };
-        const unit = st.services.find((x) => x.path === '/web')?.units.find((u) => u.cell_id === 'cell-0');
+        const unit = model.units.find((u) => u.service === 'shop:/web' && u.cell_id === 'cell-0');
         if (unit) return unit.index;
         await new Promise((r) => setTimeout(r, 200));
       }
     };
     const index = await unitOnCell0();
+    // Fresh for the next 8 s whatever the load: the server must see cell-0's agent as alive.
+    await heartbeat();
     const accepted = await runBerth(['unit', 'destroy', `shop/web/${index}`, '--server', s.url]);
     assert.equal(accepted.code, 0, accepted.stderr);
     const id = accepted.stdout.trim();
@@ -173,6 +175,20 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
     assert.ok(
       ended.log.some((l) => /removed; its instance is replaced/.test(l)),
       ended.log.join('\n'),
+    );
+    // The real history of the unit's container names who asked (no token here: anonymous).
+    const st = (await (await fetch(`${s.url}/v1/systems/shop`)).json()) as {
+      services: { path: string; process_guid: string }[];
+    };
+    const guid = st.services.find((x) => x.path === '/web')?.process_guid ?? '';
+    const container = (await (await fetch(`${s.url}/v1/containers/ig-${guid}-${index}`)).json()) as {
+      history: { status: string; entity_type: string; entity_id: string | null; message: string | null }[];
+    };
+    assert.ok(
+      container.history.some(
+        (i) => i.entity_type === 'user' && i.status === 'destroy' && i.entity_id === 'anonymous',
+      ),
+      JSON.stringify(container),
     );
     const again = await runBerth(['deploy', join(dir, 'shop.yaml'), '--path', '/web', '--server', s.url]);
     assert.equal(again.code, 0, `the lock on /web was released: ${again.stderr}`);
