@@ -7,7 +7,7 @@ import {
   taskCallbackSingleton,
 } from '../bbs/index.js';
 import { InvalidArgumentError, runLoop, type ServiceLogger } from '../core/index.js';
-import type { HistoryStore } from '../history/index.js';
+import { type HistoryStore, recordUserAction } from '../history/index.js';
 import { defaultOwner, SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
@@ -108,6 +108,8 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
         owner: holder,
         onEvents: (listener) => store.onEvents(listener),
         ...(options.dataDir !== undefined ? { secretKeyDir: options.dataDir } : {}),
+        // Per-entity commands record who did them on the containers they affect.
+        recordUserAction: (action) => recordUserAction(history.history, action),
         ...(typeof options.systems === 'object' ? options.systems : {}),
         ...(logger
           ? { log: (message: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, message) }

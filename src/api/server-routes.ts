@@ -4,6 +4,7 @@ import { agentRoutes } from './agent-routes.js';
 import { redactsEnv } from './auth/auth-hook.js';
 import { cellRoutes } from './cell-routes.js';
 import { deployHistoryRoutes } from './deploy-history-routes.js';
+import { entityRoutes } from './entity-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
 import { type RouteDeps, type RouteModule, servedWith } from './route-module.js';
@@ -38,6 +39,7 @@ export const serverRoutes: readonly RouteModule[] = [
   servedWith('deploy history', 'systems', (app, systems, deps) =>
     deployHistoryRoutes(app, systems, systemActionsOf(deps)),
   ),
+  servedWith('entities', 'systems', (app, systems) => entityRoutes(systems)(app)),
   servedWith('agents', 'systems', (app, systems) => agentRoutes(systems)(app)),
   servedWith('history', 'history', (app, history, deps) =>
     registerHistoryRoutes(app, {

@@ -3,15 +3,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { InvalidArgumentError, Name, PageQuery, pageOfWhole } from '../core/index.js';
-import { type SystemDeployer, systemOperations } from '../model/index.js';
+import { entityActionKinds, type SystemDeployer, systemOperations } from '../model/index.js';
 import { userOf } from './auth/auth-hook.js';
 import type { OnSystemAction } from './system-action-history.js';
 
-/** A deploy or teardown as the API answers it (also the rollback's answer, api/deploy-history-routes.ts). */
+/** A lifecycle action as every route answers it: a deploy, a teardown or a per-entity operation. */
 export const ActionSchema = Type.Object({
   id: Type.String(),
   system: Type.String(),
-  kind: Type.Union([Type.Literal('deploy'), Type.Literal('teardown')]),
+  kind: Type.Union(
+    [Type.Literal('deploy'), Type.Literal('teardown'), ...entityActionKinds.map((k) => Type.Literal(k))],
+    { description: 'deploy, teardown, or a per-entity operation (unit-destroy, service-scale, …)' },
+  ),
   path: Type.String(),
   state: Type.Union([
     Type.Literal('accepted'),
@@ -164,21 +167,25 @@ export function systemRoutes(
         {
           schema: {
             tags: ['systems'],
-            summary: 'Tear a system down: exclusive on /, so it fails at once while any deploy runs',
+            summary:
+              'Tear a system down: exclusive on /, so it fails at once while any deploy runs; force: its units are forced, no agent awaited (seed 003)',
             params: Type.Object({ name: Name() }),
             querystring: Type.Object(
-              { timeout_ms: Type.Optional(TimeoutQuery) },
+              {
+                timeout_ms: Type.Optional(TimeoutQuery),
+                force: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+              },
               { additionalProperties: false },
             ),
             response: { 202: ActionSchema },
           },
         },
         async (request, reply) => {
-          const action = await deployer.teardown(
-            request.params.name,
-            queryTimeout(request.query.timeout_ms),
-            userOf(request),
-          );
+          const action = await deployer.teardown(request.params.name, {
+            force: request.query.force === 'true',
+            user: userOf(request),
+            timeoutMs: queryTimeout(request.query.timeout_ms),
+          });
           await onAction?.(request, action);
           return reply.code(202).send({ ...action, log: [...action.log] });
         },

@@ -19,6 +19,14 @@ const outputDirFlag: FlagSpec = {
   description: 'Where to unpack them (created if missing)',
 };
 
+const entities = () => import('./entity-commands.js');
+const forceFlag: FlagSpecs = {
+  force: {
+    type: 'boolean',
+    description: "Do the agents' part in the server instead of waiting for them; recorded in the history",
+  },
+};
+
 export const taskCommandTable: readonly CommandEntry[] = [
   {
     name: 'task run',
@@ -298,8 +306,8 @@ export const systemCommandTable: readonly CommandEntry[] = [
   {
     name: 'teardown',
     summary:
-      'Tear a system down (exclusive on /: fails at once while any deploy runs); prints the action id. It lasts until everything of the system is gone.',
-    flags: { ...actionWaitFlags, ...serverFlags },
+      'Tear a system down (exclusive on /: fails at once while any deploy runs); prints the action id. It lasts until everything of the system is gone. --force does not wait for unit or machine agents: the server forces every unit (seed 003), and the history says so.',
+    flags: { ...forceFlag, ...actionWaitFlags, ...serverFlags },
     positionals: { min: 1, max: 1, names: 'SYSTEM' },
     load: systems,
   },
@@ -331,5 +339,57 @@ export const systemCommandTable: readonly CommandEntry[] = [
     flags: { ...formatFlags(['text', 'json']), ...serverFlags },
     positionals: { min: 1, max: 1, names: 'SYSTEM' },
     load: systems,
+  },
+];
+
+/** Seed 003's per-entity commands: each an action under the intention locks of what it changes. */
+const actionFlags: FlagSpecs = { ...formatFlags(['id', 'table', 'json']), ...waitFlag, ...serverFlags };
+
+export const entityCommandTable: readonly CommandEntry[] = [
+  {
+    name: 'unit destroy',
+    summary:
+      "Destroy a unit (instance N of a service; the service path may be nested: shop/web/api/2): it goes Dying, its agent departs its relations and sets it Dead, then its instance is replaced (use service scale to run fewer). --force does not wait for the unit's agent. Prints the action id.",
+    flags: { ...forceFlag, ...actionFlags },
+    positionals: { min: 1, max: 1, names: 'SYSTEM/SERVICE/N' },
+    load: entities,
+  },
+  {
+    name: 'service scale',
+    summary:
+      'Run N instances of a service: its stored definition (what the system restores), its units and its DesiredLRP. A later deploy sets what its file says. Prints the action id.',
+    flags: actionFlags,
+    positionals: { min: 2, max: 2, names: 'SYSTEM/SERVICE N' },
+    load: entities,
+  },
+  {
+    name: 'service destroy',
+    summary:
+      "Destroy a service: its units and relations go Dying, its instances stop, and it is removed when the last reference goes (seed 003). --force does not wait for its units' agents. Prints the action id.",
+    flags: { ...forceFlag, ...actionFlags },
+    positionals: { min: 1, max: 1, names: 'SYSTEM/SERVICE' },
+    load: entities,
+  },
+  {
+    name: 'relation add',
+    summary: 'Relate two services of a system; their placed units enter its scope through their agents.',
+    flags: actionFlags,
+    positionals: { min: 3, max: 3, names: 'SYSTEM /A /B' },
+    load: entities,
+  },
+  {
+    name: 'relation remove',
+    summary: 'Remove a relation: Dying until every unit in its scope has departed, then removed.',
+    flags: actionFlags,
+    positionals: { min: 3, max: 3, names: 'SYSTEM /A /B' },
+    load: entities,
+  },
+  {
+    name: 'cell destroy',
+    summary:
+      "Destroy a model cell (Juju's machine): refused while units are assigned to it; it goes Dying and its machine agent sets it Dead. --force forces its units off and does not wait for its agent (for a cell whose agent is dead).",
+    flags: { ...forceFlag, ...actionFlags },
+    positionals: { min: 1, max: 1, names: 'CELL' },
+    load: entities,
   },
 ];

@@ -1,4 +1,5 @@
 import {
+  entityCommandTable,
   historyCommandTable,
   lrpCommandTable,
   systemCommandTable,
@@ -32,7 +33,7 @@ export const commandSections: readonly {
     commands: [...taskCommandTable, ...lrpCommandTable],
   },
   { title: 'Cluster history', commands: historyCommandTable },
-  { title: 'Systems', commands: systemCommandTable },
+  { title: 'Systems', commands: [...systemCommandTable, ...entityCommandTable] },
   { title: 'Running berth', commands: daemonCommandTable },
 ];
 

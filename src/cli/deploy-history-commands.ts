@@ -1,7 +1,7 @@
 import { type DeployRecord, deployHistoryOperations as ops } from '../model/index.js';
 import { booleanOption, type CommandHandler, formatOption } from './command.js';
 import { serverClient } from './server-client.js';
-import { waitFor } from './system-commands.js';
+import { waitForAction } from './system-commands.js';
 import { renderTable } from './table-output.js';
 
 /** The largest page the server hands out; past it, the command says where the rest starts. */
@@ -55,7 +55,7 @@ const rollback: CommandHandler = {
       body: deploy !== undefined ? { deploy } : {},
     });
     ctx.stdout.write(`${action.id}\n`);
-    return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
+    return booleanOption(ctx.values, 'wait') ? waitForAction(client, action, ctx) : 0;
   },
 };
 

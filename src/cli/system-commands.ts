@@ -17,7 +17,7 @@ import { serverClient } from './server-client.js';
  * otherwise a plain line each time the progress changes. Exit 0 when it succeeded, 1 (its reason
  * on stderr) when it failed.
  */
-export async function waitFor(
+export async function waitForAction(
   client: HttpJsonClient,
   action: ActionRecord,
   ctx: CommandContext,
@@ -67,7 +67,7 @@ const deploy: CommandHandler = {
       body: { definition: definitionWithSecretFiles(text, file), ...(path !== undefined ? { path } : {}) },
     });
     ctx.stdout.write(`${action.id}\n`);
-    return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
+    return booleanOption(ctx.values, 'wait') ? waitForAction(client, action, ctx) : 0;
   },
 };
 
@@ -77,10 +77,13 @@ const teardown: CommandHandler = {
     const client = serverClient(ctx);
     const action = await client.call(ops.teardown, {
       params: { name: ctx.positionals[0] ?? '' },
-      query: timeoutQuery(ctx),
+      query: {
+        ...timeoutQuery(ctx),
+        ...(booleanOption(ctx.values, 'force') ? { force: 'true' as const } : {}),
+      },
     });
     ctx.stdout.write(`${action.id}\n`);
-    return booleanOption(ctx.values, 'wait') ? waitFor(client, action, ctx) : 0;
+    return booleanOption(ctx.values, 'wait') ? waitForAction(client, action, ctx) : 0;
   },
 };
 

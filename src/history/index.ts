@@ -28,11 +28,7 @@ export {
   type PodFacts,
   podDropbox,
 } from './direct-pod-history.js';
-export {
-  collectFinalization,
-  type FinalizeInput,
-  type LogTailRead,
-} from './finalization.js';
+export { collectFinalization, type FinalizeInput, type LogTailRead } from './finalization.js';
 export { HistoryClient, type HistoryClientOptions } from './history-client.js';
 export type { HistoryDb, HistoryTables } from './history-database.js';
 export { historyMigrationList } from './history-migrations.js';

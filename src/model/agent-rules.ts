@@ -128,6 +128,9 @@ export function unitAgentStep(view: ModelView, unit: string, now: Date): AgentSt
         }
       }
     }
+    // Seed 003 Agents: "all UAs are responsible for entering relevant relation scopes", and a UA
+    // runs on its unit's machine: an unassigned unit has no agent yet, so it enters nothing.
+    if (u.cell_id === null) return idle;
     const scope = scopesToEnter(view, unit)[0];
     return scope === undefined
       ? idle

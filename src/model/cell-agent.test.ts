@@ -3,10 +3,12 @@ import { describe, it } from 'node:test';
 import { ModelBuilder } from '../testing/model-builder.js';
 import { CellAgent, type CellAgentTransport, decideCellAgents } from './cell-agent.js';
 import { applyCellAgentActions, cellAgentView } from './cell-agent-service.js';
+import { assignUnitToCell } from './cell-rules.js';
 import { MemoryModel, type MemoryModelTxnRunner } from './memory-model-txn-runner.js';
 import { settleModel } from './model-settler.js';
 import { destroyService } from './service-rules.js';
 import { relationId, unitName } from './txn-parts.js';
+import { addUnit } from './unit-rules.js';
 
 const now = new Date('2026-11-22T12:00:00.000Z');
 const u = unitName;
@@ -105,6 +107,30 @@ describe('a cell agent (seed 003 Agents run by the cell)', () => {
     assert.equal(m.view.relation(relationId('web', 'log')), undefined);
     assert.equal(m.view.unit(u('db', 0))?.life, 'alive');
     assert.deepEqual([...m.view.scopesOfUnit(u('db', 0))], []);
+  });
+
+  it("a unit enters relation scope only once assigned, through its cell's agent (issue 19 item 10)", async () => {
+    const m = new ModelBuilder().cell('c1').service('web').service('db').units('db', 1, ['c1']);
+    m.apply((v) => addUnit(v, 'web', 0));
+    m.relate('web', 'db');
+    const web0 = u('web', 0);
+    const rel = relationId('web', 'db');
+    // Unassigned: neither the server's settle nor any cell's agent puts it in scope.
+    await settleModel(m.runner, { now });
+    assert.ok(!m.view.isInScope(rel, web0), 'an unassigned unit entered scope');
+    assert.deepEqual(
+      await applyCellAgentActions(m.runner, 'c1', [{ kind: 'enter-scope', unit: web0, relation: rel }], now),
+      [{ applied: false }],
+    );
+    m.apply((v) => assignUnitToCell(v, web0, 'c1'));
+    // Assigned to c1, which runs its own agents: the server still leaves the unit alone...
+    await settleModel(m.runner, { now, agentCells: new Set(['c1']) });
+    assert.ok(!m.view.isInScope(rel, web0), "the server entered scope for an agent cell's unit");
+    // ...and c1's agent enters it.
+    const agent = new CellAgent({ cellId: 'c1', transport: inProcess(m.runner, 'c1'), now: () => now });
+    const pass = await agent.passOnce();
+    assert.ok(pass.done.includes(`enter-scope ${web0}`), pass.done.join());
+    assert.ok(m.view.isInScope(rel, web0));
   });
 
   it("refuses an action on another cell's unit, and takes nothing for units on no cell or for removing cells", async () => {

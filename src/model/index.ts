@@ -60,6 +60,16 @@ export {
   versionFields,
 } from './deploy-plan.js';
 export {
+  type EntityActionKind,
+  entityActionKinds,
+  isEntityActionKind,
+  type LockingActionKind,
+} from './entity-action-kinds.js';
+export { entityOperations } from './entity-operation-table.js';
+export { EntityOperations } from './entity-operations.js';
+export { forcedCellSkips, forcedUnitSkips, precheckEntityRequest } from './entity-plan.js';
+export type { EntityRequest } from './entity-requests.js';
+export {
   instanceKey,
   isServiceOf,
   jobTaskGuid,

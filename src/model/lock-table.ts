@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../core/index.js';
+import type { LockingActionKind } from './entity-action-kinds.js';
 import { LockHeldError } from './model-errors.js';
 import { ancestors, isTreePath } from './tree-path.js';
 
@@ -34,7 +35,7 @@ export interface LockRequest {
 export interface LockRow extends LockRequest {
   readonly system: string;
   readonly action_id: string;
-  readonly action: 'deploy' | 'teardown';
+  readonly action: LockingActionKind;
   /** The deploy's path, or `/` for a teardown: what the error message names. */
   readonly action_path: string;
 }
@@ -80,7 +81,7 @@ export function checkLocks(held: readonly LockRow[], wanted: readonly LockRow[])
     for (const h of held) {
       if (h.system !== w.system || h.path !== w.path || h.action_id === w.action_id) continue;
       if (!lockCompatibility[h.mode][w.mode]) {
-        const what = w.action === 'teardown' ? 'tear down' : `deploy ${w.action_path}`;
+        const what = w.action === 'teardown' ? 'tear down' : `${w.action} ${w.action_path}`;
         return {
           ok: false,
           error: new LockHeldError(w.system, what, {

@@ -1,9 +1,10 @@
 import { BerthError } from '../core/index.js';
+import type { LockingActionKind } from './entity-action-kinds.js';
 
 /** The action that holds a system lock (seed 004: a conflicting action "will fail" at once). */
 export interface LockHolder {
   readonly action_id: string;
-  readonly action: 'deploy' | 'teardown';
+  readonly action: LockingActionKind;
   /** The path the holder acts on: its deploy path, or `/` for a teardown. */
   readonly action_path: string;
   /** The locked node that conflicts, and the mode the holder has on it. */

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { BerthError } from '../core/index.js';
 import { ModelBuilder } from '../testing/model-builder.js';
 import { cellAgentStep, provisionerStep, unitAgentStep } from './agent-rules.js';
-import { destroyCell } from './cell-rules.js';
+import { assignUnitToCell, destroyCell } from './cell-rules.js';
 import { runDueCleanups } from './cleanup-jobs.js';
 import { settleModel } from './model-settler.js';
 import { destroyRelation } from './relation-rules.js';
@@ -177,8 +177,15 @@ describe('seed 003 Agents (berth: the rep of each cell)', () => {
     assert.equal(m.view.cell('c1'), undefined);
   });
 
-  it('UA ("the easy side"): an Alive unit enters the scopes of its Alive relations', () => {
-    const m = new ModelBuilder().service('web').service('db').units('web', 1).relate('web', 'db');
+  it('UA ("the easy side"): an Alive unit enters the scopes of its Alive relations once on its cell', () => {
+    const m = new ModelBuilder().cell('c1').service('web').service('db').units('web', 1).relate('web', 'db');
+    // Issue 19 item 10: a UA runs on its unit's machine; an unassigned unit has none yet.
+    assert.equal(
+      m.step((v) => unitAgentStep(v, web0, now)),
+      'idle',
+    );
+    assert.ok(!m.view.isInScope(relationId('web', 'db'), web0));
+    m.apply((v) => assignUnitToCell(v, web0, 'c1'));
     assert.equal(
       m.step((v) => unitAgentStep(v, web0, now)),
       'txn',

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { BerthError, NotFoundError } from '../core/index.js';
 import { type ActionState, actionStateOf, assertActionMove, liveActionStateTexts } from './action-states.js';
+import type { LockingActionKind } from './entity-action-kinds.js';
 import { checkLocks, type LifecycleAction, type LockRow, lockRowsFor } from './lock-table.js';
 import type { ActionRow, SystemRow } from './sql-model-schema.js';
 import { modelRead, modelWrite, type SqlBackend } from './sql-model-txn-runner.js';
@@ -15,7 +16,8 @@ import {
 } from './system-service-record.js';
 import { phaseOnAccept, phaseOnFinish } from './system-status.js';
 
-export type ActionKind = 'deploy' | 'teardown';
+/** Seed 004's deploy and teardown, and the per-entity operations of seed 003 (`entity-requests.ts`). */
+export type ActionKind = LockingActionKind;
 export type { ActionState } from './action-states.js';
 
 /** A deploy's timeout when none is given (issue 19: `--timeout`, default 10 min). */
@@ -57,6 +59,8 @@ export interface AcceptActionRequest {
   readonly system: string;
   readonly action: LifecycleAction;
   readonly definition?: SystemDefinition;
+  /** An action's own parameters when it has no definition (a teardown's `--force`, who asked). */
+  readonly params?: unknown;
   readonly owner: string;
   /** Default `defaultActionTimeoutMs`. */
   readonly timeout_ms?: number;
@@ -136,7 +140,11 @@ export class SqlSystemStore {
         path: req.action.kind === 'teardown' ? '/' : req.action.path,
         state: 'accepted',
         reason: '',
-        definition: req.definition ? JSON.stringify(req.definition) : '',
+        definition: req.definition
+          ? JSON.stringify(req.definition)
+          : req.params !== undefined
+            ? JSON.stringify(req.params)
+            : '',
         owner: req.owner,
         heartbeat_at: now,
         created_at: now,
@@ -204,6 +212,9 @@ export class SqlSystemStore {
         .where('id', '=', id)
         .execute();
       await db.deleteFrom('model_locks').where('action_id', '=', id).execute();
+      // A per-entity operation changes a part of the system, never its phase.
+      const kind = action.kind;
+      if (kind !== 'deploy' && kind !== 'teardown') return true;
       const system = await db
         .selectFrom('model_systems')
         .selectAll()
@@ -211,7 +222,6 @@ export class SqlSystemStore {
         .executeTakeFirst();
       if (!system) return true;
       const from = toSystem(system).phase;
-      const kind = action.kind as ActionKind;
       await writeSystemPhase(
         db,
         action.system,

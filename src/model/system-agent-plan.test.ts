@@ -10,9 +10,11 @@ import {
   unitName,
 } from './instance-names.js';
 import { destroyRelation } from './relation-rules.js';
+import { destroyService } from './service-rules.js';
 import { destroySidecarUnit } from './sidecar-rules.js';
 import {
   planCellRetirement,
+  planRestore,
   planScopeEntries,
   planSidecarLRPPruning,
   planSidecarLRPs,
@@ -294,5 +296,52 @@ describe('system agent plan: cells that left the cluster are retired once empty'
     const view = model().cell('c3').view;
     assert.deepEqual(planCellRetirement(view, new Set(['c1'])), [{ kind: 'retire-cell', cell: 'c3' }]);
     assert.deepEqual(planCellRetirement(view, new Set(['c1', 'c2', 'c3'])), []);
+  });
+});
+
+describe('system agent plan: restore what was changed underneath (issue 19 item 2)', () => {
+  /** web at 2 instances, db at 1, as deployed; the model has both of web's units and db's. */
+  const asDeployed = () => [{ ...desired(webGuid), instances: 2 }, desired(dbGuid)];
+
+  it('nothing changed: nothing to restore (the sidecar and the job are not its business)', () => {
+    assert.deepEqual(planRestore({ services, view: model().view, desired: asDeployed() }), []);
+  });
+
+  it("a service's DesiredLRP removed underneath is desired again from its row, at the row's count", () => {
+    const [, dbLrp] = asDeployed();
+    assert.deepEqual(planRestore({ services, view: model().view, desired: [dbLrp!] }), [
+      { kind: 'restore-lrp', process_guid: webGuid, spec: spec('/web') },
+    ]);
+  });
+
+  it('instances changed underneath (lrp scale) are set back to the row’s count', () => {
+    const scaled = [
+      { ...desired(webGuid), instances: 5 },
+      { ...desired(dbGuid), instances: 0 },
+    ];
+    assert.deepEqual(planRestore({ services, view: model().view, desired: scaled }), [
+      { kind: 'restore-instances', process_guid: webGuid, instances: 2 },
+      { kind: 'restore-instances', process_guid: dbGuid, instances: 1 },
+    ]);
+  });
+
+  it('an Alive service missing the unit of an index it runs gets it back; a Dying one does not', () => {
+    const m = new ModelBuilder().service(web).service(db).units(web, 1, [], 1);
+    assert.deepEqual(planRestore({ services, view: m.view, desired: asDeployed() }), [
+      { kind: 'restore-unit', service: web, index: 0 },
+      { kind: 'restore-unit', service: db, index: 0 },
+    ]);
+    m.apply((v) => destroyService(v, db, now));
+    assert.deepEqual(
+      planRestore({ services, view: m.view, desired: asDeployed() }).map(
+        (a) => a.kind === 'restore-unit' && a.service,
+      ),
+      [web],
+    );
+  });
+
+  it('a row mid rolling update belongs to its deploy and is left alone', () => {
+    const rolling = services.map((r) => (r.path === '/web' ? { ...r, old_process_guid: 'shop.web.old' } : r));
+    assert.deepEqual(planRestore({ services: rolling, view: model().view, desired: [desired(dbGuid)] }), []);
   });
 });

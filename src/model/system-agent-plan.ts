@@ -46,7 +46,13 @@ export type SystemAgentAction =
   /** A sidecar unit's DesiredLRP whose unit is no longer alive (or gone). */
   | { readonly kind: 'remove-sidecar-lrp'; readonly process_guid: string }
   /** A cell that left the cluster with no units left on it: Dying → Dead → removed. */
-  | { readonly kind: 'retire-cell'; readonly cell: string };
+  | { readonly kind: 'retire-cell'; readonly cell: string }
+  /** Restore: a deployed service's DesiredLRP was removed underneath; desire it again. */
+  | { readonly kind: 'restore-lrp'; readonly process_guid: string; readonly spec: ServiceDefinition }
+  /** Restore: its instances were changed underneath (`lrp scale`, a restored backup). */
+  | { readonly kind: 'restore-instances'; readonly process_guid: string; readonly instances: number }
+  /** Restore: an Alive service lacks the unit of an instance index it runs (unit = instance index). */
+  | { readonly kind: 'restore-unit'; readonly service: string; readonly index: number };
 
 function serviceRows(services: readonly SystemServiceRecord[]): ServiceRecord[] {
   return services.filter((r): r is ServiceRecord => r.kind === 'service');
@@ -169,6 +175,37 @@ export function planCellRetirement(view: ModelView, liveCells: ReadonlySet<strin
   for (const cell of view.cells()) {
     if (liveCells.has(cell.id) || view.count('units-on-cell', cell.id) > 0) continue;
     out.push({ kind: 'retire-cell', cell: cell.id });
+  }
+  return out;
+}
+
+/**
+ * Issue 19 item 2: the system restores its desired state when its records were changed underneath
+ * (a restored backup, a write past its actions). One row per fact, read from the deployed service
+ * rows, which every action of the system keeps current (a deploy, `service scale`):
+ *  - a service's DesiredLRP is gone: desire it again, at the row's count;
+ *  - its instance count differs from the row's: set it back;
+ *  - its Alive model service lacks the unit of an index below that count: add it (a unit destroyed
+ *    by `unit destroy` is replaced once removed; its name is free only then).
+ * A row mid rolling update (`old_process_guid`) belongs to its deploy and is left alone; sidecar
+ * rows have one LRP per unit, which `planSidecarLRPs` restores.
+ */
+export function planRestore(
+  s: Pick<SystemAgentSnapshot, 'services' | 'desired' | 'view'>,
+): SystemAgentAction[] {
+  const desired = new Map(s.desired.map((d) => [d.process_guid, d]));
+  const out: SystemAgentAction[] = [];
+  for (const row of serviceRows(s.services)) {
+    if (isSidecarRecord(row) || row.old_process_guid !== null) continue;
+    const want = row.spec.instances;
+    const lrp = desired.get(row.process_guid);
+    if (!lrp) out.push({ kind: 'restore-lrp', process_guid: row.process_guid, spec: row.spec });
+    else if (lrp.instances !== want)
+      out.push({ kind: 'restore-instances', process_guid: row.process_guid, instances: want });
+    if (s.view.service(row.model_name)?.life !== 'alive') continue;
+    for (let index = 0; index < want; index++)
+      if (!s.view.unit(unitName(row.model_name, index)))
+        out.push({ kind: 'restore-unit', service: row.model_name, index });
   }
   return out;
 }

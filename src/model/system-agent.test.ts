@@ -137,4 +137,21 @@ describe('system agent applier (SQLite)', () => {
     await agent.apply('', [{ kind: 'retire-cell', cell: 'c3' }]);
     assert.equal((await runner.read()).cell('c3'), undefined);
   });
+  it('restore-lrp desires a removed LRP again; restore-instances sets its count back; restore-unit adds a unit', async () => {
+    const guid = serviceProcessGuid('shop', '/db', 'cccccccccccc');
+    const { subordinate_to: _principal, ...principalSpec } = logSpec;
+    const dbSpec: ServiceDefinition = { ...principalSpec, path: '/db', instances: 2 };
+    await agent.apply('shop', [{ kind: 'restore-lrp', process_guid: guid, spec: dbSpec }]);
+    let lrp = await store.getDesiredLRP({ process_guid: guid });
+    assert.deepEqual([lrp.instances, lrp.domain], [2, systemDomain('shop')]);
+    await store.updateDesiredLRP({ process_guid: guid, update: { instances: 7 } });
+    await agent.apply('shop', [{ kind: 'restore-instances', process_guid: guid, instances: 2 }]);
+    lrp = await store.getDesiredLRP({ process_guid: guid });
+    assert.equal(lrp.instances, 2);
+    await agent.apply('shop', [
+      { kind: 'restore-unit', service: db, index: 1 },
+      { kind: 'restore-unit', service: db, index: 1 },
+    ]);
+    assert.equal((await runner.read()).unit(unitName(db, 1))?.life, 'alive');
+  });
 });

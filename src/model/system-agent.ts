@@ -1,5 +1,5 @@
 import { cellPlacementTag } from '../bbs/index.js';
-import { describeError, isSuperseded } from '../core/index.js';
+import { describeError, isSuperseded, orAbsent } from '../core/index.js';
 import {
   addCell,
   assignUnitToCell,
@@ -8,13 +8,14 @@ import {
   moveUnitToCell,
   removeCell,
 } from './cell-rules.js';
-import { systemDomain } from './instance-names.js';
+import { systemDomain, unitName } from './instance-names.js';
 import { runTxn } from './model-txn-runner.js';
 import type { ModelView } from './model-types.js';
 import { enterScope } from './relation-rules.js';
 import { addSidecarUnit } from './sidecar-rules.js';
 import {
   planCellRetirement,
+  planRestore,
   planScopeEntries,
   planSidecarLRPPruning,
   planSidecarLRPs,
@@ -30,6 +31,7 @@ import {
   removeDesiredLRP,
   type SystemsContext,
 } from './systems-context.js';
+import { addUnit } from './unit-rules.js';
 
 /**
  * The unit agents' side for every system, run by the server: fetch a snapshot, plan with the pure
@@ -70,6 +72,10 @@ export class SystemAgent {
   async reconcile(system: string): Promise<void> {
     const { store, systems, runner } = this.#ctx;
     const services = await systems.listServices(system);
+    await this.apply(
+      system,
+      planRestore({ services, desired: await this.#desired(system), view: await runner.read() }),
+    );
     const actuals = primaries(await store.listActualLRPs({ domain: systemDomain(system) }));
     await this.apply(system, planUnitPlacement({ services, actuals, view: await runner.read() }));
     const cells = await agentCells(store);
@@ -139,6 +145,32 @@ export class SystemAgent {
       case 'remove-sidecar-lrp':
         await removeDesiredLRP(store, action.process_guid);
         return;
+      case 'restore-lrp':
+        log('restoring a removed DesiredLRP', { system, process_guid: action.process_guid });
+        await ensureDesiredLRP(store, action.process_guid, action.spec, action.spec.instances, system, []);
+        return;
+      case 'restore-instances':
+        log('restoring instances', {
+          system,
+          process_guid: action.process_guid,
+          instances: action.instances,
+        });
+        await orAbsent(
+          store.updateDesiredLRP({
+            process_guid: action.process_guid,
+            update: { instances: action.instances },
+          }),
+        );
+        return;
+      case 'restore-unit': {
+        const { service, index } = action;
+        await runTxn(runner, (v) =>
+          v.service(service)?.life === 'alive' && !v.unit(unitName(service, index))
+            ? addUnit(v, service, index)
+            : null,
+        );
+        return;
+      }
       case 'retire-cell': {
         const id = action.cell;
         await runTxn(runner, (v) => (v.cell(id)?.life === 'alive' ? destroyCell(v, id) : null));

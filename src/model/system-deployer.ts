@@ -8,6 +8,9 @@ import { type AgentActionResult, applyCellAgentActions, cellAgentView } from './
 import { sealDefinition } from './definition-secrets.js';
 import { DeployExecutor } from './deploy-executor.js';
 import { type DeployRecord, listDeployHistory, pickRollbackTarget } from './deploy-history.js';
+import { EntityExecutor, type RecordUserAction } from './entity-executor.js';
+import { dispatchAction, EntityOperations } from './entity-operations.js';
+import type { StoredTeardownParams } from './entity-requests.js';
 import { planLocks } from './lock-table.js';
 import type { ModelData } from './memory-model-txn-runner.js';
 import { type ActionProgress, actionProgress } from './rollout-observe.js';
@@ -49,6 +52,8 @@ export interface SystemDeployerOptions {
   readonly onEvents?: (listener: () => void) => () => void;
   /** Where the secret key lives (`secrets.key`, made on first use); without it, secrets are refused. */
   readonly secretKeyDir?: string;
+  /** Container history's user items (the server binds `recordUserAction` to its history store). */
+  readonly recordUserAction?: RecordUserAction;
 }
 
 /** The body of `POST /v1/deploys`. */
@@ -72,6 +77,8 @@ export class SystemDeployer {
   readonly systems: SqlSystemStore;
   readonly runner: SqlModelTxnRunner;
   readonly owner: string;
+  /** Seed 003's per-entity commands (`unit destroy`, `service scale`, …), as actions. */
+  readonly entities: EntityOperations;
   readonly #ctx: SystemsContext;
   readonly #newId: () => string;
   readonly #actions: ActionRunner;
@@ -97,9 +104,10 @@ export class SystemDeployer {
     this.#agent = new SystemAgent(this.#ctx);
     this.#statusView = new SystemStatusView(this.#ctx);
     const executor = new DeployExecutor(this.#ctx, (system) => this.#agent.reconcile(system));
+    const entityExecutor = new EntityExecutor(this.#ctx, options.recordUserAction);
     this.#actions = new ActionRunner({
       systems: this.systems,
-      execute: (work, control) => executor.execute(work, control),
+      execute: dispatchAction(executor, entityExecutor, this.#ctx),
       ...(options.owner !== undefined ? { owner: options.owner } : {}),
       pollMs: options.pollMs ?? 500,
       heartbeatMs: options.heartbeatMs ?? 5_000,
@@ -110,6 +118,12 @@ export class SystemDeployer {
       ...(options.onEvents ? { onEvents: options.onEvents } : {}),
     });
     this.owner = this.#actions.owner;
+    this.entities = new EntityOperations({
+      ctx: this.#ctx,
+      owner: this.owner,
+      newId: this.#newId,
+      run: (work) => this.#actions.run(work),
+    });
   }
 
   static async open(options: SystemDeployerOptions): Promise<SystemDeployer> {
@@ -189,14 +203,20 @@ export class SystemDeployer {
     return this.#acceptDeploy(work.definition, target.path, user, undefined, target.id);
   }
 
-  async teardown(system: string, timeoutMs?: number, user?: string): Promise<ActionRecord> {
+  /** `force`: the system's units are forced first (seed 003), recorded as `user`'s doing. */
+  async teardown(
+    system: string,
+    options: { force?: boolean; user?: string; timeoutMs?: number | undefined } = {},
+  ): Promise<ActionRecord> {
+    const params: StoredTeardownParams = { force: options.force === true, user: options.user ?? 'anonymous' };
     const accepted = await this.systems.acceptAction({
       id: this.#newId(),
       system,
       action: { kind: 'teardown' },
+      params,
       owner: this.owner,
-      timeout_ms: timeoutMs ?? this.#ctx.actionTimeoutMs,
-      ...(user !== undefined ? { user } : {}),
+      timeout_ms: options.timeoutMs ?? this.#ctx.actionTimeoutMs,
+      ...(options.user !== undefined ? { user: options.user } : {}),
     });
     this.#actions.run({ ...accepted, definition: null });
     return accepted;

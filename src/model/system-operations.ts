@@ -27,10 +27,12 @@ export const systemOperations = {
     undefined,
     ActionRecord & { progress?: ActionProgress }
   >('GET', '/v1/deploys/:id'),
-  teardown: httpOperation<{ name: string }, { readonly timeout_ms?: string }, undefined, ActionRecord>(
-    'POST',
-    '/v1/systems/:name/teardown',
-  ),
+  teardown: httpOperation<
+    { name: string },
+    { readonly timeout_ms?: string; readonly force?: 'true' | 'false' },
+    undefined,
+    ActionRecord
+  >('POST', '/v1/systems/:name/teardown'),
   listSystems: httpOperation<
     undefined,
     QueryOf<typeof PageQuery>,
