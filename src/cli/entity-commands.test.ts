@@ -7,7 +7,7 @@ import { BbsClient } from '../bbs/index.js';
 import { type ActionRecord, isLiveAction } from '../model/index.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { type ServerProcess, startServerProcess } from '../testing/server-process.js';
-import { playCells } from '../testing/system-cells.js';
+import { playCells, playSystem } from '../testing/system-cells.js';
 import { parseEntityAddress } from './entity-commands.js';
 
 const shop = `system: shop
@@ -37,12 +37,14 @@ describe('berth unit|service|relation|cell addresses (bad input first)', () => {
 describe('per-entity commands against a real berth server (SQLite)', () => {
   const dirs: string[] = [];
   const servers: ServerProcess[] = [];
+  const stops: (() => void)[] = [];
   const tmp = () => {
     const d = mkdtempSync(join(tmpdir(), 'berth-entity-cli-'));
     dirs.push(d);
     return d;
   };
   after(async () => {
+    for (const stop of stops) stop();
     for (const s of servers)
       if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -61,6 +63,9 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
     const dir = tmp();
     const s = await start(dir);
     const at = ['--server', s.url];
+    // The cells' side, through the server's BBS API: deploys last until the system has rolled out.
+    const stopPlaying = playSystem(new BbsClient(s.url), 'shop', undefined, 100);
+    stops.push(stopPlaying);
     writeFileSync(join(dir, 'shop.yaml'), shop);
     const deployed = await runBerth(['deploy', join(dir, 'shop.yaml'), '--wait', ...at]);
     assert.equal(deployed.code, 0, deployed.stderr);
@@ -96,7 +101,7 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
     assert.equal(added.code, 0, added.stderr);
     assert.match(
       added.stdout,
-      /^ACTION\s+KIND\s+SYSTEM\s+TARGET\s+STATE\n\S+\s+relation-add\s+shop\s+\/web \/db\s+running/,
+      /^ACTION\s+KIND\s+SYSTEM\s+TARGET\s+STATE\n\S+\s+relation-add\s+shop\s+\/web \/db\s+(accepted|in_progress)/,
     );
     const status = await runBerth(['system', 'status', 'shop', '--format', 'json', ...at]);
     const services = (JSON.parse(status.stdout) as { services: { path: string; units: unknown[] }[] })
@@ -109,6 +114,7 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
 
     const down = await runBerth(['teardown', 'shop', '--force', '--wait', ...at]);
     assert.equal(down.code, 0, down.stderr);
+    stopPlaying();
   });
 
   it('kill -9 of the server while a unit destroy waits for a dead agent, restart: the action resumes and ends, no lock leaked', {
@@ -117,7 +123,10 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
     const dir = tmp();
     let s = await start(dir);
     writeFileSync(join(dir, 'shop.yaml'), shop);
+    const stopPlaying = playSystem(new BbsClient(s.url), 'shop', undefined, 100);
+    stops.push(stopPlaying);
     const deployed = await runBerth(['deploy', join(dir, 'shop.yaml'), '--wait', '--server', s.url]);
+    stopPlaying();
     assert.equal(deployed.code, 0, deployed.stderr);
     // This process plays the cells through the server's BBS API, as cells do: cell-0 says it runs
     // its own agents (so the server leaves its units to it) but they never act, and its presence
