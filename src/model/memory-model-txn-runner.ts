@@ -59,17 +59,17 @@ function integrity(rule: string, message: string): BerthError {
  * O(batch), not O(units).
  */
 export class MemoryModel implements ModelView {
-  private readonly cellDocs = new Map<string, CellDoc>();
-  private readonly serviceDocs = new Map<string, ServiceDoc>();
-  private readonly unitDocs = new Map<string, UnitDoc>();
-  private readonly relationDocs = new Map<string, RelationDoc>();
-  private readonly cleanupDocs = new Map<string, CleanupJob>();
-  private readonly unitsByServiceLife = new Map<string, Map<Life, Set<string>>>();
-  private readonly unitsByCell = new Map<string, Set<string>>();
-  private readonly subsByPrincipal = new Map<string, Set<string>>();
-  private readonly relationsByService = new Map<string, Set<string>>();
-  private readonly scopeUnits = new Map<string, Set<string>>();
-  private readonly unitScopes = new Map<string, Set<string>>();
+  readonly #cellDocs = new Map<string, CellDoc>();
+  readonly #serviceDocs = new Map<string, ServiceDoc>();
+  readonly #unitDocs = new Map<string, UnitDoc>();
+  readonly #relationDocs = new Map<string, RelationDoc>();
+  readonly #cleanupDocs = new Map<string, CleanupJob>();
+  readonly #unitsByServiceLife = new Map<string, Map<Life, Set<string>>>();
+  readonly #unitsByCell = new Map<string, Set<string>>();
+  readonly #subsByPrincipal = new Map<string, Set<string>>();
+  readonly #relationsByService = new Map<string, Set<string>>();
+  readonly #scopeUnits = new Map<string, Set<string>>();
+  readonly #unitScopes = new Map<string, Set<string>>();
 
   /**
    * A model from plain data (`toData`'s shape): every record goes through the same checked inserts
@@ -91,79 +91,79 @@ export class MemoryModel implements ModelView {
   }
 
   cell(id: string): CellDoc | undefined {
-    return this.cellDocs.get(id);
+    return this.#cellDocs.get(id);
   }
   service(name: string): ServiceDoc | undefined {
-    return this.serviceDocs.get(name);
+    return this.#serviceDocs.get(name);
   }
   unit(name: string): UnitDoc | undefined {
-    return this.unitDocs.get(name);
+    return this.#unitDocs.get(name);
   }
   relation(id: string): RelationDoc | undefined {
-    return this.relationDocs.get(id);
+    return this.#relationDocs.get(id);
   }
   cleanup(id: string): CleanupJob | undefined {
-    return this.cleanupDocs.get(id);
+    return this.#cleanupDocs.get(id);
   }
   cells(): Iterable<CellDoc> {
-    return this.cellDocs.values();
+    return this.#cellDocs.values();
   }
   services(): Iterable<ServiceDoc> {
-    return this.serviceDocs.values();
+    return this.#serviceDocs.values();
   }
   relations(): Iterable<RelationDoc> {
-    return this.relationDocs.values();
+    return this.#relationDocs.values();
   }
   cleanups(): Iterable<CleanupJob> {
-    return this.cleanupDocs.values();
+    return this.#cleanupDocs.values();
   }
   *unitsOfService(service: string, life?: Life): Iterable<string> {
-    const byLife = this.unitsByServiceLife.get(service);
+    const byLife = this.#unitsByServiceLife.get(service);
     if (!byLife) return;
     for (const [l, names] of byLife) if (life === undefined || l === life) yield* names;
   }
   unitsOnCell(cell: string): Iterable<string> {
-    return this.unitsByCell.get(cell) ?? emptySet;
+    return this.#unitsByCell.get(cell) ?? emptySet;
   }
   subordinatesOf(unit: string): Iterable<string> {
-    return this.subsByPrincipal.get(unit) ?? emptySet;
+    return this.#subsByPrincipal.get(unit) ?? emptySet;
   }
   relationsOfService(service: string): Iterable<string> {
-    return this.relationsByService.get(service) ?? emptySet;
+    return this.#relationsByService.get(service) ?? emptySet;
   }
   unitsInScope(relation: string): Iterable<string> {
-    return this.scopeUnits.get(relation) ?? emptySet;
+    return this.#scopeUnits.get(relation) ?? emptySet;
   }
   scopesOfUnit(unit: string): Iterable<string> {
-    return this.unitScopes.get(unit) ?? emptySet;
+    return this.#unitScopes.get(unit) ?? emptySet;
   }
   isInScope(relation: string, unit: string): boolean {
-    return this.scopeUnits.get(relation)?.has(unit) ?? false;
+    return this.#scopeUnits.get(relation)?.has(unit) ?? false;
   }
 
   count(of: CountKind, id: string): number {
     switch (of) {
       case 'units-of-service': {
         let n = 0;
-        for (const names of this.unitsByServiceLife.get(id)?.values() ?? []) n += names.size;
+        for (const names of this.#unitsByServiceLife.get(id)?.values() ?? []) n += names.size;
         return n;
       }
       case 'alive-units-of-service':
-        return this.unitsByServiceLife.get(id)?.get('alive')?.size ?? 0;
+        return this.#unitsByServiceLife.get(id)?.get('alive')?.size ?? 0;
       case 'relations-of-service':
-        return this.relationsByService.get(id)?.size ?? 0;
+        return this.#relationsByService.get(id)?.size ?? 0;
       case 'alive-relations-of-service':
-        return countWhere(this.relationsOfService(id), (r) => this.relationDocs.get(r)?.life === 'alive');
+        return countWhere(this.relationsOfService(id), (r) => this.#relationDocs.get(r)?.life === 'alive');
       case 'units-on-cell':
-        return this.unitsByCell.get(id)?.size ?? 0;
+        return this.#unitsByCell.get(id)?.size ?? 0;
       case 'subordinates-of-unit':
-        return this.subsByPrincipal.get(id)?.size ?? 0;
+        return this.#subsByPrincipal.get(id)?.size ?? 0;
       case 'alive-subordinates-of-unit':
-        return countWhere(this.subordinatesOf(id), (u) => this.unitDocs.get(u)?.life === 'alive');
+        return countWhere(this.subordinatesOf(id), (u) => this.#unitDocs.get(u)?.life === 'alive');
       case 'scope-of-relation':
-        return this.scopeUnits.get(id)?.size ?? 0;
+        return this.#scopeUnits.get(id)?.size ?? 0;
       case 'scopes-of-unit':
-        return this.unitScopes.get(id)?.size ?? 0;
+        return this.#unitScopes.get(id)?.size ?? 0;
     }
   }
 
@@ -180,143 +180,144 @@ export class MemoryModel implements ModelView {
   applyOp(rule: string, op: Op): Undo {
     switch (op.op) {
       case 'insert-cell':
-        if (this.cellDocs.has(op.cell.id)) throw integrity(rule, `cell ${op.cell.id} exists`);
-        this.cellDocs.set(op.cell.id, op.cell);
-        return () => this.cellDocs.delete(op.cell.id);
+        if (this.#cellDocs.has(op.cell.id)) throw integrity(rule, `cell ${op.cell.id} exists`);
+        this.#cellDocs.set(op.cell.id, op.cell);
+        return () => this.#cellDocs.delete(op.cell.id);
       case 'insert-service':
-        if (this.serviceDocs.has(op.service.name)) throw integrity(rule, `service ${op.service.name} exists`);
-        this.serviceDocs.set(op.service.name, op.service);
-        return () => this.serviceDocs.delete(op.service.name);
+        if (this.#serviceDocs.has(op.service.name))
+          throw integrity(rule, `service ${op.service.name} exists`);
+        this.#serviceDocs.set(op.service.name, op.service);
+        return () => this.#serviceDocs.delete(op.service.name);
       case 'insert-unit': {
         const u = op.unit;
-        if (this.unitDocs.has(u.name)) throw integrity(rule, `unit ${u.name} exists`);
-        if (!this.serviceDocs.has(u.service)) throw integrity(rule, `service ${u.service} is missing`);
-        if (u.principal !== null && !this.unitDocs.has(u.principal)) {
+        if (this.#unitDocs.has(u.name)) throw integrity(rule, `unit ${u.name} exists`);
+        if (!this.#serviceDocs.has(u.service)) throw integrity(rule, `service ${u.service} is missing`);
+        if (u.principal !== null && !this.#unitDocs.has(u.principal)) {
           throw integrity(rule, `principal ${u.principal} is missing`);
         }
-        if (u.cell_id !== null && !this.cellDocs.has(u.cell_id))
+        if (u.cell_id !== null && !this.#cellDocs.has(u.cell_id))
           throw integrity(rule, `cell ${u.cell_id} is missing`);
-        this.putUnit(u);
-        return () => this.dropUnit(u);
+        this.#putUnit(u);
+        return () => this.#dropUnit(u);
       }
       case 'insert-relation': {
         const r = op.relation;
-        if (this.relationDocs.has(r.id)) throw integrity(rule, `relation ${r.id} exists`);
+        if (this.#relationDocs.has(r.id)) throw integrity(rule, `relation ${r.id} exists`);
         for (const s of r.endpoints)
-          if (!this.serviceDocs.has(s)) throw integrity(rule, `service ${s} is missing`);
-        this.relationDocs.set(r.id, r);
-        for (const s of r.endpoints) addTo(this.relationsByService, s, r.id);
+          if (!this.#serviceDocs.has(s)) throw integrity(rule, `service ${s} is missing`);
+        this.#relationDocs.set(r.id, r);
+        for (const s of r.endpoints) addTo(this.#relationsByService, s, r.id);
         return () => {
-          this.relationDocs.delete(r.id);
-          for (const s of r.endpoints) deleteFrom(this.relationsByService, s, r.id);
+          this.#relationDocs.delete(r.id);
+          for (const s of r.endpoints) deleteFrom(this.#relationsByService, s, r.id);
         };
       }
       case 'set-life':
-        return this.setLife(rule, op.entity, op.to);
+        return this.#setLife(rule, op.entity, op.to);
       case 'remove':
-        return this.remove(rule, op.entity);
+        return this.#remove(rule, op.entity);
       case 'assign-unit': {
-        const before = this.unitDocs.get(op.unit);
+        const before = this.#unitDocs.get(op.unit);
         if (!before) throw integrity(rule, `unit ${op.unit} is missing`);
-        if (!this.cellDocs.has(op.cell_id)) throw integrity(rule, `cell ${op.cell_id} is missing`);
-        return this.replaceUnit(before, { ...before, cell_id: op.cell_id });
+        if (!this.#cellDocs.has(op.cell_id)) throw integrity(rule, `cell ${op.cell_id} is missing`);
+        return this.#replaceUnit(before, { ...before, cell_id: op.cell_id });
       }
       case 'enter-scope': {
-        if (!this.relationDocs.has(op.relation) || !this.unitDocs.has(op.unit)) {
+        if (!this.#relationDocs.has(op.relation) || !this.#unitDocs.has(op.unit)) {
           throw integrity(rule, `relation ${op.relation} or unit ${op.unit} is missing`);
         }
         if (this.isInScope(op.relation, op.unit)) throw integrity(rule, `${op.unit} is already in scope`);
-        addTo(this.scopeUnits, op.relation, op.unit);
-        addTo(this.unitScopes, op.unit, op.relation);
+        addTo(this.#scopeUnits, op.relation, op.unit);
+        addTo(this.#unitScopes, op.unit, op.relation);
         return () => {
-          deleteFrom(this.scopeUnits, op.relation, op.unit);
-          deleteFrom(this.unitScopes, op.unit, op.relation);
+          deleteFrom(this.#scopeUnits, op.relation, op.unit);
+          deleteFrom(this.#unitScopes, op.unit, op.relation);
         };
       }
       case 'leave-scope': {
         if (!this.isInScope(op.relation, op.unit)) throw integrity(rule, `${op.unit} is not in scope`);
-        deleteFrom(this.scopeUnits, op.relation, op.unit);
-        deleteFrom(this.unitScopes, op.unit, op.relation);
+        deleteFrom(this.#scopeUnits, op.relation, op.unit);
+        deleteFrom(this.#unitScopes, op.unit, op.relation);
         return () => {
-          addTo(this.scopeUnits, op.relation, op.unit);
-          addTo(this.unitScopes, op.unit, op.relation);
+          addTo(this.#scopeUnits, op.relation, op.unit);
+          addTo(this.#unitScopes, op.unit, op.relation);
         };
       }
       case 'insert-cleanup': {
-        if (this.cleanupDocs.has(op.job.id)) return () => {};
-        this.cleanupDocs.set(op.job.id, op.job);
-        return () => this.cleanupDocs.delete(op.job.id);
+        if (this.#cleanupDocs.has(op.job.id)) return () => {};
+        this.#cleanupDocs.set(op.job.id, op.job);
+        return () => this.#cleanupDocs.delete(op.job.id);
       }
       case 'remove-cleanup': {
-        const before = this.cleanupDocs.get(op.id);
+        const before = this.#cleanupDocs.get(op.id);
         if (!before) return () => {};
-        this.cleanupDocs.delete(op.id);
-        return () => this.cleanupDocs.set(op.id, before);
+        this.#cleanupDocs.delete(op.id);
+        return () => this.#cleanupDocs.set(op.id, before);
       }
     }
   }
 
-  private setLife(rule: string, entity: EntityRef, to: Life): Undo {
+  #setLife(rule: string, entity: EntityRef, to: Life): Undo {
     const from = this.lifeOf(entity);
     if (from === undefined) throw integrity(rule, `${entity.kind} ${entity.id} is missing`);
     assertLifeMove(entity.kind, from, to, entity.id);
     switch (entity.kind) {
       case 'cell':
-        return this.replaceDoc(this.cellDocs, entity.id, to);
+        return this.#replaceDoc(this.#cellDocs, entity.id, to);
       case 'service':
-        return this.replaceDoc(this.serviceDocs, entity.id, to);
+        return this.#replaceDoc(this.#serviceDocs, entity.id, to);
       case 'relation':
-        return this.replaceDoc(this.relationDocs, entity.id, to);
+        return this.#replaceDoc(this.#relationDocs, entity.id, to);
       case 'unit': {
-        const before = this.unitDocs.get(entity.id)!;
-        return this.replaceUnit(before, { ...before, life: to });
+        const before = this.#unitDocs.get(entity.id)!;
+        return this.#replaceUnit(before, { ...before, life: to });
       }
     }
   }
 
-  private replaceDoc<T extends { readonly life: Life }>(map: Map<string, T>, id: string, to: Life): Undo {
+  #replaceDoc<T extends { readonly life: Life }>(map: Map<string, T>, id: string, to: Life): Undo {
     const before = map.get(id)!;
     map.set(id, { ...before, life: to });
     return () => map.set(id, before);
   }
 
-  private remove(rule: string, entity: EntityRef): Undo {
+  #remove(rule: string, entity: EntityRef): Undo {
     const from = this.lifeOf(entity);
     if (from === undefined) throw integrity(rule, `${entity.kind} ${entity.id} is missing`);
     assertLifeMove(entity.kind, from, 'removed', entity.id);
     // Seed 003 "References": where X references Y, Y cannot go while X exists.
-    const referrers = this.referrers(entity.kind, entity.id);
+    const referrers = this.#referrers(entity.kind, entity.id);
     if (referrers > 0)
       throw integrity(rule, `${entity.kind} ${entity.id} is still referenced ${referrers} times`);
     switch (entity.kind) {
       case 'cell': {
-        const before = this.cellDocs.get(entity.id)!;
-        this.cellDocs.delete(entity.id);
-        return () => this.cellDocs.set(entity.id, before);
+        const before = this.#cellDocs.get(entity.id)!;
+        this.#cellDocs.delete(entity.id);
+        return () => this.#cellDocs.set(entity.id, before);
       }
       case 'service': {
-        const before = this.serviceDocs.get(entity.id)!;
-        this.serviceDocs.delete(entity.id);
-        return () => this.serviceDocs.set(entity.id, before);
+        const before = this.#serviceDocs.get(entity.id)!;
+        this.#serviceDocs.delete(entity.id);
+        return () => this.#serviceDocs.set(entity.id, before);
       }
       case 'relation': {
-        const before = this.relationDocs.get(entity.id)!;
-        this.relationDocs.delete(entity.id);
-        for (const s of before.endpoints) deleteFrom(this.relationsByService, s, before.id);
+        const before = this.#relationDocs.get(entity.id)!;
+        this.#relationDocs.delete(entity.id);
+        for (const s of before.endpoints) deleteFrom(this.#relationsByService, s, before.id);
         return () => {
-          this.relationDocs.set(entity.id, before);
-          for (const s of before.endpoints) addTo(this.relationsByService, s, before.id);
+          this.#relationDocs.set(entity.id, before);
+          for (const s of before.endpoints) addTo(this.#relationsByService, s, before.id);
         };
       }
       case 'unit': {
-        const before = this.unitDocs.get(entity.id)!;
-        this.dropUnit(before);
-        return () => this.putUnit(before);
+        const before = this.#unitDocs.get(entity.id)!;
+        this.#dropUnit(before);
+        return () => this.#putUnit(before);
       }
     }
   }
 
-  private referrers(kind: EntityKind, id: string): number {
+  #referrers(kind: EntityKind, id: string): number {
     switch (kind) {
       case 'cell':
         return this.count('units-on-cell', id);
@@ -329,35 +330,35 @@ export class MemoryModel implements ModelView {
     }
   }
 
-  private putUnit(u: UnitDoc): void {
-    this.unitDocs.set(u.name, u);
-    let byLife = this.unitsByServiceLife.get(u.service);
+  #putUnit(u: UnitDoc): void {
+    this.#unitDocs.set(u.name, u);
+    let byLife = this.#unitsByServiceLife.get(u.service);
     if (!byLife) {
       byLife = new Map();
-      this.unitsByServiceLife.set(u.service, byLife);
+      this.#unitsByServiceLife.set(u.service, byLife);
     }
     addTo(byLife, u.life, u.name);
-    if (u.cell_id !== null) addTo(this.unitsByCell, u.cell_id, u.name);
-    if (u.principal !== null) addTo(this.subsByPrincipal, u.principal, u.name);
+    if (u.cell_id !== null) addTo(this.#unitsByCell, u.cell_id, u.name);
+    if (u.principal !== null) addTo(this.#subsByPrincipal, u.principal, u.name);
   }
 
-  private dropUnit(u: UnitDoc): void {
-    this.unitDocs.delete(u.name);
-    const byLife = this.unitsByServiceLife.get(u.service);
+  #dropUnit(u: UnitDoc): void {
+    this.#unitDocs.delete(u.name);
+    const byLife = this.#unitsByServiceLife.get(u.service);
     if (byLife) {
       deleteFrom(byLife, u.life, u.name);
-      if (byLife.size === 0) this.unitsByServiceLife.delete(u.service);
+      if (byLife.size === 0) this.#unitsByServiceLife.delete(u.service);
     }
-    if (u.cell_id !== null) deleteFrom(this.unitsByCell, u.cell_id, u.name);
-    if (u.principal !== null) deleteFrom(this.subsByPrincipal, u.principal, u.name);
+    if (u.cell_id !== null) deleteFrom(this.#unitsByCell, u.cell_id, u.name);
+    if (u.principal !== null) deleteFrom(this.#subsByPrincipal, u.principal, u.name);
   }
 
-  private replaceUnit(before: UnitDoc, after: UnitDoc): Undo {
-    this.dropUnit(before);
-    this.putUnit(after);
+  #replaceUnit(before: UnitDoc, after: UnitDoc): Undo {
+    this.#dropUnit(before);
+    this.#putUnit(after);
     return () => {
-      this.dropUnit(after);
-      this.putUnit(before);
+      this.#dropUnit(after);
+      this.#putUnit(before);
     };
   }
 
@@ -368,14 +369,14 @@ export class MemoryModel implements ModelView {
       (a: T, b: T) =>
         key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
     const scopes: [string, string][] = [];
-    for (const [relation, units] of this.scopeUnits) for (const unit of units) scopes.push([relation, unit]);
+    for (const [relation, units] of this.#scopeUnits) for (const unit of units) scopes.push([relation, unit]);
     return {
-      cells: [...this.cellDocs.values()].sort(byKey((c) => c.id)),
-      services: [...this.serviceDocs.values()].sort(byKey((s) => s.name)),
-      units: [...this.unitDocs.values()].sort(byKey((u) => u.name)),
-      relations: [...this.relationDocs.values()].sort(byKey((r) => r.id)),
+      cells: [...this.#cellDocs.values()].sort(byKey((c) => c.id)),
+      services: [...this.#serviceDocs.values()].sort(byKey((s) => s.name)),
+      units: [...this.#unitDocs.values()].sort(byKey((u) => u.name)),
+      relations: [...this.#relationDocs.values()].sort(byKey((r) => r.id)),
       scopes: scopes.sort(byKey((s) => `${s[0]}\u0000${s[1]}`)),
-      cleanups: [...this.cleanupDocs.values()].sort(byKey((j) => j.id)),
+      cleanups: [...this.#cleanupDocs.values()].sort(byKey((j) => j.id)),
     };
   }
 }
@@ -400,10 +401,10 @@ export interface TxnRunnerStats {
  */
 export class MemoryModelTxnRunner implements ModelTxnRunner {
   readonly model: MemoryModel;
-  private txns = 0;
-  private aborted = 0;
-  private largest = 0;
-  private largestRule = '';
+  #txns = 0;
+  #aborted = 0;
+  #largest = 0;
+  #largestRule = '';
 
   constructor(model: MemoryModel = new MemoryModel()) {
     this.model = model;
@@ -421,7 +422,7 @@ export class MemoryModelTxnRunner implements ModelTxnRunner {
   apply(txn: ModelTxn): void {
     const failed = this.model.failedAssert(txn.asserts);
     if (failed !== null) {
-      this.aborted++;
+      this.#aborted++;
       throw new TxnAbortedError(txn.rule, failed);
     }
     const undo: Undo[] = [];
@@ -431,28 +432,28 @@ export class MemoryModelTxnRunner implements ModelTxnRunner {
       for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
       throw err;
     }
-    this.txns++;
+    this.#txns++;
     const size = txn.asserts.length + txn.ops.length;
-    if (size > this.largest) {
-      this.largest = size;
-      this.largestRule = txn.rule;
+    if (size > this.#largest) {
+      this.#largest = size;
+      this.#largestRule = txn.rule;
     }
   }
 
   /** Starts counting afresh (a benchmark measures one phase). */
   resetStats(): void {
-    this.txns = 0;
-    this.aborted = 0;
-    this.largest = 0;
-    this.largestRule = '';
+    this.#txns = 0;
+    this.#aborted = 0;
+    this.#largest = 0;
+    this.#largestRule = '';
   }
 
   stats(): TxnRunnerStats {
     return {
-      txns: this.txns,
-      aborted: this.aborted,
-      largest_txn_size: this.largest,
-      largest_txn_rule: this.largestRule,
+      txns: this.#txns,
+      aborted: this.#aborted,
+      largest_txn_size: this.#largest,
+      largest_txn_rule: this.#largestRule,
     };
   }
 }

@@ -60,7 +60,7 @@ const tableOf = {
  */
 export class SqlModelTxnRunner implements ModelTxnRunner {
   readonly backend: SqlBackend;
-  private cache: { version: number; runner: MemoryModelTxnRunner } | undefined;
+  #cache: { version: number; runner: MemoryModelTxnRunner } | undefined;
 
   private constructor(backend: SqlBackend) {
     this.backend = backend;
@@ -74,12 +74,12 @@ export class SqlModelTxnRunner implements ModelTxnRunner {
 
   async read(): Promise<ModelView> {
     const version = await modelRead(this.backend, (db) => currentVersion(db));
-    if (this.cache && this.cache.version === version) return this.cache.runner.model;
+    if (this.#cache && this.#cache.version === version) return this.#cache.runner.model;
     const loaded = await modelRead(this.backend, async (db) => ({
       version: await currentVersion(db),
       model: await loadModel(db),
     }));
-    this.cache = { version: loaded.version, runner: new MemoryModelTxnRunner(loaded.model) };
+    this.#cache = { version: loaded.version, runner: new MemoryModelTxnRunner(loaded.model) };
     return loaded.model;
   }
 
@@ -96,7 +96,7 @@ export class SqlModelTxnRunner implements ModelTxnRunner {
       await db.updateTable('model_meta').set({ version: sql`version + 1` }).where('id', '=', 1).execute();
       return currentVersion(db);
     });
-    const cache = this.cache;
+    const cache = this.#cache;
     if (cache && cache.version === version - 1) {
       try {
         cache.runner.apply(txn);
@@ -107,7 +107,7 @@ export class SqlModelTxnRunner implements ModelTxnRunner {
         // the next read reloads.
       }
     }
-    this.cache = undefined;
+    this.#cache = undefined;
   }
 }
 
