@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { DesiredLRP } from '../bbs/index.js';
 import type { ActionRecord, DeployRecord } from '../model/index.js';
 import { postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
-import { playCells } from '../testing/system-cells.js';
+import { playSystem } from '../testing/system-cells.js';
 import { adminTokenPath } from './auth/token-store.js';
 import { type BbsServer, startBbsServer } from './berth-server.js';
 
@@ -71,7 +71,7 @@ function describeSecretsAndHistory(database: TestDatabase, skip?: string): void 
     let viewer: string;
     const answers: string[] = [];
     const ids: string[] = [];
-    let cells: NodeJS.Timeout | undefined;
+    let stopCells: () => void = () => {};
 
     let closeDb: () => Promise<void> = async () => {};
     before(async () => {
@@ -83,7 +83,8 @@ function describeSecretsAndHistory(database: TestDatabase, skip?: string): void 
         listen: '127.0.0.1:0',
         logger: false,
         dataDir: dir,
-        systems: { pollMs: 20 },
+        // A rollout that cannot finish fails in a minute, not in the default ten.
+        systems: { pollMs: 20, actionTimeoutMs: 60_000 },
       });
       admin = readFileSync(adminTokenPath(dir), 'utf8').trim();
       const token = async (role: string, name: string) =>
@@ -91,11 +92,11 @@ function describeSecretsAndHistory(database: TestDatabase, skip?: string): void 
       olga = await token('operator', 'olga');
       viewer = await token('viewer', 'vera');
       // The cells' side of the BBS: instances claimed and RUNNING, so rolling updates complete.
-      cells = setInterval(() => void playCells(server.store, 'system-shop').catch(() => {}), 20);
+      stopCells = playSystem(server.store, 'shop', undefined, 20);
     });
     let closed = false;
     after(async () => {
-      clearInterval(cells);
+      stopCells();
       if (!closed) await server.close();
       await closeDb();
       rmSync(dir, { recursive: true, force: true });
@@ -251,7 +252,7 @@ function describeSecretsAndHistory(database: TestDatabase, skip?: string): void 
     });
 
     it('the database file holds no secret value in clear', { skip: !database.files }, async () => {
-      clearInterval(cells);
+      stopCells();
       await server.close();
       closed = true;
       const files = database.files?.(dir) ?? [];

@@ -26,10 +26,14 @@ const idPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 export class UploadSessions {
   readonly #sessions = new Map<string, Session>();
 
+  readonly #dir: string;
+
   constructor(
-    private readonly dir: string,
+    dir: string,
     readonly idleTtlMs: number,
-  ) {}
+  ) {
+    this.#dir = dir;
+  }
 
   async create(): Promise<string> {
     const id = randomUUID();
@@ -127,8 +131,8 @@ export class UploadSessions {
   /** Deletes uploads idle for longer than the TTL (a client that gave up); returns how many. */
   async sweep(now = Date.now()): Promise<number> {
     let removed = 0;
-    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
-      const path = join(this.dir, name);
+    for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
+      const path = join(this.#dir, name);
       const info = await stat(path).catch(() => undefined);
       if (info === undefined || now - info.mtimeMs <= this.idleTtlMs) continue;
       this.#sessions.delete(name);
@@ -140,7 +144,7 @@ export class UploadSessions {
 
   #path(id: string): string {
     if (!idPattern.test(id)) throw unknownUpload(id);
-    return join(this.dir, id);
+    return join(this.#dir, id);
   }
 
   async #write(

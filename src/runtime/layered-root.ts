@@ -46,7 +46,11 @@ type Entry = RootEntry;
 export class LayeredRoot {
   readonly #opened = new Set<number>();
 
-  private constructor(private readonly roots: readonly number[]) {}
+  readonly #roots: readonly number[];
+
+  private constructor(roots: readonly number[]) {
+    this.#roots = roots;
+  }
 
   /** Opens the layers' top directories; missing ones are skipped (an image may have no layer). */
   static open(layers: readonly string[]): LayeredRoot {
@@ -79,7 +83,7 @@ export class LayeredRoot {
   release(entry: RootEntry): void {
     const fds = entry.kind === 'dir' ? entry.fds : entry.kind === 'other' ? [entry.fd] : [];
     for (const fd of fds) {
-      if (this.roots.includes(fd) || !this.#opened.delete(fd)) continue;
+      if (this.#roots.includes(fd) || !this.#opened.delete(fd)) continue;
       closeSync(fd);
     }
   }
@@ -136,7 +140,7 @@ export class LayeredRoot {
     // A trailing slash asks for what the name resolves to, as in POSIX path resolution.
     const follow = followLast || /\/\.?$/.test(path);
     // Each element is one merged directory on the way down, so `..` goes back to its parent.
-    const stack: (readonly number[])[] = [this.roots];
+    const stack: (readonly number[])[] = [this.#roots];
     const pending = path.split('/');
     let links = 0;
     const rest = () => pending.some((p) => p !== '' && p !== '.');

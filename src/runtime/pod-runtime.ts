@@ -46,10 +46,13 @@ const namePattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 export class PodRuntime {
   readonly store: PodStore;
 
+  readonly #images: ImageResolver;
+
   constructor(
     readonly dataDir: string,
-    private readonly images: ImageResolver,
+    images: ImageResolver,
   ) {
+    this.#images = images;
     this.store = new PodStore(dataDir);
   }
 
@@ -88,7 +91,7 @@ export class PodRuntime {
       });
     const logSizeMax =
       options.logSizeMax === undefined ? defaultLogSizeMax : checkLogSizeMax(options.logSizeMax);
-    const image = await this.images.resolve(imageRef).catch((err: unknown) => {
+    const image = await this.#images.resolve(imageRef).catch((err: unknown) => {
       throw new ImageUnavailableError(imageRef, err);
     });
     const { uuid, lockFd } = this.store.createPreparing();

@@ -1,40 +1,58 @@
-import type { BbsStore, Task } from '../bbs/index.js';
+import type { ActualLRP, BbsStore, Task } from '../bbs/index.js';
+import { isSuperseded, orAbsent, sleep } from '../core/index.js';
 
 /**
  * Plays the cells (the rep's side of the BBS): every UNCLAIMED instance of the system is claimed
  * and started on cell-<n>; an instance no longer desired is stopped and removed.
  */
 export async function playCells(store: BbsStore, domain: string): Promise<void> {
+  // Instances first, then what is desired: an instance listed here existed before the desired
+  // read, so a DesiredLRP desired meanwhile (a rollback's re-desire) cannot lose its fresh
+  // instance to a stale "not desired".
+  const actuals = await store.listActualLRPs({ domain });
   const desired = new Map(
     (await store.listDesiredLRPs({ domain })).map((d) => [d.process_guid, d.instances]),
   );
-  for (const a of await store.listActualLRPs({ domain })) {
+  for (const a of actuals) {
     if (a.evacuating) continue;
-    if (a.index >= (desired.get(a.process_guid) ?? 0)) {
-      await store.removeActualLRP({
-        process_guid: a.process_guid,
-        index: a.index,
-        expected: a.modification_tag,
-      });
-      continue;
+    try {
+      await playInstance(store, a, desired.get(a.process_guid) ?? 0);
+    } catch (err) {
+      // One instance the server moved meanwhile (a CAS lost, a record gone) must not stop the
+      // round: the others are played, and this one again next round.
+      if (!isSuperseded(err)) throw err;
     }
-    if (a.state !== 'UNCLAIMED') continue;
-    const cell_id = `cell-${a.index % 3}`;
-    const key = { instance_guid: `ig-${a.process_guid}-${a.index}`, cell_id };
-    const claimed = await store.claimActualLRP({
+  }
+}
+
+async function playInstance(store: BbsStore, a: ActualLRP, desiredInstances: number): Promise<void> {
+  if (a.index >= desiredInstances) {
+    // Looked up again right before the removal: it may have been desired since the round began.
+    const now = await orAbsent(store.getDesiredLRP({ process_guid: a.process_guid }));
+    if (now !== undefined && a.index < now.instances) return;
+    await store.removeActualLRP({
       process_guid: a.process_guid,
       index: a.index,
       expected: a.modification_tag,
-      instance_key: key,
     });
-    await store.startActualLRP({
-      process_guid: a.process_guid,
-      index: a.index,
-      expected: claimed.modification_tag,
-      instance_key: key,
-      net_info: { address: '10.0.0.1', ports: [] },
-    });
+    return;
   }
+  if (a.state !== 'UNCLAIMED') return;
+  const cell_id = `cell-${a.index % 3}`;
+  const key = { instance_guid: `ig-${a.process_guid}-${a.index}`, cell_id };
+  const claimed = await store.claimActualLRP({
+    process_guid: a.process_guid,
+    index: a.index,
+    expected: a.modification_tag,
+    instance_key: key,
+  });
+  await store.startActualLRP({
+    process_guid: a.process_guid,
+    index: a.index,
+    expected: claimed.modification_tag,
+    instance_key: key,
+    net_info: { address: '10.0.0.1', ports: [] },
+  });
 }
 
 /** Why a played task fails, or undefined when it succeeds. */
@@ -68,14 +86,22 @@ export async function playTasks(
   }
 }
 
-/** Plays a system's instances and tasks every `ms` until the returned stop is called. */
+/**
+ * Plays a system's instances and tasks, one round every `ms` (a round never overlaps the next, so
+ * a slow backend is not buried under rounds), until the returned stop is called.
+ */
 export function playSystem(store: BbsStore, system: string, fail?: TaskFailure, ms = 30): () => void {
   const domain = `system-${system}`;
-  const timer = setInterval(() => {
-    void playCells(store, domain)
-      .then(() => playTasks(store, domain, fail))
-      // catch-all: a round racing the server's own writes (a CAS conflict) is played again next round.
-      .catch(() => {});
-  }, ms);
-  return () => clearInterval(timer);
+  const stopping = new AbortController();
+  void (async () => {
+    while (!stopping.signal.aborted) {
+      await playCells(store, domain)
+        .then(() => playTasks(store, domain, fail))
+        // catch-all: a round racing the server's own writes, or a store closing under a test that
+        // ends, is played again next round (or not at all once stopped).
+        .catch(() => {});
+      await sleep(ms, stopping.signal);
+    }
+  })();
+  return () => stopping.abort();
 }

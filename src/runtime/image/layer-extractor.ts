@@ -98,15 +98,20 @@ class LayerRun {
   readonly #touched = new Set<string>();
   readonly #dirTimes: { abs: string; depth: number; mtime: Date }[] = [];
 
-  constructor(
-    private readonly root: string,
-    private readonly resolver: InRootResolver,
-    private readonly chown: boolean,
-    private readonly layer: string,
-  ) {}
+  readonly #root: string;
+  readonly #resolver: InRootResolver;
+  readonly #chown: boolean;
+  readonly #layer: string;
+
+  constructor(root: string, resolver: InRootResolver, chown: boolean, layer: string) {
+    this.#root = root;
+    this.#resolver = resolver;
+    this.#chown = chown;
+    this.#layer = layer;
+  }
 
   #refuse(entry: string, reason: string): LayerEntryRefusedError {
-    return new LayerEntryRefusedError(this.layer, entry, reason);
+    return new LayerEntryRefusedError(this.#layer, entry, reason);
   }
 
   #markTouched(rel: readonly string[]): void {
@@ -128,14 +133,14 @@ class LayerRun {
     if (base === undefined) {
       await drain(body);
       if (type !== 'directory') throw this.#refuse(name, `is a ${type} at the image root`);
-      await this.#setOwnerAndMode(this.root, header);
-      this.#dirTimes.push({ abs: this.root, depth: 0, mtime: header.mtime ?? new Date() });
+      await this.#setOwnerAndMode(this.#root, header);
+      this.#dirTimes.push({ abs: this.#root, depth: 0, mtime: header.mtime ?? new Date() });
       return;
     }
     const parent = await this.#resolveParent(name, components.slice(0, -1), true);
     if (parent === undefined) return;
     const rel = [...parent, base];
-    const abs = join(this.root, ...rel);
+    const abs = join(this.#root, ...rel);
     switch (type) {
       case 'directory':
         await drain(body);
@@ -148,7 +153,7 @@ class LayerRun {
         await drain(body);
         await this.#replace(rel, abs);
         await symlink(header.linkname ?? '', abs);
-        if (this.chown) await lchown(abs, header.uid ?? 0, header.gid ?? 0);
+        if (this.#chown) await lchown(abs, header.uid ?? 0, header.gid ?? 0);
         await lutimes(abs, header.mtime ?? new Date(), header.mtime ?? new Date());
         this.#markTouched(rel);
         return;
@@ -175,7 +180,7 @@ class LayerRun {
     create: boolean,
   ): Promise<string[] | undefined> {
     try {
-      return await this.resolver.resolveDir(components, create, (rel) => this.#markTouched(rel));
+      return await this.#resolver.resolveDir(components, create, (rel) => this.#markTouched(rel));
     } catch (err) {
       if (err instanceof NotADirectoryInRootError || err instanceof SymlinkLoopInRootError) {
         throw this.#refuse(name, `cannot be written: ${err.message}`);
@@ -188,7 +193,7 @@ class LayerRun {
     const parent = await this.#resolveParent(name, parentComponents, false);
     if (parent === undefined) return; // nothing below to hide
     if (base === opaqueMarker) {
-      const dir = join(this.root, ...parent);
+      const dir = join(this.#root, ...parent);
       const children = await readdir(dir).catch((err: unknown) => {
         if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return [] as string[];
         throw err;
@@ -207,10 +212,10 @@ class LayerRun {
 
   /** Removes what lower layers put at `rel`, keeping anything this layer wrote there. */
   async #hideLower(rel: readonly string[]): Promise<void> {
-    const abs = join(this.root, ...rel);
+    const abs = join(this.#root, ...rel);
     if (!this.#touched.has(rel.join('/'))) {
       await rm(abs, { recursive: true, force: true });
-      this.resolver.forget(rel);
+      this.#resolver.forget(rel);
       return;
     }
     const stat = await lstatOrUndefined(abs);
@@ -224,14 +229,14 @@ class LayerRun {
     if (existing === undefined) return false;
     if (keepDirectory && existing.isDirectory()) return true;
     await rm(abs, { recursive: true, force: true });
-    this.resolver.forget(rel);
+    this.#resolver.forget(rel);
     return false;
   }
 
   async #directory(rel: readonly string[], abs: string, header: TarHeader): Promise<void> {
     const kept = await this.#replace(rel, abs, true);
     if (!kept) await mkdir(abs, { mode: 0o700 });
-    this.resolver.remember(rel);
+    this.#resolver.remember(rel);
     await this.#setOwnerAndMode(abs, header);
     this.#markTouched(rel);
     this.#dirTimes.push({ abs, depth: rel.length, mtime: header.mtime ?? new Date() });
@@ -270,7 +275,7 @@ class LayerRun {
     const targetParent = await this.#resolveParent(name, targetComponents.slice(0, -1), false);
     const missing = this.#refuse(name, `is a hardlink to "${linkname}", which is not in the image`);
     if (targetParent === undefined) throw missing;
-    const targetAbs = join(this.root, ...targetParent, targetBase);
+    const targetAbs = join(this.#root, ...targetParent, targetBase);
     const target = await lstatOrUndefined(targetAbs);
     if (target === undefined) throw missing;
     if (target.isDirectory()) throw this.#refuse(name, `is a hardlink to the directory "${linkname}"`);
@@ -283,7 +288,7 @@ class LayerRun {
 
   async #setOwnerAndMode(abs: string, header: TarHeader): Promise<void> {
     // chown clears setuid/setgid, so the mode goes on after it.
-    if (this.chown) await lchown(abs, header.uid ?? 0, header.gid ?? 0);
+    if (this.#chown) await lchown(abs, header.uid ?? 0, header.gid ?? 0);
     const fallback = header.type === 'directory' ? 0o755 : 0o644;
     await chmod(abs, (header.mode ?? fallback) & 0o7777);
   }

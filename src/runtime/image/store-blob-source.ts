@@ -12,18 +12,24 @@ const blobPathPattern = /^blobs\/sha256\/([a-f0-9]{64})$/;
  * blobs were verified when written, so `BlobStore.ingest` adopts them without copying.
  */
 export class StoreBlobSource implements ImageSource {
+  readonly #layout: StoreLayout;
+  /** Archive-relative path → a file of the caller's (never renamed: `staged` is false). */
+  readonly #extra: ReadonlyMap<string, string>;
+
   constructor(
-    private readonly layout: StoreLayout,
+    layout: StoreLayout,
     readonly description: string,
-    /** Archive-relative path → a file of the caller's (never renamed: `staged` is false). */
-    private readonly extra: ReadonlyMap<string, string>,
-  ) {}
+    extra: ReadonlyMap<string, string>,
+  ) {
+    this.#layout = layout;
+    this.#extra = extra;
+  }
 
   #resolve(path: string): string | undefined {
-    const own = this.extra.get(path);
+    const own = this.#extra.get(path);
     if (own !== undefined) return own;
     const hex = blobPathPattern.exec(path)?.[1];
-    return hex === undefined ? undefined : this.layout.blob(`sha256:${hex}`);
+    return hex === undefined ? undefined : this.#layout.blob(`sha256:${hex}`);
   }
 
   has(path: string): boolean {
