@@ -213,31 +213,39 @@ describe('per-entity commands (seed 003) through the API, SQLite', { timeout: 12
 
   it('locks: a unit operation on /web is refused while a deploy of /web runs, naming it; one on /db is not', async () => {
     h.hold = true;
-    const deploy = await post(h, '/v1/deploys', {
-      definition: shop.replace('instances: 3', 'instances: 4'),
-      path: '/web',
-    });
-    assert.equal(deploy.statusCode, 202, deploy.body);
-    const refused = await post(h, '/v1/systems/shop/units/destroy', { path: '/web', index: 0 });
-    assert.equal(refused.statusCode, 409, refused.body);
-    assert.equal(refused.json().code, 'lock_held');
-    assert.match(
-      refused.json().message,
-      /Cannot unit-destroy \/web\/0 in system "shop": deploy d-\S+ of \/web holds X on \/web/,
-    );
-    const relation = await post(h, '/v1/systems/shop/relations/remove', { a: '/web', b: '/db' });
-    assert.equal(relation.statusCode, 409, 'a relation locks both of its ends');
-    const other = await post(h, '/v1/systems/shop/services/scale', { path: '/db', instances: 1 });
-    assert.equal(other.statusCode, 202, other.body);
-    // And the other way round: while the scale of /db holds X on /db, a deploy of / is refused.
-    const whole = await post(h, '/v1/deploys', { definition: shop });
-    assert.equal(whole.statusCode, 409);
-    assert.match(whole.json().message, /service-scale a?\S* of \/db holds/);
-    h.hold = false;
-    h.release();
-    assert.equal((await waitAction(h, other.json().id)).state, 'succeeded');
-    assert.equal((await waitAction(h, deploy.json().id)).state, 'succeeded');
-    assert.equal(await locks(h), 0);
+    // Released whatever fails below: a held action would hold its locks into the next tests.
+    try {
+      const deploy = await post(h, '/v1/deploys', {
+        definition: shop.replace('instances: 3', 'instances: 4'),
+        path: '/web',
+      });
+      assert.equal(deploy.statusCode, 202, deploy.body);
+      const refused = await post(h, '/v1/systems/shop/units/destroy', { path: '/web', index: 0 });
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.equal(refused.json().code, 'lock_held');
+      assert.match(
+        refused.json().message,
+        /Cannot unit-destroy \/web\/0 in system "shop": deploy d-\S+ of \/web holds X on \/web/,
+      );
+      const relation = await post(h, '/v1/systems/shop/relations/remove', { a: '/web', b: '/db' });
+      assert.equal(relation.statusCode, 409, 'a relation locks both of its ends');
+      const other = await post(h, '/v1/systems/shop/services/scale', { path: '/db', instances: 1 });
+      assert.equal(other.statusCode, 202, other.body);
+      // And the other way round: while the scale of /db holds IX on / (and X on /db), a deploy of /
+      // is refused. The deploy of /web holds IX on / as well; the refusal names one of the two.
+      const whole = await post(h, '/v1/deploys', { definition: shop });
+      assert.equal(whole.statusCode, 409);
+      assert.match(whole.json().message, /(service-scale \S+ of \/db|deploy \S+ of \/web) holds/);
+      assert.equal(whole.json().code, 'lock_held');
+      h.hold = false;
+      h.release();
+      assert.equal((await waitAction(h, other.json().id)).state, 'succeeded');
+      assert.equal((await waitAction(h, deploy.json().id)).state, 'succeeded');
+      assert.equal(await locks(h), 0);
+    } finally {
+      h.hold = false;
+      h.release();
+    }
   });
 
   it('service scale: the stored definition, the units and the LRP; the system restores that count after an lrp scale underneath', async () => {
