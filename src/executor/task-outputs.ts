@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, createWriteStream, fstatSync, type Stats } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, type Stats } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -7,7 +7,7 @@ import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { TaskOutputDeclaration } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
-import { LayeredRoot, type RootEntry } from '../runtime/index.js';
+import { addTarEntry, LayeredRoot, type RootEntry } from '../runtime/index.js';
 
 export interface OutputCollectionLimits {
   /** Bytes of file content, all outputs together. */
@@ -149,7 +149,7 @@ class OutputWalk {
 
   async directory(output: TaskOutputDeclaration, dir: DirEntry, name: string, path: string): Promise<void> {
     const stat = fstatSync(dir.fds[0] as number);
-    await addEntry(this.#pack, { name: `${name}/`, type: 'directory', ...headerOf(stat) });
+    await addTarEntry(this.#pack, { name: `${name}/`, type: 'directory', ...headerOf(stat) });
     for (const child of this.#root.names(dir)) {
       const entry = this.#root.child(dir, child);
       try {
@@ -181,7 +181,7 @@ class OutputWalk {
         );
       }
       handedOver = true;
-      await addEntry(this.#pack, { name, type: 'file', size: stat.size, ...headerOf(stat) }, fd);
+      await addTarEntry(this.#pack, { name, type: 'file', size: stat.size, ...headerOf(stat) }, fd);
     } finally {
       if (!handedOver) closeSync(fd);
     }
@@ -190,29 +190,4 @@ class OutputWalk {
 
 function headerOf(stat: Stats): { mode: number; mtime: Date } {
   return { mode: stat.mode & 0o7777, mtime: stat.mtime };
-}
-
-/** One tar entry; a file's content streams from `fd`, which the stream closes. */
-function addEntry(
-  pack: tar.Pack,
-  header: Partial<tar.Header> & { name: string },
-  fd?: number,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error | null) => (err ? reject(err) : resolve());
-    if (fd === undefined) {
-      pack.entry(header, '', done);
-      return;
-    }
-    const sink = pack.entry(header, done);
-    const size = header.size ?? 0;
-    if (size === 0) {
-      closeSync(fd);
-      sink.end(Buffer.alloc(0));
-      return;
-    }
-    const stream = createReadStream('', { fd, start: 0, end: size - 1, autoClose: true });
-    stream.on('error', reject);
-    stream.pipe(sink);
-  });
 }

@@ -70,3 +70,4 @@ export {
   stateTable,
 } from './pod-state.js';
 export { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
+export { addTarEntry } from './tar-entry.js';

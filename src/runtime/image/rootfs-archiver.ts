@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream, openSync } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
+import { addTarEntry } from '../tar-entry.js';
 import { sha256Digest } from './digest.js';
 import type { SourceFile } from './image-source.js';
 
@@ -38,24 +39,6 @@ export async function packRootfs(dir: string, out: string): Promise<SourceFile> 
   return { path: out, size, digest: sha256Digest(hash.digest('hex')), staged: true };
 }
 
-function addEntry(
-  pack: tar.Pack,
-  header: Partial<tar.Header> & { name: string },
-  file?: string,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error | null) => (err ? reject(err) : resolve());
-    if (file === undefined) {
-      pack.entry(header, '', done);
-      return;
-    }
-    const sink = pack.entry(header, done);
-    const stream = createReadStream(file);
-    stream.on('error', reject);
-    stream.pipe(sink);
-  });
-}
-
 async function packTree(
   pack: tar.Pack,
   root: string,
@@ -69,18 +52,18 @@ async function packTree(
     const st = await lstat(abs);
     const common = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: st.mtime };
     if (st.isDirectory()) {
-      await addEntry(pack, { ...common, name: `${path}/`, type: 'directory' });
+      await addTarEntry(pack, { ...common, name: `${path}/`, type: 'directory' });
       await packTree(pack, root, path, inodes);
     } else if (st.isSymbolicLink()) {
-      await addEntry(pack, { ...common, name: path, type: 'symlink', linkname: await readlink(abs) });
+      await addTarEntry(pack, { ...common, name: path, type: 'symlink', linkname: await readlink(abs) });
     } else if (st.isFile()) {
       const inode = `${st.dev}:${st.ino}`;
       const first = st.nlink > 1 ? inodes.get(inode) : undefined;
       if (first !== undefined) {
-        await addEntry(pack, { ...common, name: path, type: 'link', linkname: first });
+        await addTarEntry(pack, { ...common, name: path, type: 'link', linkname: first });
       } else {
         if (st.nlink > 1) inodes.set(inode, path);
-        await addEntry(pack, { ...common, name: path, type: 'file', size: st.size }, abs);
+        await addTarEntry(pack, { ...common, name: path, type: 'file', size: st.size }, openSync(abs, 'r'));
       }
     }
   }
