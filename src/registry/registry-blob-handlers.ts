@@ -6,24 +6,30 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errnoCode } from '../core/index.js';
-import { type ImageStore, isDigest } from '../runtime/image/index.js';
+import { type ImageStore, isBlobDigest } from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
 import { checkDigest, type RegistryRoute } from './registry-paths.js';
 import { rangeHeader, type UploadSessions } from './upload-sessions.js';
 
+function unknownBlob(digest: string): RegistryError {
+  return new RegistryError('BLOB_UNKNOWN', `blob ${digest} is not known`, { digest });
+}
+
+/** A blob is read through a repository it was pushed to or mounted into, else 404 as if unknown. */
 export async function getBlob(
   store: ImageStore,
-  rawDigest: string,
+  route: Extract<RegistryRoute, { kind: 'blob' }>,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  const digest = checkDigest(rawDigest);
+  const digest = checkDigest(route.digest);
+  if (!store.repositories.hasBlob(route.name, digest)) throw unknownBlob(digest);
   const path = store.blobPath(digest);
   const info = await stat(path).catch((err: unknown) => {
     if (errnoCode(err) === 'ENOENT') return undefined;
     throw err;
   });
-  if (info === undefined) throw new RegistryError('BLOB_UNKNOWN', `blob ${digest} is not known`, { digest });
+  if (info === undefined) throw unknownBlob(digest);
   const size = info.size;
   reply
     .header('content-type', 'application/octet-stream')
@@ -73,9 +79,11 @@ async function finishUpload(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  const file = await uploads.finish(id, digest, hasBody(request) ? request.raw : undefined);
+  const range = parseContentRange(request.headers['content-range']);
+  const file = await uploads.finish(id, digest, hasBody(request) ? request.raw : undefined, range);
   try {
     await store.adoptBlob(file, { digest }, `the uploaded blob ${digest}`);
+    await store.repositories.linkBlob(name, digest);
   } finally {
     await uploads.cancel(id);
   }
@@ -94,12 +102,21 @@ export async function startUpload(
   query: Record<string, string | undefined>,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  if (query.mount !== undefined && isDigest(query.mount) && store.hasBlob(query.mount)) {
-    // Cross-repository mount: blobs are global in the store, so any known blob mounts.
+  const from = query.from;
+  const mount = query.mount;
+  if (
+    mount !== undefined &&
+    from !== undefined &&
+    isBlobDigest(mount) &&
+    store.repositories.hasBlob(from, mount)
+  ) {
+    // Cross-repository mount: the blob is shared, only its link is new. A blob the source
+    // repository cannot read is not mounted: the client gets an upload session instead (202).
+    await store.repositories.linkBlob(name, mount);
     return reply
       .code(201)
-      .header('Location', `/v2/${name}/blobs/${query.mount}`)
-      .header('Docker-Content-Digest', query.mount)
+      .header('Location', `/v2/${name}/blobs/${mount}`)
+      .header('Docker-Content-Digest', mount)
       .send();
   }
   const id = await uploads.create();
@@ -168,4 +185,15 @@ export async function upload(
     default:
       throw new RegistryError('UNSUPPORTED', `${request.method} is not supported on an upload`);
   }
+}
+
+/** DELETE of a blob: its link in this repository goes (202); the bytes go at gc if nothing else uses them. */
+export async function deleteBlob(
+  store: ImageStore,
+  route: Extract<RegistryRoute, { kind: 'blob' }>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const digest = checkDigest(route.digest);
+  if (!(await store.repositories.unlinkBlob(route.name, digest))) throw unknownBlob(digest);
+  return reply.code(202).send();
 }

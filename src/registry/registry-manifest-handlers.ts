@@ -1,92 +1,55 @@
 /**
- * The registry's manifest room: tags and catalog listings, manifest reads, and manifest or index
- * pushes (imported into the image store as an OCI layout would be).
+ * The registry's manifest room: reads, pushes and deletes of manifests and indexes. What a client
+ * pushes is stored byte for byte per repository (see runtime/image/repositories.ts); berth's own
+ * runnable image (rootfs, config) is derived from a pushed image manifest, or from an index's
+ * child for this host, under the tag's name — beside the pushed bytes, never instead of them.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isBerthError } from '../core/index.js';
-import { type ImageStore, indexTypes, manifestTypes, type StoredManifest } from '../runtime/image/index.js';
-import { hostArchitecture, indexPlatforms, platformDescriptor } from './image-transfer.js';
+import { isBerthError, isNotFound } from '../core/index.js';
+import {
+  digestAlgorithm,
+  hostArchitecture,
+  type ImageStore,
+  type ManifestLink,
+} from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
+import { unknownRepository } from './registry-listing.js';
+import {
+  type BlobDescriptor,
+  type CheckedManifest,
+  checkManifest,
+  isForeign,
+} from './registry-manifest-checks.js';
 import { checkDigest, type RegistryRoute } from './registry-paths.js';
 
+type ManifestRoute = Extract<RegistryRoute, { kind: 'manifest' }>;
+
 /** Manifests are small JSON documents; a real one is kilobytes (same cap as the importer). */
-const maxManifestBytes = 4 * 1024 * 1024;
+export const maxManifestBytes = 4 * 1024 * 1024;
 
-function repositoryTags(store: ImageStore): Map<string, string[]> {
-  const repos = new Map<string, string[]>();
-  for (const full of Object.keys(store.names())) {
-    const colon = full.lastIndexOf(':');
-    const name = full.slice(0, colon);
-    const list = repos.get(name) ?? [];
-    list.push(full.slice(colon + 1));
-    repos.set(name, list);
-  }
-  return repos;
+function isDigestReference(reference: string): boolean {
+  return reference.includes(':');
 }
 
-/** The spec's pagination: `n` entries after `last`, with a Link header when more follow. */
-function paginate(
-  all: readonly string[],
-  query: Record<string, string | undefined>,
-  reply: FastifyReply,
-  path: string,
-): string[] {
-  const sorted = [...all].sort();
-  const last = query.last;
-  const from = last === undefined ? sorted : sorted.filter((t) => t > last);
-  const n = query.n === undefined ? undefined : Number(query.n);
-  if (n === undefined || !Number.isInteger(n) || n < 0 || n >= from.length) return from;
-  const page = from.slice(0, n);
-  const end = page.at(-1);
-  if (end !== undefined) reply.header('Link', `<${path}?n=${n}&last=${encodeURIComponent(end)}>; rel="next"`);
-  return page;
-}
-
-export function listTags(
-  store: ImageStore,
-  name: string,
-  query: Record<string, string | undefined>,
-  reply: FastifyReply,
-): FastifyReply {
-  const tags = repositoryTags(store).get(name);
-  if (tags === undefined)
-    throw new RegistryError('NAME_UNKNOWN', `repository "${name}" is not known`, { name });
-  return reply.send({ name, tags: paginate(tags, query, reply, `/v2/${name}/tags/list`) });
-}
-
-export function listCatalog(
-  store: ImageStore,
-  query: Record<string, string | undefined>,
-  reply: FastifyReply,
-): FastifyReply {
-  const names = [...repositoryTags(store).keys()];
-  return reply.send({ repositories: paginate(names, query, reply, '/v2/_catalog') });
-}
-
-function findManifest(store: ImageStore, name: string, reference: string): StoredManifest {
-  if (reference.includes(':')) {
-    const found = store.manifestByDigest(checkDigest(reference));
-    if (found === undefined) {
-      throw new RegistryError('MANIFEST_UNKNOWN', `manifest ${reference} is not known`, {
-        digest: reference,
-      });
-    }
-    return found;
-  }
-  const found = store.manifestByName(`${name}:${reference}`);
+function findManifest(store: ImageStore, name: string, reference: string): ManifestLink {
+  const repos = store.repositories;
+  const digest = isDigestReference(reference) ? checkDigest(reference) : repos.tagTarget(name, reference);
+  const found = digest === undefined ? undefined : repos.manifest(name, digest);
   if (found !== undefined) return found;
-  if (!repositoryTags(store).has(name)) {
-    throw new RegistryError('NAME_UNKNOWN', `repository "${name}" is not known`, { name });
-  }
-  throw new RegistryError('MANIFEST_UNKNOWN', `${name}:${reference} is not known`, { name, tag: reference });
+  if (repos.tags(name) === undefined) throw unknownRepository(name);
+  throw new RegistryError(
+    'MANIFEST_UNKNOWN',
+    `manifest ${isDigestReference(reference) ? reference : `${name}:${reference}`} is not known`,
+    isDigestReference(reference) ? { name, digest: reference } : { name, tag: reference },
+  );
 }
 
 export async function getManifest(
   store: ImageStore,
-  route: Extract<RegistryRoute, { kind: 'manifest' }>,
+  route: ManifestRoute,
   method: 'GET' | 'HEAD',
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -100,82 +63,68 @@ export async function getManifest(
   return method === 'HEAD' ? reply.send() : reply.send(bytes);
 }
 
-interface Descriptor {
-  readonly digest: string;
-  readonly size?: number;
+/** Every blob the manifest names must be readable in this repository, with the size it says. */
+async function checkBlobs(store: ImageStore, name: string, blobs: readonly BlobDescriptor[]): Promise<void> {
+  const missing: RegistryError[] = [];
+  for (const d of blobs) {
+    if (isForeign(d) && !store.repositories.hasBlob(name, d.digest)) continue;
+    if (!store.repositories.hasBlob(name, d.digest)) {
+      missing.push(
+        new RegistryError('MANIFEST_BLOB_UNKNOWN', `blob ${d.digest} is not in the registry`, {
+          digest: d.digest,
+        }),
+      );
+      continue;
+    }
+    const size = (await stat(store.blobPath(d.digest))).size;
+    if (size !== d.size) {
+      throw new RegistryError(
+        'MANIFEST_INVALID',
+        `the manifest says blob ${d.digest} is ${d.size} bytes, but it is ${size}`,
+        { digest: d.digest, size: d.size, actual: size },
+      );
+    }
+  }
+  const [first, ...more] = missing;
+  if (first !== undefined) throw new RegistryError(first.code, first.message, first.detail, { more });
 }
 
-function descriptorsOf(doc: Record<string, unknown>): Descriptor[] {
-  const all: unknown[] = [doc.config, ...(Array.isArray(doc.layers) ? doc.layers : [])];
-  return all.map((d, i) => {
-    const value = d as { digest?: unknown; size?: unknown } | undefined;
-    if (typeof value?.digest !== 'string') {
-      throw new RegistryError('MANIFEST_INVALID', `${i === 0 ? 'config' : `layers[${i - 1}]`} has no digest`);
-    }
-    checkDigest(value.digest);
-    return { digest: value.digest, ...(typeof value.size === 'number' ? { size: value.size } : {}) };
-  });
+function hashOf(bytes: Buffer, reference: string): string {
+  const algorithm = isDigestReference(reference) ? digestAlgorithm(checkDigest(reference)) : 'sha256';
+  return `${algorithm}:${createHash(algorithm).update(bytes).digest('hex')}`;
 }
 
 export async function putManifest(
   store: ImageStore,
-  route: Extract<RegistryRoute, { kind: 'manifest' }>,
+  route: ManifestRoute,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  const bytes = await readSmallBody(request.raw, maxManifestBytes);
-  const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-  const byDigest = route.reference.includes(':');
-  if (byDigest && checkDigest(route.reference) !== digest) {
+  const bytes = await readSmallBody(request, maxManifestBytes);
+  const digest = hashOf(bytes, route.reference);
+  if (isDigestReference(route.reference) && route.reference !== digest) {
     throw new RegistryError('DIGEST_INVALID', `the manifest has digest ${digest}, not ${route.reference}`, {
       expected: route.reference,
       actual: digest,
     });
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw new RegistryError('MANIFEST_INVALID', `the manifest is not JSON: ${(err as Error).message}`);
-  }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new RegistryError('MANIFEST_INVALID', 'the manifest is not a JSON object');
-  }
-  const record = doc as Record<string, unknown>;
   const contentType = (request.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
-  const mediaType = typeof record.mediaType === 'string' ? record.mediaType : contentType;
-  if (indexTypes.has(mediaType)) return putIndex(store, route, record, digest, reply);
-  if (!manifestTypes.has(mediaType)) {
-    throw new RegistryError('MANIFEST_INVALID', `unsupported manifest media type "${mediaType}"`, {
-      mediaType,
+  const checked = checkManifest(bytes, contentType);
+  await checkBlobs(store, route.name, checked.blobs);
+  const tag = isDigestReference(route.reference) ? undefined : route.reference;
+  await store.putManifestBlob(bytes, digest, async () => {
+    if (tag !== undefined) await deriveImage(store, route.name, tag, bytes, checked);
+    await store.repositories.putManifest(route.name, {
+      mediaType: checked.mediaType,
+      digest,
+      size: bytes.length,
+      ...(checked.artifactType === undefined ? {} : { artifactType: checked.artifactType }),
+      ...(checked.annotations === undefined ? {} : { annotations: checked.annotations }),
+      ...(checked.subject === undefined ? {} : { subject: checked.subject }),
     });
-  }
-  if (record.schemaVersion !== 2)
-    throw new RegistryError('MANIFEST_INVALID', 'the manifest is not schemaVersion 2');
-  const missing = descriptorsOf(record)
-    .filter((d) => !store.hasBlob(d.digest))
-    .map(
-      (d) =>
-        new RegistryError('MANIFEST_BLOB_UNKNOWN', `blob ${d.digest} is not in the registry`, {
-          digest: d.digest,
-        }),
-    );
-  const [first, ...more] = missing;
-  if (first !== undefined) {
-    throw new RegistryError(first.code, first.message, first.detail, { more });
-  }
-  try {
-    await store.importManifest(
-      bytes,
-      mediaType,
-      byDigest ? {} : { name: `${route.name}:${route.reference}` },
-    );
-  } catch (err) {
-    if (isBerthError(err) && err.code === 'invalid_argument') {
-      throw new RegistryError('MANIFEST_INVALID', err.message, { digest });
-    }
-    throw err;
-  }
+    if (tag !== undefined) await store.repositories.tag(route.name, tag, digest);
+  });
+  if (checked.subject !== undefined) reply.header('OCI-Subject', checked.subject);
   return reply
     .code(201)
     .header('Location', `/v2/${route.name}/manifests/${digest}`)
@@ -184,66 +133,111 @@ export async function putManifest(
 }
 
 /**
- * An image index (`skopeo copy --all`, `podman manifest push`): every manifest it lists must have
- * been pushed (by digest) first. The store keeps single-platform images, so a tag pushed as an
- * index names the image for this host's platform (linux/<arch>), which is what a cell here runs
- * and what a pull of the tag returns; an index with no such image is refused, naming what it has.
+ * Makes `name:tag` in berth's image store name the runnable image of what was pushed: the image
+ * manifest itself, or an index's image for this host (linux/<arch>) if that child is here. For
+ * anything else (artifacts, indexes without this platform, sha512 content) the name is dropped
+ * so it cannot keep naming what the tag pointed at before. A manifest that fails berth's checks
+ * (layers against the config's diff_ids) is refused: nothing is linked.
  */
-async function putIndex(
+async function deriveImage(
   store: ImageStore,
-  route: Extract<RegistryRoute, { kind: 'manifest' }>,
-  index: Record<string, unknown>,
-  digest: string,
-  reply: FastifyReply,
-): Promise<FastifyReply> {
-  if (index.schemaVersion !== 2)
-    throw new RegistryError('MANIFEST_INVALID', 'the index is not schemaVersion 2');
-  const entries = Array.isArray(index.manifests) ? (index.manifests as { digest?: unknown }[]) : [];
-  if (entries.length === 0) throw new RegistryError('MANIFEST_INVALID', 'the index lists no manifests');
-  const missing: RegistryError[] = [];
-  for (const [i, entry] of entries.entries()) {
-    if (typeof entry.digest !== 'string')
-      throw new RegistryError('MANIFEST_INVALID', `manifests[${i}] has no digest`);
-    if (store.manifestByDigest(checkDigest(entry.digest)) === undefined)
-      missing.push(
-        new RegistryError('MANIFEST_BLOB_UNKNOWN', `manifest ${entry.digest} is not in the registry`, {
-          digest: entry.digest,
-        }),
-      );
-  }
-  const [first, ...more] = missing;
-  if (first !== undefined) throw new RegistryError(first.code, first.message, first.detail, { more });
-  const chosen = platformDescriptor(index);
-  if (chosen === undefined) {
-    throw new RegistryError(
-      'MANIFEST_INVALID',
-      `the index has no image for linux/${hostArchitecture()}, the platform this registry serves (it has ${indexPlatforms(index)})`,
-      { platforms: indexPlatforms(index) },
-    );
-  }
-  if (!route.reference.includes(':')) {
-    const child = store.manifestByDigest(chosen.digest) as StoredManifest;
-    await store.importManifest(await readFile(store.blobPath(child.digest)), child.mediaType, {
-      name: `${route.name}:${route.reference}`,
+  name: string,
+  tag: string,
+  bytes: Buffer,
+  checked: CheckedManifest,
+): Promise<void> {
+  let runnable: { bytes: Buffer; mediaType: string } | undefined;
+  if (checked.kind === 'image' && checked.runnable) runnable = { bytes, mediaType: checked.mediaType };
+  else if (checked.kind === 'index') runnable = await hostChild(store, name, checked.children);
+  const sha256Only = runnable !== undefined && allSha256(runnable.bytes);
+  if (runnable === undefined || !sha256Only) {
+    await store.remove(`${name}:${tag}`).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
     });
+    return;
   }
-  return reply
-    .code(201)
-    .header('Location', `/v2/${route.name}/manifests/${digest}`)
-    .header('Docker-Content-Digest', digest)
-    .send();
+  try {
+    await store.importManifest(runnable.bytes, runnable.mediaType, { name: `${name}:${tag}` });
+  } catch (err) {
+    if (isBerthError(err) && err.code === 'invalid_argument') {
+      throw new RegistryError('MANIFEST_INVALID', err.message, { name, tag });
+    }
+    throw err;
+  }
 }
 
-async function readSmallBody(raw: IncomingMessage, limit: number): Promise<Buffer> {
+/** berth names images by sha256 ids: content under other digests is served, not run. */
+function allSha256(bytes: Buffer): boolean {
+  const digests = bytes.toString('utf8').match(/"(sha\d+):[a-f0-9]+"/g) ?? [];
+  return digests.every((d) => d.startsWith('"sha256:'));
+}
+
+async function hostChild(
+  store: ImageStore,
+  name: string,
+  children: readonly BlobDescriptor[],
+): Promise<{ bytes: Buffer; mediaType: string } | undefined> {
+  const chosen = children.find(
+    (d) => d.platform?.os === 'linux' && d.platform.architecture === hostArchitecture(),
+  );
+  const link = chosen === undefined ? undefined : store.repositories.manifest(name, chosen.digest);
+  if (link === undefined) return undefined;
+  const bytes = await readFile(store.blobPath(link.digest));
+  const checked = checkManifest(bytes, link.mediaType);
+  return checked.kind === 'image' && checked.runnable ? { bytes, mediaType: link.mediaType } : undefined;
+}
+
+/**
+ * DELETE of a manifest by digest (with every tag pointing at it) or of a tag alone: 202. The
+ * bytes stay until gc finds nothing else references them; the names berth derived go too.
+ */
+export async function deleteManifest(
+  store: ImageStore,
+  route: ManifestRoute,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const { name, reference } = route;
+  const repos = store.repositories;
+  let names: string[];
+  if (isDigestReference(reference)) {
+    const digest = checkDigest(reference);
+    const tags = await repos.deleteManifest(name, digest);
+    const derived = Object.entries(store.names())
+      .filter(([full]) => full.slice(0, full.lastIndexOf(':')) === name)
+      .filter(([full]) => repos.tagTarget(name, full.slice(full.lastIndexOf(':') + 1)) === digest)
+      .map(([full]) => full);
+    names = [...(tags ?? []).map((t) => `${name}:${t}`), ...derived];
+    if (tags === undefined && derived.length === 0) {
+      throw new RegistryError('MANIFEST_UNKNOWN', `manifest ${digest} is not known`, { name, digest });
+    }
+  } else {
+    const pushed = await repos.deleteTag(name, reference);
+    const full = `${name}:${reference}`;
+    if (!pushed && store.names()[full] === undefined) {
+      throw new RegistryError('MANIFEST_UNKNOWN', `manifest ${full} is not known`, { name, tag: reference });
+    }
+    names = [full];
+  }
+  for (const full of new Set(names)) {
+    await store.remove(full).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+  }
+  return reply.code(202).send();
+}
+
+async function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer> {
+  const tooLarge = () =>
+    new RegistryError('MANIFEST_INVALID', `the manifest is larger than ${limit} bytes`, undefined, {
+      status: 413,
+    });
+  if (Number(request.headers['content-length'] ?? 0) > limit) throw tooLarge();
+  const raw: IncomingMessage = request.raw;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of raw) {
     size += (chunk as Buffer).length;
-    if (size > limit) {
-      throw new RegistryError('MANIFEST_INVALID', `the manifest is larger than ${limit} bytes`, undefined, {
-        status: 413,
-      });
-    }
+    if (size > limit) throw tooLarge();
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);

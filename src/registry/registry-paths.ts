@@ -1,4 +1,4 @@
-import { isDigest } from '../runtime/image/index.js';
+import { isBlobDigest } from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
 
 /**
@@ -17,7 +17,8 @@ export type RegistryRoute =
   | { readonly kind: 'blob'; readonly name: string; readonly digest: string }
   | { readonly kind: 'upload-start'; readonly name: string }
   | { readonly kind: 'upload'; readonly name: string; readonly id: string }
-  | { readonly kind: 'tags'; readonly name: string };
+  | { readonly kind: 'tags'; readonly name: string }
+  | { readonly kind: 'referrers'; readonly name: string; readonly digest: string };
 
 const patterns: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => RegistryRoute]> = [
   [/^$/, () => ({ kind: 'base' })],
@@ -33,6 +34,7 @@ const patterns: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => Registry
   ],
   [new RegExp(`^${name}/blobs/([^/]+)$`), (m) => ({ kind: 'blob', name: g(m, 1), digest: g(m, 2) })],
   [new RegExp(`^${name}/tags/list$`), (m) => ({ kind: 'tags', name: g(m, 1) })],
+  [new RegExp(`^${name}/referrers/([^/]+)$`), (m) => ({ kind: 'referrers', name: g(m, 1), digest: g(m, 2) })],
 ];
 
 function g(match: RegExpExecArray, i: number): string {
@@ -50,9 +52,13 @@ export function matchRegistryPath(path: string): RegistryRoute | undefined {
 
 export const maxNameLength = 255;
 
+/** A digest the registry stores (sha256 or sha512), else 400 DIGEST_INVALID naming what is wrong. */
 export function checkDigest(digest: string): string {
-  if (isDigest(digest)) return digest;
-  throw new RegistryError('DIGEST_INVALID', `"${digest}" is not a sha256 digest (sha256:<64 hex digits>)`, {
-    digest,
-  });
+  if (isBlobDigest(digest)) return digest;
+  const algorithm = /^([a-z0-9+._-]+):/.exec(digest)?.[1];
+  const why =
+    algorithm !== undefined && algorithm !== 'sha256' && algorithm !== 'sha512'
+      ? `the digest algorithm "${algorithm}" is not supported (sha256 and sha512 are)`
+      : 'expected sha256:<64 hex digits> or sha512:<128 hex digits>';
+  throw new RegistryError('DIGEST_INVALID', `"${digest}" is not a valid digest: ${why}`, { digest });
 }

@@ -71,6 +71,9 @@ describe('registry routes (OCI Distribution, in-process server)', () => {
     assert.equal(response.status, 400);
     assert.equal((await errorOf(response)).errors[0]?.code, 'NAME_INVALID');
     response = await fetch(`${url}/v2/library/busybox/manifests/latest`, { method: 'DELETE' });
+    assert.equal(response.status, 404);
+    assert.equal((await errorOf(response)).errors[0]?.code, 'MANIFEST_UNKNOWN');
+    response = await fetch(`${url}/v2/library/busybox/tags/list`, { method: 'POST' });
     assert.equal(response.status, 405);
     assert.equal((await errorOf(response)).errors[0]?.code, 'UNSUPPORTED');
   });
@@ -90,8 +93,11 @@ describe('registry routes (OCI Distribution, in-process server)', () => {
     assert.equal(head.status, 200);
     assert.equal(head.headers.get('content-length'), '1000');
     assert.equal(head.headers.get('docker-content-digest'), digest);
-    const get = await fetch(`${url}/v2/other/repo/blobs/${digest}`);
+    const get = await fetch(`${url}/v2/a/b/blobs/${digest}`);
     assert.deepEqual(Buffer.from(await get.arrayBuffer()), blob);
+    const elsewhere = await fetch(`${url}/v2/other/repo/blobs/${digest}`);
+    assert.equal(elsewhere.status, 404, 'a blob is readable only through a repository it was pushed to');
+    assert.equal((await errorOf(elsewhere)).errors[0]?.code, 'BLOB_UNKNOWN');
     const range = await fetch(`${url}/v2/a/b/blobs/${digest}`, { headers: { range: 'bytes=10-19' } });
     assert.equal(range.status, 206);
     assert.equal(range.headers.get('content-range'), 'bytes 10-19/1000');

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.js';
 import { type ImageStore, openImageStore } from '../runtime/image/index.js';
-import { getBlob, startUpload, upload } from './registry-blob-handlers.js';
+import { deleteBlob, getBlob, startUpload, upload } from './registry-blob-handlers.js';
 import { RegistryError, type RegistryErrorCode } from './registry-errors.js';
-import { getManifest, listCatalog, listTags, putManifest } from './registry-manifest-handlers.js';
+import { listCatalog, listReferrers, listTags } from './registry-listing.js';
+import { deleteManifest, getManifest, putManifest } from './registry-manifest-handlers.js';
 import { matchRegistryPath, maxNameLength } from './registry-paths.js';
 import { UploadSessions } from './upload-sessions.js';
 
@@ -30,10 +31,11 @@ export interface RegistryRoutesOptions {
 const apiVersion = { name: 'Docker-Distribution-API-Version', value: 'registry/2.0' } as const;
 
 /**
- * The OCI Distribution API (pull and push) under `/v2/`, backed by the node's image store: a
- * pushed manifest is imported (verified and flattened) like an OCI layout, so a tag PUT makes the
- * image runnable here and visible in `berth image list`. Blob and manifest namespaces are global
- * (content-addressed), as the store is; repositories are the store's names.
+ * The OCI Distribution API v1.1 (pull, push, content discovery, content management) under
+ * `/v2/`, backed by the node's image store: pushed manifests are kept byte for byte per
+ * repository, blobs are shared by digest but readable only through a repository they were pushed
+ * to or mounted into. A tag PUT of an image (or of an index with this host's platform) also
+ * derives berth's runnable image under that name, visible in `berth image list`.
  */
 export async function registryRoutes(app: FastifyInstance, options: RegistryRoutesOptions): Promise<void> {
   await app.register(
@@ -125,12 +127,17 @@ async function dispatch(
     case 'tags':
       if (method !== 'GET') break;
       return listTags(store, route.name, query, reply);
+    case 'referrers':
+      if (method !== 'GET') break;
+      return listReferrers(store, route.name, route.digest, query, reply);
     case 'manifest':
       if (method === 'GET' || method === 'HEAD') return getManifest(store, route, method, reply);
       if (method === 'PUT') return putManifest(store, route, request, reply);
+      if (method === 'DELETE') return deleteManifest(store, route, reply);
       break;
     case 'blob':
-      if (method === 'GET' || method === 'HEAD') return getBlob(store, route.digest, request, reply);
+      if (method === 'GET' || method === 'HEAD') return getBlob(store, route, request, reply);
+      if (method === 'DELETE') return deleteBlob(store, route, reply);
       break;
     case 'upload-start':
       if (method === 'POST') return startUpload(store, uploads, route.name, request, query, reply);
@@ -138,12 +145,7 @@ async function dispatch(
     case 'upload':
       return upload(store, uploads, route, request, query, reply);
   }
-  throw new RegistryError(
-    'UNSUPPORTED',
-    method === 'DELETE'
-      ? 'deleting through the registry is not supported; use berth image rm and berth image prune on the server'
-      : `${method} is not supported on this registry path`,
-  );
+  throw new RegistryError('UNSUPPORTED', `${method} is not supported on this registry path`);
 }
 
 const berthToRegistry: Partial<Record<BerthError['code'], RegistryErrorCode>> = {

@@ -120,7 +120,7 @@ describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is n
     assert.deepEqual(config.config.Cmd, ['/bin/cat', '/etc/motd']);
   });
 
-  it('skopeo copy --all of a multi-platform index: the tag names the image for this host', async () => {
+  it("skopeo copy --all of a multi-platform index: kept whole, digests unchanged both ways; the tag runs this host's image", async () => {
     const seedManifest = (await openImageStore(join(scratch, 'seed')).resolve('seed')).manifestDigest;
     const seedLayer = (
       JSON.parse(readFileSync(openImageStore(join(scratch, 'seed')).blobPath(seedManifest), 'utf8')) as {
@@ -132,7 +132,8 @@ describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is n
     const other = arch === 'arm64' ? 'amd64' : 'arm64';
     const multi = join(scratch, 'multi');
     mkdirSync(multi);
-    writeOciLayout(multi, { layers: [layer], gzip: false, platforms: [`linux/${other}`, `linux/${arch}`] });
+    // gzip'd: skopeo would compress an uncompressed layer on its way to a registry (new digests).
+    writeOciLayout(multi, { layers: [layer], platforms: [`linux/${other}`, `linux/${arch}`] });
     await skopeo([
       'copy',
       '--quiet',
@@ -147,24 +148,62 @@ describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is n
     const config = JSON.parse(readFileSync(store.blobPath(image.id), 'utf8')) as { architecture: string };
     assert.equal(config.architecture, arch, 'the tag names the image for this host');
 
+    // The index itself is kept whole: copied back out with --all, every digest is unchanged.
+    const back = join(scratch, 'multi-back');
+    await skopeo([
+      'copy',
+      '--quiet',
+      '--all',
+      '--src-tls-verify=false',
+      `docker://${host}/multi/busybox:1`,
+      `oci:${back}`,
+    ]);
+    const pushedIndex = JSON.parse(readFileSync(join(multi, 'index.json'), 'utf8')) as {
+      manifests: { digest: string }[];
+    };
+    const original = files(multi);
+    const copied = files(back);
+    for (const [name, bytes] of original)
+      assert.ok(copied.get(name)?.equals(bytes), `blob ${name} is identical`);
+    assert.deepEqual([...copied.keys()].sort(), [...original.keys()].sort(), 'the same blobs came back');
+    const backIndex = JSON.parse(readFileSync(join(back, 'index.json'), 'utf8')) as {
+      manifests: { digest: string }[];
+    };
+    const served = await fetch(`http://${host}/v2/multi/busybox/manifests/1`);
+    assert.equal(served.headers.get('content-type'), 'application/vnd.oci.image.index.v1+json');
+    const indexDigest = pushedIndex.manifests[0]?.digest ?? '';
+    assert.equal(served.headers.get('docker-content-digest'), indexDigest, 'the tag serves the pushed index');
+    assert.ok(
+      Buffer.from(await served.arrayBuffer()).equals(original.get(indexDigest.slice(7)) ?? Buffer.alloc(0)),
+      'byte for byte',
+    );
+    assert.deepEqual(
+      backIndex.manifests.map((m) => m.digest),
+      [indexDigest],
+    );
+
+    // An index without this host's platform is stored and served, but names no runnable image.
     const foreign = join(scratch, 'foreign');
     mkdirSync(foreign);
     writeOciLayout(foreign, { layers: [layer], gzip: false, platforms: ['linux/s390x', 'linux/riscv64'] });
-    await assert.rejects(
-      skopeo([
-        'copy',
-        '--quiet',
-        '--all',
-        '--dest-tls-verify=false',
-        `oci:${foreign}`,
-        `docker://${host}/foreign/busybox:1`,
-      ]),
-      (err: Error) => new RegExp(`no image for linux/${arch}.*linux/s390x, linux/riscv64`).test(err.message),
-    );
+    await skopeo([
+      'copy',
+      '--quiet',
+      '--all',
+      '--dest-tls-verify=false',
+      `oci:${foreign}`,
+      `docker://${host}/foreign/busybox:1`,
+    ]);
+    const head = await fetch(`http://${host}/v2/foreign/busybox/manifests/1`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get('content-type'), 'application/vnd.oci.image.index.v1+json');
     assert.ok(
       !openImageStore(serverDir)
         .list()
         .some((i) => i.names.includes('foreign/busybox:1')),
+    );
+    await assert.rejects(openImageStore(serverDir).resolve('foreign/busybox:1'), (err: Error) =>
+      new RegExp(`image index with no linux/${arch} image.*linux/s390x, linux/riscv64`).test(err.message),
     );
   });
 });

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { open, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errnoCode } from '../core/index.js';
-import type { HashedFile } from '../runtime/image/index.js';
+import { type DigestAlgorithm, digestAlgorithm, type HashedFile } from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
 
 interface Session {
@@ -63,14 +63,7 @@ export class UploadSessions {
   ): Promise<number> {
     return this.#serialized(id, async (session) => {
       const start = await this.size(id);
-      if (range !== undefined && range.start !== start) {
-        throw new RegistryError(
-          'BLOB_UPLOAD_INVALID',
-          `the chunk starts at byte ${range.start}, but the upload has ${start} bytes`,
-          { expected: start, got: range.start },
-          { status: 416, headers: { Range: rangeHeader(start), 'Docker-Upload-UUID': id } },
-        );
-      }
+      if (range !== undefined && range.start !== start) throw outOfOrder(id, start, range.start);
       const written = await this.#write(id, session, body, start);
       if (range !== undefined && range.end - range.start + 1 !== written) {
         await truncate(this.#path(id), start);
@@ -90,9 +83,16 @@ export class UploadSessions {
    * mismatch the upload is deleted (nothing of it stays). On success the caller moves the file
    * into the store and then calls `forget`.
    */
-  finish(id: string, digest: string, body: AsyncIterable<Uint8Array> | undefined): Promise<HashedFile> {
+  finish(
+    id: string,
+    digest: string,
+    body: AsyncIterable<Uint8Array> | undefined,
+    range?: { readonly start: number; readonly end: number },
+  ): Promise<HashedFile> {
     return this.#serialized(id, async (session) => {
       const start = await this.size(id);
+      // The final chunk obeys the same rule as a PATCH: it must start where the upload ends.
+      if (range !== undefined && range.start !== start) throw outOfOrder(id, start, range.start);
       if (body !== undefined) await this.#write(id, session, body, start);
       const path = this.#path(id);
       const size = await this.size(id);
@@ -102,11 +102,14 @@ export class UploadSessions {
       } finally {
         await handle.close();
       }
+      // The running hash is sha256; an upload completed under another algorithm is hashed again.
+      const algorithm = digestAlgorithm(digest);
       let hex: string;
-      if (session.hash !== undefined && session.hashedBytes === size) hex = session.hash.digest('hex');
-      else hex = await hashFile(path);
+      if (algorithm === 'sha256' && session.hash !== undefined && session.hashedBytes === size) {
+        hex = session.hash.digest('hex');
+      } else hex = await hashFile(path, algorithm);
       session.hash = undefined;
-      const actual = `sha256:${hex}`;
+      const actual = `${algorithm}:${hex}`;
       if (actual !== digest) {
         await this.cancel(id);
         throw new RegistryError(
@@ -191,12 +194,22 @@ export function rangeHeader(size: number): string {
   return `0-${size > 0 ? size - 1 : 0}`;
 }
 
+/** 416 with the upload's current Range, as the spec answers a chunk that leaves a gap or overlaps. */
+function outOfOrder(id: string, size: number, start: number): RegistryError {
+  return new RegistryError(
+    'BLOB_UPLOAD_INVALID',
+    `the chunk starts at byte ${start}, but the upload has ${size} bytes`,
+    { expected: size, got: start },
+    { status: 416, headers: { Range: rangeHeader(size), 'Docker-Upload-UUID': id } },
+  );
+}
+
 function unknownUpload(id: string): RegistryError {
   return new RegistryError('BLOB_UPLOAD_UNKNOWN', `there is no upload ${id}`, { uuid: id });
 }
 
-async function hashFile(path: string): Promise<string> {
-  const hash = createHash('sha256');
+async function hashFile(path: string, algorithm: DigestAlgorithm): Promise<string> {
+  const hash = createHash(algorithm);
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }

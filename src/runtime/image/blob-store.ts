@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { InvalidArgumentError } from '../../core/index.js';
-import { sha256Digest } from './digest.js';
+import { type DigestAlgorithm, digestAlgorithm, sha256Digest } from './digest.js';
 import type { SourceFile } from './image-source.js';
 import { tempName, writeStoreFile } from './store-files.js';
 import type { StoreLayout } from './store-layout.js';
@@ -19,7 +20,7 @@ export class DigestMismatchError extends InvalidArgumentError {
 }
 
 /**
- * Content-addressed blobs in `blobs/sha256/<hex>`. A blob is only ever created by renaming a
+ * Content-addressed blobs in `blobs/<algorithm>/<hex>`. A blob is only ever created by renaming a
  * complete, fsynced, verified temp file from `tmp/`, so a blob file's name is always its digest.
  * Writers of the same digest race harmlessly: both renames install identical bytes.
  */
@@ -71,7 +72,8 @@ export class BlobStore {
     } else if (digest === undefined) {
       tmp = tempName(this.layout, 'blob');
       onTemp(tmp);
-      ({ digest, size } = await copyHashing(file.path, tmp));
+      const algorithm = expected === undefined ? 'sha256' : digestAlgorithm(expected.digest);
+      ({ digest, size } = await copyHashing(file.path, tmp, algorithm));
     }
     if (expected !== undefined) {
       if (digest !== expected.digest) throw new DigestMismatchError(what, expected.digest, digest);
@@ -83,6 +85,7 @@ export class BlobStore {
       }
     }
     const target = this.path(digest);
+    await mkdir(dirname(target), { recursive: true, mode: 0o755 });
     if (tmp !== undefined) {
       await rename(tmp, target);
     } else if (file.staged) {
@@ -103,8 +106,12 @@ export class BlobStore {
 }
 
 /** Copies `from` to a new file `to`, hashing on the way; fsyncs so a rename after it is durable. */
-export async function copyHashing(from: string, to: string): Promise<StoredBlob> {
-  const hash = createHash('sha256');
+export async function copyHashing(
+  from: string,
+  to: string,
+  algorithm: DigestAlgorithm = 'sha256',
+): Promise<StoredBlob> {
+  const hash = createHash(algorithm);
   const handle = await open(to, 'wx', 0o644);
   let size = 0;
   try {
@@ -118,15 +125,19 @@ export async function copyHashing(from: string, to: string): Promise<StoredBlob>
   } finally {
     await handle.close();
   }
-  return { digest: sha256Digest(hash.digest('hex')), size };
+  return { digest: `${algorithm}:${hash.digest('hex')}`, size };
 }
 
 /**
  * Writes a stream to a new file `to`, hashing on the way; fsyncs so a rename after it is durable.
  * Used for blobs fetched from a registry, which are verified before they enter the store.
  */
-export async function writeStreamHashing(source: AsyncIterable<Uint8Array>, to: string): Promise<StoredBlob> {
-  const hash = createHash('sha256');
+export async function writeStreamHashing(
+  source: AsyncIterable<Uint8Array>,
+  to: string,
+  algorithm: DigestAlgorithm = 'sha256',
+): Promise<StoredBlob> {
+  const hash = createHash(algorithm);
   const handle = await open(to, 'wx', 0o644);
   let size = 0;
   try {
@@ -139,5 +150,5 @@ export async function writeStreamHashing(source: AsyncIterable<Uint8Array>, to: 
   } finally {
     await handle.close();
   }
-  return { digest: sha256Digest(hash.digest('hex')), size };
+  return { digest: `${algorithm}:${hash.digest('hex')}`, size };
 }

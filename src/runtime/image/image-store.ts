@@ -4,12 +4,13 @@ import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { errnoCode, InvalidArgumentError, NotFoundError } from '../../core/index.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
-import { digestHex, isDigest } from './digest.js';
+import { digestAlgorithm, digestHex, isDigest, parseBlobDigest } from './digest.js';
 import { type ImageRecord, readRecord, recordBlobs } from './image-record.js';
 import { isImageName, normalizeImageName } from './image-reference.js';
 import type { ImageSummary, ResolvedImage } from './image-types.js';
 import { type NamesIndex, namesOf, readNames, writeNames } from './names-index.js';
-import { makeWorkDir, tempName } from './store-files.js';
+import { pushedBlobs, Repositories } from './repositories.js';
+import { makeWorkDir, tempName, writeStoreFile } from './store-files.js';
 import { StoreLayout } from './store-layout.js';
 import { StoreLocks } from './store-locks.js';
 
@@ -75,10 +76,13 @@ const hexPrefix = /^[a-f0-9]{4,64}$/;
 export class ImageStore {
   readonly #layout: StoreLayout;
   readonly #locks: StoreLocks;
+  /** What the registry was pushed, per repository (see repositories.ts). */
+  readonly repositories: Repositories;
 
   constructor(readonly dataDir: string) {
     this.#layout = new StoreLayout(dataDir);
     this.#locks = new StoreLocks(this.#layout);
+    this.repositories = new Repositories(this.#layout);
     for (const dir of [this.#layout.blobs, this.#layout.rootfsDir, this.#layout.records]) {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
     }
@@ -88,13 +92,17 @@ export class ImageStore {
   /** Imports a docker-archive or oci-archive tarball (plain or gzip) or an OCI layout directory. */
   async importArchive(path: string, options: { readonly name?: string } = {}): Promise<ImageSummary> {
     const { importArchive } = await import('./image-importer.js');
-    return importArchive(await this.#deps(), path, options);
+    const image = await importArchive(await this.#deps(), path, options);
+    await this.#dropPushedTags(options.name === undefined ? [] : [normalizeImageName(options.name)]);
+    return image;
   }
 
   /** Makes a single-layer image of a directory (Env PATH default, Cmd ["/bin/sh"]). */
   async importRootfs(dir: string, name: string): Promise<ImageSummary> {
     const { importRootfs } = await import('./image-importer.js');
-    return importRootfs(await this.#deps(), dir, name);
+    const image = await importRootfs(await this.#deps(), dir, name);
+    await this.#dropPushedTags([normalizeImageName(name)]);
+    return image;
   }
 
   /**
@@ -108,6 +116,7 @@ export class ImageStore {
   ): Promise<ImageSummary> {
     const { importManifest } = await import('./image-importer.js');
     const image = await importManifest(await this.#deps(), manifest, mediaType, options);
+    await this.#dropPushedTags(options.name === undefined ? [] : [normalizeImageName(options.name)]);
     // The blobs belong to an image now: their pending marks are no longer needed.
     const record = readRecord(this.#layout, image.id);
     if (record !== undefined) {
@@ -128,14 +137,14 @@ export class ImageStore {
     expected: { readonly digest: string; readonly size?: number },
     what = `the blob ${expected.digest}`,
   ): Promise<StoredBlob> {
-    digestHex(expected.digest);
+    parseBlobDigest(expected.digest);
     const { writeStreamHashing } = await import('./blob-store.js');
     const lease = await this.#locks.holdForWork();
     try {
       const deps = await this.#deps();
       const tmp = tempName(this.#layout, 'pull');
       try {
-        const hashed = await writeStreamHashing(source, tmp);
+        const hashed = await writeStreamHashing(source, tmp, digestAlgorithm(expected.digest));
         await this.#markPending(expected.digest);
         return await deps.blobs.ingest({ ...hashed, path: tmp, staged: true }, what, expected);
       } finally {
@@ -155,12 +164,31 @@ export class ImageStore {
     expected: { readonly digest: string },
     what: string,
   ): Promise<StoredBlob> {
-    digestHex(expected.digest);
+    parseBlobDigest(expected.digest);
     const lease = await this.#locks.holdForWork();
     try {
       const deps = await this.#deps();
       await this.#markPending(expected.digest);
       return await deps.blobs.ingest({ ...file, staged: true }, what, expected);
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Writes a pushed manifest's bytes as the blob of `digest` (which the caller computed from
+   * them), then runs `link` (the repository's metadata) with the gc lock held shared, so gc
+   * never sees the blob before what references it.
+   */
+  async putManifestBlob<T>(bytes: Uint8Array, digest: string, link: () => Promise<T>): Promise<T> {
+    const lease = await this.#locks.holdForWork();
+    try {
+      const path = this.#layout.blob(digest);
+      if (!existsSync(path)) {
+        mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+        await writeStoreFile(this.#layout, path, bytes);
+      }
+      return await link();
     } finally {
       lease.release();
     }
@@ -199,7 +227,16 @@ export class ImageStore {
 
   async resolve(ref: string): Promise<ResolvedImage> {
     const names = readNames(this.#layout);
-    const { id } = this.#find(ref, names);
+    let id: string;
+    try {
+      ({ id } = this.#find(ref, names));
+    } catch (err) {
+      if (err instanceof NotFoundError) {
+        const { notRunnableError } = await import('./not-runnable.js');
+        throw notRunnableError(this.#layout, this.repositories, ref) ?? err;
+      }
+      throw err;
+    }
     const record = readRecord(this.#layout, id);
     if (record === undefined) throw new NotFoundError('image', ref);
     return { ...summary(record, names), config: record.config, rootfs: this.#layout.rootfs(id) };
@@ -223,6 +260,7 @@ export class ImageStore {
         for (const name of untagged) delete names[name];
         const deleted = namesOf(names, found.id).length === 0 ? found.id : undefined;
         if (untagged.length > 0) await writeNames(this.#layout, names);
+        await this.#dropPushedTags(untagged);
         if (deleted !== undefined) {
           // Record first: a crash after it leaves a complete rootfs without a record, which a
           // later import of the same image reuses and gc otherwise deletes.
@@ -260,21 +298,28 @@ export class ImageStore {
       const pending = await this.#pendingBlobs(options.pendingGraceMs ?? defaultPendingGraceMs);
       return await this.#locks.withNamesLock(async () => {
         const records = this.#records();
-        const live = new Set(records.flatMap((r) => recordBlobs(r).map((d) => digestHex(d))));
+        // Blobs are kept by an image record (berth's runnable view) or a pushed manifest.
+        const liveDigests = [
+          ...records.flatMap((r) => recordBlobs(r)),
+          ...pushedBlobs(this.#layout, this.repositories),
+        ];
+        const live = new Set(liveDigests.map((d) => parseBlobDigest(d).hex));
         const ids = new Set(records.map((r) => digestHex(r.id)));
         let blobsRemoved = 0;
         let bytesRemoved = 0;
         let pendingKept = 0;
-        for (const hex of await readdir(this.#layout.blobs)) {
-          if (live.has(hex)) continue;
-          if (pending.has(hex)) {
-            pendingKept += 1;
-            continue;
+        for (const { dir } of this.#layout.blobDirs()) {
+          for (const hex of await readdir(dir).catch(() => [] as string[])) {
+            if (live.has(hex)) continue;
+            if (pending.has(hex)) {
+              pendingKept += 1;
+              continue;
+            }
+            const path = join(dir, hex);
+            bytesRemoved += statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+            await rm(path, { force: true });
+            blobsRemoved += 1;
           }
-          const path = join(this.#layout.blobs, hex);
-          bytesRemoved += statSync(path, { throwIfNoEntry: false })?.size ?? 0;
-          await rm(path, { force: true });
-          blobsRemoved += 1;
         }
         let rootfsRemoved = 0;
         let rootfsKept = 0;
@@ -305,7 +350,7 @@ export class ImageStore {
   /** Marks a blob as pushed or pulled just now (see GcOptions.pendingGraceMs). */
   async #markPending(digest: string): Promise<void> {
     mkdirSync(this.#layout.pending, { recursive: true, mode: 0o755 });
-    const path = join(this.#layout.pending, digestHex(digest));
+    const path = join(this.#layout.pending, parseBlobDigest(digest).hex);
     const now = new Date();
     await utimes(path, now, now).catch(async (err: unknown) => {
       if (errnoCode(err) !== 'ENOENT') throw err;
@@ -346,6 +391,14 @@ export class ImageStore {
       }
     }
     return used;
+  }
+
+  /** Removes the pushed registry tags of these `name:tag`s: an imported or removed name wins. */
+  async #dropPushedTags(names: readonly string[]): Promise<void> {
+    for (const full of names) {
+      const colon = full.lastIndexOf(':');
+      await this.repositories.deleteTag(full.slice(0, colon), full.slice(colon + 1));
+    }
   }
 
   /** Path of a blob in the store (whether or not it is there), for the registry to serve. */

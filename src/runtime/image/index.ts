@@ -6,11 +6,12 @@
 import { ImageStore } from './image-store.js';
 
 export type { StoredBlob } from './blob-store.js';
-export { digestHex, isDigest } from './digest.js';
+export { type DigestAlgorithm, digestAlgorithm, digestHex, isBlobDigest, isDigest } from './digest.js';
 export { isImageName, normalizeImageName } from './image-reference.js';
 export type { GcOptions, GcResult, HashedFile, RemoveResult, StoredManifest } from './image-store.js';
 export type { ImageRuntimeConfig, ImageSummary, ResolvedImage } from './image-types.js';
 export {
+  configTypes,
   dockerManifest,
   dockerManifestList,
   indexTypes,
@@ -18,6 +19,8 @@ export {
   ociIndex,
   ociManifest,
 } from './media-types.js';
+export { hostArchitecture } from './oci-layout-reader.js';
+export type { ManifestDescriptor, ManifestLink, Repositories } from './repositories.js';
 export { ImageStore };
 export function openImageStore(dataDir: string): ImageStore {
   return new ImageStore(dataDir);

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
-import { digestHex } from './digest.js';
+import { digestHex, parseBlobDigest } from './digest.js';
 
 /**
  * Where everything of the image store lives, under `<data dir>/images`:
  *
  *   blobs/sha256/<hex>   every blob (manifest, config, layer) named by its verified digest
+ *   blobs/sha512/<hex>   blobs pushed by sha512 digest (the registry's; images run from sha256)
+ *   repositories/<name>/ what the registry was pushed, per repository (repositories.ts)
  *   rootfs/<id hex>/     the flattened root filesystem of each image (read-only for pods)
  *   records/<id hex>.json one record per image: digests, layers, runtime config
  *   names.json           the names index: `name:tag` → image id
@@ -24,6 +26,7 @@ export class StoreLayout {
   readonly namesLock: string;
   readonly uploads: string;
   readonly pending: string;
+  readonly repositories: string;
 
   constructor(dataDir: string) {
     this.root = join(dataDir, 'images');
@@ -36,10 +39,20 @@ export class StoreLayout {
     this.namesLock = join(this.root, 'names.lock');
     this.uploads = join(this.root, 'uploads');
     this.pending = join(this.root, 'pending');
+    this.repositories = join(this.root, 'repositories');
   }
 
   blob(digest: string): string {
-    return join(this.blobs, digestHex(digest));
+    const { algorithm, hex } = parseBlobDigest(digest);
+    return join(this.root, 'blobs', algorithm, hex);
+  }
+
+  /** The blob directory of each digest algorithm (for gc). */
+  blobDirs(): { readonly algorithm: 'sha256' | 'sha512'; readonly dir: string }[] {
+    return (['sha256', 'sha512'] as const).map((algorithm) => ({
+      algorithm,
+      dir: join(this.root, 'blobs', algorithm),
+    }));
   }
 
   rootfs(id: string): string {
