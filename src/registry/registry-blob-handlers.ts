@@ -121,7 +121,13 @@ export async function startUpload(
   }
   const id = await uploads.create();
   if (query.digest !== undefined) {
-    return finishUpload(store, uploads, name, id, checkDigest(query.digest), request, reply);
+    // A monolithic upload cannot be resumed (the client never saw its Location): whatever fails,
+    // a truncated body included, nothing of it stays.
+    try {
+      return await finishUpload(store, uploads, name, id, checkDigest(query.digest), request, reply);
+    } finally {
+      await uploads.cancel(id);
+    }
   }
   return reply
     .code(202)

@@ -75,5 +75,5 @@ export function listReferrers(
   if (wanted !== undefined) reply.header('OCI-Filters-Applied', 'artifactType');
   return reply
     .header('content-type', ociIndex)
-    .send(JSON.stringify({ schemaVersion: 2, mediaType: ociIndex, manifests }));
+    .send(Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: ociIndex, manifests })));
 }

@@ -201,6 +201,8 @@ export async function deleteManifest(
   let names: string[];
   if (isDigestReference(reference)) {
     const digest = checkDigest(reference);
+    const link = repos.manifest(name, digest);
+    if (link !== undefined) await store.keepForGrace(await namedBlobs(store, link));
     const tags = await repos.deleteManifest(name, digest);
     const derived = Object.entries(store.names())
       .filter(([full]) => full.slice(0, full.lastIndexOf(':')) === name)
@@ -224,6 +226,12 @@ export async function deleteManifest(
     });
   }
   return reply.code(202).send();
+}
+
+/** The manifest and every blob it names (what a cell pulling it right now needs). */
+async function namedBlobs(store: ImageStore, link: ManifestLink): Promise<string[]> {
+  const checked = checkManifest(await readFile(store.blobPath(link.digest)), link.mediaType);
+  return [link.digest, ...checked.blobs.map((d) => d.digest), ...checked.children.map((d) => d.digest)];
 }
 
 async function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer> {

@@ -347,6 +347,14 @@ export class ImageStore {
     }
   }
 
+  /**
+   * Keeps blobs through gc for the grace period although nothing references them any more: what
+   * a deleted manifest named, which a cell may be pulling right now.
+   */
+  async keepForGrace(digests: readonly string[]): Promise<void> {
+    for (const digest of digests) if (this.hasBlob(digest)) await this.#markPending(digest);
+  }
+
   /** Marks a blob as pushed or pulled just now (see GcOptions.pendingGraceMs). */
   async #markPending(digest: string): Promise<void> {
     mkdirSync(this.#layout.pending, { recursive: true, mode: 0o755 });
