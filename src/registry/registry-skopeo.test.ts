@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -204,6 +205,55 @@ describe('skopeo against the registry', { skip: hasSkopeo ? false : 'skopeo is n
     );
     await assert.rejects(openImageStore(serverDir).resolve('foreign/busybox:1'), (err: Error) =>
       new RegExp(`image index with no linux/${arch} image.*linux/s390x, linux/riscv64`).test(err.message),
+    );
+  });
+  it('skopeo copies an artifact (empty config, artifactType, subject) in and back out with its digest unchanged', async () => {
+    const dir = join(scratch, 'artifact');
+    mkdirSync(join(dir, 'blobs', 'sha256'), { recursive: true });
+    const blob = (bytes: Buffer) => {
+      const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+      writeFileSync(join(dir, 'blobs', 'sha256', digest.slice(7)), bytes);
+      return { digest, size: bytes.length };
+    };
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        artifactType: 'application/vnd.example.sbom',
+        config: { mediaType: 'application/vnd.oci.empty.v1+json', ...blob(Buffer.from('{}')) },
+        layers: [
+          {
+            mediaType: 'application/vnd.oci.image.layer.v1.tar',
+            ...blob(await tarBytes([{ name: 'sbom.json', body: '{"packages":[]}' }])),
+          },
+        ],
+        subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: manifestDigest, size: 1 },
+        annotations: { 'org.example.kept': 'yes' },
+      }),
+    );
+    const pushed = blob(manifest);
+    writeFileSync(
+      join(dir, 'index.json'),
+      JSON.stringify({
+        schemaVersion: 2,
+        manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...pushed }],
+      }),
+    );
+    writeFileSync(join(dir, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
+    await skopeo(['copy', '--quiet', '--dest-tls-verify=false', `oci:${dir}`, `docker://${host}/art/sbom:1`]);
+    const served = await fetch(`http://${host}/v2/art/sbom/manifests/1`);
+    assert.equal(served.headers.get('docker-content-digest'), pushed.digest);
+    assert.ok(Buffer.from(await served.arrayBuffer()).equals(manifest), 'served byte for byte');
+    const back = join(scratch, 'artifact-back');
+    await skopeo(['copy', '--quiet', '--src-tls-verify=false', `docker://${host}/art/sbom:1`, `oci:${back}`]);
+    const original = files(dir);
+    const copied = files(back);
+    assert.deepEqual([...copied.keys()].sort(), [...original.keys()].sort());
+    for (const [name, bytes] of original)
+      assert.ok(copied.get(name)?.equals(bytes), `blob ${name} is identical`);
+    await assert.rejects(
+      openImageStore(serverDir).resolve('art/sbom:1'),
+      /artifact of type application\/vnd\.example\.sbom/,
     );
   });
 });
