@@ -374,12 +374,20 @@ describe('registry: OCI distribution spec categories', () => {
       response = await fetch(`${url}/v2/${repo}/blobs/${layerDigest}`, { method: 'DELETE' });
       assert.equal(response.status, 202);
       assert.equal((await fetch(`${url}/v2/${repo}/blobs/${layerDigest}`)).status, 404);
+      const stray = randomBytes(32);
+      await pushBlob('manage/stray-a', stray);
       const store = openImageStore(serverDir);
       assert.ok(store.hasBlob(layerDigest), 'the bytes wait for gc');
       const gc = await store.gc({ pendingGraceMs: 0 });
       assert.equal(gc.ran, true);
       assert.equal(store.hasBlob(layerDigest), false, 'gc freed the unreferenced layer');
       assert.equal(store.hasBlob(digest), false, 'and the deleted manifest');
+      await pushBlob('manage/stray-b', stray);
+      assert.equal(
+        (await fetch(`${url}/v2/manage/stray-a/blobs/${digestOf(stray)}`)).status,
+        404,
+        'a link whose blob gc freed is gone: the same bytes pushed elsewhere are not readable here again',
+      );
     });
 
     it('gc keeps what a pushed manifest references and, in the grace period, a blob whose manifest has not come', async () => {

@@ -321,6 +321,7 @@ export class ImageStore {
             blobsRemoved += 1;
           }
         }
+        await this.repositories.pruneBlobLinks();
         let rootfsRemoved = 0;
         let rootfsKept = 0;
         for (const hex of await readdir(this.#layout.rootfsDir)) {

@@ -198,6 +198,39 @@ export class Repositories {
     return true;
   }
 
+  /**
+   * Deletes blob links whose blob gc freed, so a later upload of the same bytes to another
+   * repository does not make them readable here again.
+   */
+  async pruneBlobLinks(): Promise<void> {
+    for (const name of this.#allRepositoryDirs()) {
+      for (const algorithm of listDir(join(this.#repo(name), '_blobs'))) {
+        for (const hex of listDir(join(this.#repo(name), '_blobs', algorithm))) {
+          const digest = `${algorithm}:${hex}`;
+          if (isBlobDigest(digest) && !existsSync(this.#layout.blob(digest))) {
+            await rm(join(this.#repo(name), '_blobs', algorithm, hex), { force: true });
+          }
+        }
+      }
+    }
+  }
+
+  /** Every directory holding repository files (also those with only blob links). */
+  #allRepositoryDirs(): string[] {
+    const found: string[] = [];
+    const walk = (dir: string, prefix: string): void => {
+      for (const entry of listDir(dir)) {
+        if (entry.startsWith('_')) {
+          if (!found.includes(prefix)) found.push(prefix);
+          continue;
+        }
+        walk(join(dir, entry), prefix === '' ? entry : `${prefix}/${entry}`);
+      }
+    };
+    walk(this.#layout.repositories, '');
+    return found.filter((name) => name !== '');
+  }
+
   /** Manifest digests of every pushed manifest in every repository (gc roots). */
   allManifests(): ManifestLink[] {
     return this.names().flatMap((name) => this.manifests(name));
