@@ -120,6 +120,12 @@ describe('monitor policy', () => {
       kind: 'kill',
       reason: 'the monitor did not pass within 1s',
     });
+    // Without a grace the timeout counts from the creation, however late the pod started.
+    const lateStart: MonitorState = { ...starting, startedAt: 1_800 };
+    assert.deepEqual(judgeMonitorRound(quick, lateStart, round(2_000, false)).verdict, {
+      kind: 'kill',
+      reason: 'the monitor did not pass within 1s',
+    });
     // With 10 s of grace after the pod started, the same slow starter lives and becomes RUNNING.
     const graceful = monitorSettings({ tcp: 1, startup_grace_ms: 10_000 }, 1, 500);
     assert.deepEqual(

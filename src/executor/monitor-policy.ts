@@ -97,10 +97,9 @@ export function judgeMonitorRound(
     return next({ kind: 'ignored', why: 'grace' }, state);
   if (!state.running) {
     // Before the first pass a failure is expected (the app is starting): only the deadline counts.
-    const deadline = Math.max(
-      state.createdAt + settings.startTimeoutMs,
-      state.startedAt + settings.startupGraceMs,
-    );
+    // start_timeout_s counts from the creation (as in Diego); a grace can only lengthen it.
+    const grace = settings.startupGraceMs > 0 ? state.startedAt + settings.startupGraceMs : 0;
+    const deadline = Math.max(state.createdAt + settings.startTimeoutMs, grace);
     if (round.answeredAt > deadline)
       return next(
         {
