@@ -90,10 +90,11 @@ async function start(
 
 describe('monitor settings on real runc containers', { timeout: 120_000 }, () => {
   it('failure_threshold 1: the first failed check of a RUNNING instance kills it', async () => {
+    // The check passes once (it leaves a mark) and fails ever after: no timing in the app.
     const c = await start(
-      'touch /tmp/ready; sleep 2; rm /tmp/ready; exec sleep 1000',
+      'exec sleep 1000',
       {
-        ...ready,
+        command: ['/bin/sh', '-c', 'test ! -f /tmp/checked && touch /tmp/checked'],
         period_ms: 200,
         failure_threshold: 1,
       },
@@ -103,19 +104,20 @@ describe('monitor settings on real runc containers', { timeout: 120_000 }, () =>
     const done = await c.reached(['COMPLETED']);
     assert.deepEqual(
       done.result && { failed: done.result.failed, reason: done.result.reason, kind: done.result.kind },
-      {
-        failed: true,
-        reason: 'the monitor failed',
-        kind: 'crashed',
-      },
+      { failed: true, reason: 'the monitor failed', kind: 'crashed' },
     );
     await executor.deleteContainer(c.guid);
   });
 
   it('startup_grace_ms keeps a slow starter alive past its start timeout; without it, it is killed', async () => {
-    const slow = 'sleep 3; touch /tmp/ready; exec sleep 1000';
-    const graced = await start(slow, { ...ready, startup_grace_ms: 60_000 }, 1);
-    const bare = await start(slow, ready, 1);
+    // Ready after 3 s, past its 1 s start timeout: the grace keeps it. The control is slower
+    // still (30 s), so a loaded machine's late rounds cannot let it pass before it is killed.
+    const graced = await start(
+      'sleep 3; touch /tmp/ready; exec sleep 1000',
+      { ...ready, startup_grace_ms: 60_000 },
+      1,
+    );
+    const bare = await start('sleep 30; touch /tmp/ready; exec sleep 1000', ready, 1);
     const killed = await bare.reached(['RUNNING', 'COMPLETED']);
     assert.equal(killed.state, 'COMPLETED');
     assert.equal(killed.result?.reason, 'the monitor did not pass within 1s');
