@@ -68,6 +68,23 @@ describe('BBS HTTP API', () => {
         { process_guid: 'p', domain: 'd', image: 'i', instances: 1, command: 'sleep 1' },
         'command',
       ],
+      // Monitor timing (issue 20): each bad value named, inside whichever form of check.
+      ...(
+        [
+          [{ tcp: 80, timeout_ms: -1 }, 'monitor.timeout_ms'],
+          [{ tcp: 80, period_ms: 0 }, 'monitor.period_ms'],
+          [{ http: { port: 80 }, failure_threshold: 1_000_000 }, 'monitor.failure_threshold'],
+          [{ command: ['true'], startup_grace_ms: 10 ** 12 }, 'monitor.startup_grace_ms'],
+          [{ command: ['true'], failure_threshold: 0 }, 'monitor.failure_threshold'],
+        ] as const
+      ).map(
+        ([monitor, field]) =>
+          [
+            `monitor ${JSON.stringify(monitor)}`,
+            { process_guid: 'p', domain: 'd', image: 'i', instances: 1, monitor },
+            field,
+          ] as [string, unknown, string],
+      ),
     ];
     for (const [name, body, field] of cases) {
       it(name, async () => {
@@ -99,6 +116,24 @@ describe('BBS HTTP API', () => {
       assert.equal(res.statusCode, 400);
       assert.equal(res.json().details.field, 'if-match');
     });
+  });
+
+  it('monitor timing is stored and answered as given, on every form of check', async () => {
+    for (const [guid, monitor] of [
+      [
+        'timed-tcp',
+        { tcp: 8080, timeout_ms: 3000, period_ms: 2000, failure_threshold: 5, startup_grace_ms: 0 },
+      ],
+      ['timed-http', { http: { port: 8080, path: '/health' }, period_ms: 250 }],
+      ['timed-cmd', { command: ['true'], startup_grace_ms: 30_000 }],
+    ] as const) {
+      const created = await post('/v1/desired_lrps', { ...desiredDefinition(guid, 1), monitor });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.deepEqual(created.json().monitor, monitor);
+      const got = await app.inject({ method: 'GET', url: `/v1/desired_lrps/${guid}` });
+      assert.deepEqual(got.json().monitor, monitor);
+      await app.inject({ method: 'DELETE', url: `/v1/desired_lrps/${guid}` });
+    }
   });
 
   it('POST creates with defaults and an ETag; GET answers the same ETag; PATCH with a stale If-Match is 412', async () => {

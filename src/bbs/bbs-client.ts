@@ -1,4 +1,4 @@
-import { type BerthError, HttpJsonClient, type PeerClientOptions } from '../core/index.js';
+import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
 import type { BbsEvent, BbsStore } from './bbs-store.js';
 import { CasConflictError } from './cas-conflict-error.js';
 import { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
@@ -12,12 +12,15 @@ export type BbsClientOptions = PeerClientOptions;
  * same BerthError codes (CasConflictError with `current` for a lost CAS).
  */
 export class BbsClient implements BbsStore {
-  readonly baseUrl: string;
   readonly #http: HttpJsonClient;
 
-  constructor(baseUrl: string, options: BbsClientOptions = {}) {
+  constructor(baseUrl: ServerUrls, options: BbsClientOptions = {}) {
     this.#http = new HttpJsonClient(baseUrl, { ...options, peer: 'the BBS', mapError: withCasCurrent });
-    this.baseUrl = this.#http.baseUrl;
+  }
+
+  /** The server requests go to now (several given: the one that answered last). */
+  get baseUrl(): string {
+    return this.#http.baseUrl;
   }
 
   desireLRP = this.#operation('desireLRP');

@@ -13,10 +13,28 @@ export interface ModificationTag {
   readonly index: number;
 }
 
-export type Monitor =
+/**
+ * How often and how patiently the executor runs a monitor (issue 20; as Kubernetes' probe fields
+ * and Diego's check definitions). Absent fields take `monitorTimingDefaults` (monitor-timing.ts),
+ * so what was desired before these existed runs as before, with the defaults that ride out load.
+ */
+export interface MonitorTiming {
+  /** How long one check (connect, request, command) may take before it counts as failed. */
+  readonly timeout_ms?: number;
+  /** Between checks once the instance is RUNNING (before that, checks run every 0.5 s). */
+  readonly period_ms?: number;
+  /** Failed checks in a row that kill a RUNNING instance. */
+  readonly failure_threshold?: number;
+  /** After its pod starts, failed checks do not count for this long (a slow starter). */
+  readonly startup_grace_ms?: number;
+}
+
+export type Monitor = (
   | { readonly tcp: number }
   | { readonly http: { readonly port: number; readonly path: string } }
-  | { readonly command: readonly string[] };
+  | { readonly command: readonly string[] }
+) &
+  MonitorTiming;
 
 export interface DesiredLRP {
   readonly process_guid: string;

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, limits } from '../core/index.js';
 import type { DesiredLRPDefinition } from './bbs-store.js';
 import type { Monitor, TaskDefinition } from './bbs-types.js';
+import { monitorTimingOf, validateMonitorTiming } from './monitor-timing.js';
 import { validateTaskOutputs } from './task-output-types.js';
 
 /**
@@ -51,7 +52,12 @@ export function taskWithDefaults(req: TaskDefinition): TaskDefinition {
 }
 
 export function withMonitorDefaults(monitor: Monitor): Monitor {
-  if ('http' in monitor) return { http: { port: monitor.http.port, path: monitor.http.path ?? '/' } };
+  validateMonitorTiming(monitor);
+  if ('http' in monitor)
+    return {
+      http: { port: monitor.http.port, path: monitor.http.path ?? '/' },
+      ...monitorTimingOf(monitor),
+    };
   return monitor;
 }
 

@@ -76,6 +76,7 @@ export {
   type LRPStartRequest,
   type ModificationTag,
   type Monitor,
+  type MonitorTiming,
   type PortMapping,
   publicCellPresence,
   type Task,
@@ -105,6 +106,7 @@ export {
   InstanceKeySchema,
   ModificationTagSchema,
   MonitorSchema,
+  monitorTimingProperties,
   NetInfoSchema,
   operationBodies,
   PortMappingSchema,
@@ -116,6 +118,13 @@ export {
   type TaskOutputRoutesOptions,
   taskOutputPaths,
 } from './http/task-output-routes.js';
+export {
+  type MonitorTimingProblem,
+  monitorTimingBounds,
+  monitorTimingDefaults,
+  monitorTimingProblems,
+  validateMonitorTiming,
+} from './monitor-timing.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';

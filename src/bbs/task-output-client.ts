@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { HttpJsonClient } from '../core/index.js';
+import { HttpJsonClient, type ServerUrls } from '../core/index.js';
 import { taskOutputPaths } from './http/task-output-routes.js';
 import type { TaskOutputsInfo } from './task-output-types.js';
 
@@ -15,7 +15,7 @@ export interface TaskOutputClientOptions {
 export class TaskOutputClient {
   readonly #http: HttpJsonClient;
 
-  constructor(baseUrl: string, options: TaskOutputClientOptions = {}) {
+  constructor(baseUrl: ServerUrls, options: TaskOutputClientOptions = {}) {
     this.#http = new HttpJsonClient(baseUrl, {
       peer: 'the berth server',
       token: options.token,

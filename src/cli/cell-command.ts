@@ -9,6 +9,7 @@ import { openImageStore } from '../runtime/image/index.js';
 import { parseLogSizeMax } from '../runtime/index.js';
 import { fingerprintCapacity, readMachineTotals } from './capacity-fingerprint.js';
 import { type CommandContext, type CommandHandler, dataDir, intOption, stringOption } from './command.js';
+import { failoverImageResolver } from './failover-image-resolver.js';
 import { resolveServerTarget } from './server-target.js';
 
 function positiveInt(ctx: CommandContext, name: string, fallback: number): number {
@@ -32,8 +33,9 @@ const cell: CommandHandler = {
   async run(ctx) {
     const dir = dataDir(ctx.values);
     // The one rule (server-target.ts): a local admin.token only for a server on this machine.
-    const { url: bbsUrl, token } = resolveServerTarget(ctx.values, { urlFlag: 'bbs' });
-    const bbs = new BbsClient(bbsUrl, token ? { token } : {});
+    // Several servers (`--bbs A,B,C`): every client below moves to the next when its server dies.
+    const { urls: bbsUrls, token } = resolveServerTarget(ctx.values, { urlFlag: 'bbs' });
+    const bbs = new BbsClient(bbsUrls, token ? { token } : {});
     const portsText = stringOption(ctx.values, 'ports') ?? '61000-61999';
     const portMatch = /^(\d+)-(\d+)$/.exec(portsText);
     if (!portMatch || Number(portMatch[1]) > Number(portMatch[2])) {
@@ -42,7 +44,7 @@ const cell: CommandHandler = {
     const logSizeText = stringOption(ctx.values, 'log-size-max');
     const logSizeMax = logSizeText === undefined ? undefined : parseLogSizeMax(logSizeText);
     const store = openImageStore(dir);
-    const history = new HistoryClient(bbsUrl, token ? { token } : {});
+    const history = new HistoryClient(bbsUrls, token ? { token } : {});
     const cellId = stringOption(ctx.values, 'id') ?? hostname();
     const log = (message: string) => ctx.stderr.write(`berth cell ${cellId}: ${message}\n`);
     const running = await startCell({
@@ -58,15 +60,17 @@ const cell: CommandHandler = {
         }),
         containers: positiveInt(ctx, 'containers', 100),
       },
-      images: pullingImageResolver({ store, serverUrl: bbsUrl, ...(token ? { token } : {}) }),
+      images: failoverImageResolver(
+        bbsUrls.map((serverUrl) => pullingImageResolver({ store, serverUrl, ...(token ? { token } : {}) })),
+      ),
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:0',
       address: stringOption(ctx.values, 'address') ?? '127.0.0.1',
       placementTags: (stringOption(ctx.values, 'tags') ?? '').split(',').filter(Boolean),
       optionalPlacementTags: (stringOption(ctx.values, 'optional-tags') ?? '').split(',').filter(Boolean),
-      relations: serverRelations(bbsUrl, cellId, token),
+      relations: serverRelations(bbsUrls, cellId, token),
       modelAgent: new CellAgent({
         cellId,
-        transport: httpCellAgentTransport(bbsUrl, cellId, token),
+        transport: httpCellAgentTransport(bbsUrls, cellId, token),
         log,
       }),
       pollIntervalMs: durationOption(ctx, 'poll-interval', '5s'),
@@ -80,7 +84,7 @@ const cell: CommandHandler = {
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
       ...(logSizeMax !== undefined ? { logSizeMax } : {}),
       log,
-      taskOutputs: new TaskOutputClient(bbsUrl, token ? { token } : {}),
+      taskOutputs: new TaskOutputClient(bbsUrls, token ? { token } : {}),
       postHistory: async (batch) => {
         await history.ingest(batch);
       },

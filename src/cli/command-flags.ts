@@ -4,9 +4,10 @@ import type { FlagSpec, FlagSpecs } from './command.js';
 export const serverFlags: FlagSpecs = {
   server: {
     type: 'string',
-    valueName: 'URL',
+    valueName: 'URL[,URL…]',
     default: '$BERTH_SERVER or http://127.0.0.1:8889',
-    description: 'The berth server to talk to',
+    description:
+      'The berth server to talk to; several (servers on one PostgreSQL): the next when one does not answer',
   },
   token: {
     type: 'string',

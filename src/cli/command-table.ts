@@ -29,7 +29,7 @@ export const commandSections: readonly {
   },
   {
     title:
-      'The cluster (talks to a server: --server URL, env BERTH_SERVER, default http://127.0.0.1:8889; token: --token, env BERTH_TOKEN, or the local admin.token for a server on this machine)',
+      'The cluster (talks to a server: --server URL[,URL…], env BERTH_SERVER, default http://127.0.0.1:8889; token: --token, env BERTH_TOKEN, or the local admin.token for a server on this machine)',
     commands: [...taskCommandTable, ...lrpCommandTable],
   },
   { title: 'Cluster history', commands: historyCommandTable },

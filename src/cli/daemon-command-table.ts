@@ -68,9 +68,10 @@ export const daemonCommandTable: readonly CommandEntry[] = [
     flags: {
       bbs: {
         type: 'string',
-        valueName: 'URL',
+        valueName: 'URL[,URL…]',
         default: '$BERTH_SERVER or http://127.0.0.1:8889',
-        description: 'The berth server whose BBS the cell joins',
+        description:
+          'The berth server whose BBS the cell joins; several (servers on one PostgreSQL): the next when one does not answer',
       },
       token: {
         type: 'string',

@@ -13,8 +13,8 @@ import { renderTable } from './table-output.js';
 
 /** The history API's client, at the server and with the token of the one rule (server-target.ts). */
 function client(ctx: CommandContext): HistoryClient {
-  const { url, token } = resolveServerTarget(ctx.values);
-  return new HistoryClient(url, { token, unreachableHint });
+  const { urls, token } = resolveServerTarget(ctx.values);
+  return new HistoryClient(urls, { token, unreachableHint });
 }
 
 function json(ctx: CommandContext, value: unknown): number {

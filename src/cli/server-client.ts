@@ -3,7 +3,7 @@ import type { CommandContext } from './command.js';
 import { resolveServerTarget } from './server-target.js';
 
 /** What "Cannot reach the berth server" adds, so the user knows how to point at another one. */
-export const unreachableHint = '(is "berth server" running? --server URL or $BERTH_SERVER)';
+export const unreachableHint = '(is "berth server" running? --server URL[,URL…] or $BERTH_SERVER)';
 
 /**
  * The CLI's client of the server's public API: the one HttpJsonClient, at the server and with the
@@ -12,7 +12,7 @@ export const unreachableHint = '(is "berth server" running? --server URL or $BER
  */
 export function serverClient(ctx: Pick<CommandContext, 'values'>): HttpJsonClient {
   const target = resolveServerTarget(ctx.values);
-  return new HttpJsonClient(target.url, { token: target.token, unreachableHint });
+  return new HttpJsonClient(target.urls, { token: target.token, unreachableHint });
 }
 
 /**

@@ -75,15 +75,58 @@ describe('resolveServerTarget: flag > env > local, and a local admin.token only 
   ];
   for (const [what, values, env, url, token] of rows) {
     it(what, () => {
-      assert.deepEqual(resolveServerTarget(values, { env }), { url, token });
+      assert.deepEqual(resolveServerTarget(values, { env }), { url, urls: [url], token });
     });
   }
 
   it('`berth cell` names its server --bbs, under the same rule', () => {
     assert.deepEqual(resolveServerTarget({ dir, bbs: 'http://10.0.0.9:1' }, { urlFlag: 'bbs', env: {} }), {
       url: 'http://10.0.0.9:1',
+      urls: ['http://10.0.0.9:1'],
       token: undefined,
     });
+  });
+
+  it('several servers: --bbs A,B,C and $BERTH_SERVER=A,B, in order; the local token only if all are local', () => {
+    assert.deepEqual(
+      resolveServerTarget(
+        { dir, bbs: 'http://10.0.0.9:1, http://10.0.0.10:1/,http://10.0.0.11:1' },
+        { urlFlag: 'bbs', env: {} },
+      ),
+      {
+        url: 'http://10.0.0.9:1',
+        urls: ['http://10.0.0.9:1', 'http://10.0.0.10:1', 'http://10.0.0.11:1'],
+        token: undefined,
+      },
+    );
+    assert.deepEqual(
+      resolveServerTarget({ dir }, { env: { BERTH_SERVER: 'http://127.0.0.1:1,http://localhost:2' } }),
+      { url: 'http://127.0.0.1:1', urls: ['http://127.0.0.1:1', 'http://localhost:2'], token: 'local-admin' },
+    );
+    assert.equal(
+      resolveServerTarget({ dir, server: 'http://127.0.0.1:1,http://10.0.0.9:1' }, { env: {} }).token,
+      undefined,
+      'one remote server in the list: the local token is not sent',
+    );
+  });
+
+  it('refuses a malformed list, naming the bad entry', () => {
+    for (const [given, entry] of [
+      ['http://10.0.0.9:1,10.0.0.10:1', '10.0.0.10:1'],
+      ['http://10.0.0.9:1,,http://10.0.0.10:1', ''],
+      ['http://10.0.0.9:1,ftp://x', 'ftp://x'],
+    ] as const) {
+      assert.throws(
+        () => resolveServerTarget({ bbs: given }, { urlFlag: 'bbs', env: {} }),
+        (err: unknown) => {
+          const e = err as { code: string; message: string; details: { entry: string } };
+          assert.equal(e.code, 'invalid_argument');
+          assert.ok(e.message.includes(`Invalid --bbs "${given}" (its entry "${entry}")`), e.message);
+          assert.equal(e.details.entry, entry);
+          return true;
+        },
+      );
+    }
   });
 
   it('refuses a server that is not an http(s) URL, naming the flag', () => {

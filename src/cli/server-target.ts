@@ -9,7 +9,10 @@ export const defaultBerthServerUrl = 'http://127.0.0.1:8889';
 
 /** Where a command sends its requests, and with which bearer token. */
 export interface ServerTarget {
+  /** The first server: for what talks to one server only (the image registry). */
   readonly url: string;
+  /** Every server given (`--server A,B`): the HTTP client moves to the next when one dies. */
+  readonly urls: readonly string[];
   readonly token: string | undefined;
 }
 
@@ -19,6 +22,8 @@ export interface ServerTarget {
  * local default; the token is `--token`, else $BERTH_TOKEN, else `<data dir>/admin.token` — that
  * last one ONLY for a server on this machine (a loopback address), since the local `berth server`
  * minted it: a local admin token is never sent to a remote server unless the user passes it.
+ * Several servers (`A,B,C`, issue 20) serve one cluster; each entry must be a URL, and the local
+ * token goes only when every one of them is on this machine.
  */
 export function resolveServerTarget(
   values: OptionValues,
@@ -26,23 +31,32 @@ export function resolveServerTarget(
 ): ServerTarget {
   const env = options.env ?? process.env;
   const flag = options.urlFlag ?? 'server';
-  const url = (stringOption(values, flag) ?? (env.BERTH_SERVER || defaultBerthServerUrl)).replace(/\/+$/, '');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalidServer(flag, url);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalidServer(flag, url);
+  const given = stringOption(values, flag) ?? (env.BERTH_SERVER || defaultBerthServerUrl);
+  const entries = given.split(',').map((entry) => entry.trim().replace(/\/+$/, ''));
+  const hosts = entries.map((entry) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(entry);
+    } catch {
+      throw invalidServer(flag, given, entry);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalidServer(flag, given, entry);
+    return parsed.hostname;
+  });
   const explicit = stringOption(values, 'token') ?? (env.BERTH_TOKEN?.trim() || undefined);
   return {
-    url,
-    token: explicit ?? (isLoopbackHost(parsed.hostname) ? localAdminToken(dataDir(values)) : undefined),
+    url: entries[0]!,
+    urls: entries,
+    token: explicit ?? (hosts.every(isLoopbackHost) ? localAdminToken(dataDir(values)) : undefined),
   };
 }
 
-function invalidServer(flag: string, url: string): InvalidArgumentError {
-  return new InvalidArgumentError(`Invalid --${flag} "${url}": expected http://HOST:PORT`, { flag });
+function invalidServer(flag: string, given: string, entry: string): InvalidArgumentError {
+  const which = given === entry ? '' : ` (its entry "${entry}")`;
+  return new InvalidArgumentError(
+    `Invalid --${flag} "${given}"${which}: expected http://HOST:PORT, or several separated by commas`,
+    { flag, entry },
+  );
 }
 
 /** `localhost`, 127.0.0.0/8 and ::1: addresses that cannot leave this machine. */

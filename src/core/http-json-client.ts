@@ -1,5 +1,5 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
-import { BerthError, berthErrorFromHttp } from './berth-error.js';
+import { BerthError, berthErrorFromHttp, InvalidArgumentError } from './berth-error.js';
 import {
   type HttpOperation,
   type OperationAnswer,
@@ -20,6 +20,9 @@ let processTransport: HttpTransport = 'fetch';
 export function setDefaultHttpTransport(transport: HttpTransport): void {
   processTransport = transport;
 }
+
+/** One server's base URL, or several that serve the same API (`A,B`, or a list): failover. */
+export type ServerUrls = string | readonly string[];
 
 /** A query string's values; `undefined` leaves the key out. */
 export type QueryValues = Readonly<Record<string, string | number | boolean | undefined>>;
@@ -66,14 +69,62 @@ export interface HttpJsonRequest {
  * an outage reads as `unavailable` and a refusal keeps its code everywhere alike.
  */
 export class HttpJsonClient {
-  readonly baseUrl: string;
+  readonly #baseUrls: readonly string[];
+  /** The server that answered last: every request goes there first (sticky failover). */
+  #current = 0;
   readonly #options: HttpJsonClientOptions;
   readonly #fetch: typeof fetch;
 
-  constructor(baseUrl: string, options: HttpJsonClientOptions = {}) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
+  /**
+   * `baseUrl` is one server, or several (a list, or one string separated by commas: `A,B`) that
+   * serve the same API: see `#onAnyServer` for how a request moves between them.
+   */
+  constructor(baseUrl: ServerUrls, options: HttpJsonClientOptions = {}) {
+    this.#baseUrls = splitServerUrls(baseUrl);
     this.#options = options;
     this.#fetch = options.fetch ?? fetch;
+  }
+
+  /** The server requests go to now (the first until it stops answering). */
+  get baseUrl(): string {
+    return this.#baseUrls[this.#current]!;
+  }
+
+  /** Every server this client may use, in the order given. */
+  get baseUrls(): readonly string[] {
+    return this.#baseUrls;
+  }
+
+  /**
+   * Runs `attempt` against the current server; when no answer comes at all (refused, reset, timed
+   * out: PeerUnreachableError) it moves to the next server and tries again, once per server, and
+   * stays with the one that answers. An answer that is an error (4xx, 5xx) is the server's word
+   * and never moves. Not for a body that can be read only once (`retryable` false): that request
+   * fails, and the next one starts on the next server.
+   */
+  async #onAnyServer<T>(
+    attempt: () => Promise<T>,
+    signal: AbortSignal | undefined,
+    retryable = true,
+  ): Promise<T> {
+    for (let tried = 1; ; tried++) {
+      const from = this.#current;
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!(err instanceof PeerUnreachableError) || signal?.aborted || this.#baseUrls.length === 1)
+          throw err;
+        // Another request may have moved on meanwhile: move only off the server that failed.
+        if (this.#current === from) this.#current = (from + 1) % this.#baseUrls.length;
+        if (!retryable) throw err;
+        if (tried >= this.#baseUrls.length)
+          throw new PeerUnreachableError(
+            `${err.message} (and none of ${this.#baseUrls.join(', ')} answered)`,
+            String(err.details?.url ?? ''),
+            err.cause,
+          );
+      }
+    }
   }
 
   get peer(): string {
@@ -113,7 +164,11 @@ export class HttpJsonClient {
   }
 
   /** The decoded JSON answer; `undefined` for 204 or an empty body. */
-  async request<T>(method: string, path: string, req: HttpJsonRequest = {}): Promise<T> {
+  request<T>(method: string, path: string, req: HttpJsonRequest = {}): Promise<T> {
+    return this.#onAnyServer(() => this.#requestOnce<T>(method, path, req), req.signal);
+  }
+
+  async #requestOnce<T>(method: string, path: string, req: HttpJsonRequest): Promise<T> {
     const url = this.url(path, req.query);
     const timeout = AbortSignal.timeout(req.timeoutMs ?? this.#options.timeoutMs ?? 30_000);
     const headers: Record<string, string> = {
@@ -201,7 +256,15 @@ export class HttpJsonClient {
     return this.#openGet(path, { accept: 'text/event-stream', ...options.headers }, options.signal);
   }
 
-  async #openGet(
+  #openGet(
+    path: string,
+    headers: Readonly<Record<string, string>>,
+    signal: AbortSignal | undefined,
+  ): Promise<Response & { body: ReadableStream<Uint8Array> }> {
+    return this.#onAnyServer(() => this.#openGetOnce(path, headers, signal), signal);
+  }
+
+  async #openGetOnce(
     path: string,
     headers: Readonly<Record<string, string>>,
     signal: AbortSignal | undefined,
@@ -224,11 +287,25 @@ export class HttpJsonClient {
    * Sends a body that is not JSON (an archive: a Buffer, or a stream read once) and decodes the
    * JSON answer, errors mapped as `request`'s. Through fetch, whose body may be a stream.
    */
-  async sendBody<T>(
+  sendBody<T>(
     method: string,
     path: string,
     body: Buffer | ReadableStream<Uint8Array>,
-    req: { query?: QueryValues; contentType: string; contentLength?: number; timeoutMs?: number },
+    req: SendBodyRequest,
+  ): Promise<T> {
+    // A stream is read once: it cannot be sent again to another server.
+    return this.#onAnyServer(
+      () => this.#sendBodyOnce<T>(method, path, body, req),
+      undefined,
+      Buffer.isBuffer(body),
+    );
+  }
+
+  async #sendBodyOnce<T>(
+    method: string,
+    path: string,
+    body: Buffer | ReadableStream<Uint8Array>,
+    req: SendBodyRequest,
   ): Promise<T> {
     const url = this.url(path, req.query);
     let response: Response;
@@ -316,6 +393,27 @@ export class HttpJsonClient {
     const err = berthErrorFromHttp(status, text);
     return this.#options.mapError ? this.#options.mapError(err, status, url) : err;
   }
+}
+
+/** What `sendBody` sends besides the body. */
+export interface SendBodyRequest {
+  readonly query?: QueryValues;
+  readonly contentType: string;
+  readonly contentLength?: number;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * The servers of a `--server A,B` / `BERTH_SERVER=A,B` list (or one URL), trailing slashes off.
+ * Validation with a message naming the bad entry is the caller's (server-target.ts): this only
+ * refuses an empty list.
+ */
+export function splitServerUrls(urls: ServerUrls): readonly string[] {
+  const list = (typeof urls === 'string' ? urls.split(',') : urls)
+    .map((u) => u.trim().replace(/\/+$/, ''))
+    .filter((u) => u !== '');
+  if (list.length === 0) throw new InvalidArgumentError(`No server URL in "${String(urls)}"`);
+  return list;
 }
 
 /**

@@ -51,7 +51,10 @@ export {
   type PeerClientOptions,
   PeerUnreachableError,
   type QueryValues,
+  type SendBodyRequest,
+  type ServerUrls,
   setDefaultHttpTransport,
+  splitServerUrls,
   sseBlocks,
   sseData,
 } from './http-json-client.js';

@@ -21,7 +21,7 @@ import {
   type ExecutorContainer,
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
-import { checkMonitor } from './monitor-check.js';
+import { runMonitorLoop } from './monitor-loop.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -308,39 +308,31 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     }
   }
 
+  /** The monitor's loop (monitor-loop.ts); no monitor: RUNNING at once. */
   #scheduleMonitor(record: Record_, podAddress: string): void {
     const monitor = record.spec?.monitor;
     if (!monitor) {
       this.#move(record, 'RUNNING');
       return;
     }
-    const interval = this.#options.monitorIntervalMs ?? 500;
-    const deadline = record.createdAt + (record.spec?.start_timeout_s ?? 60) * 1000;
-    let failures = 0;
-    const tick = async () => {
-      this.#monitors.delete(record.guid);
-      if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
-      const healthy = await checkMonitor(
-        monitor,
-        podAddress,
+    runMonitorLoop({
+      monitor,
+      address: podAddress,
+      startTimeoutS: record.spec?.start_timeout_s ?? 60,
+      startupIntervalMs: this.#options.monitorIntervalMs ?? 500,
+      createdAt: record.createdAt,
+      pod: () =>
         record.podUuid
           ? { uuid: record.podUuid, runcRoot: this.#options.runtime.store.dirs.runc }
           : undefined,
-      );
-      if (record.state !== 'CREATED' && record.state !== 'RUNNING') return;
-      if (healthy) {
-        failures = 0;
-        if (record.state === 'CREATED') this.#move(record, 'RUNNING');
-      } else if (record.state === 'CREATED' && Date.now() > deadline) {
-        await this.#kill(record, `the monitor did not pass within ${record.spec?.start_timeout_s ?? 60}s`);
-        return;
-      } else if (record.state === 'RUNNING' && ++failures >= 3) {
-        await this.#kill(record, 'the monitor failed 3 times in a row');
-        return;
-      }
-      this.#monitors.set(record.guid, setTimeout(tick, interval));
-    };
-    this.#monitors.set(record.guid, setTimeout(tick, 0));
+      live: () => record.state === 'CREATED' || record.state === 'RUNNING',
+      setTimer: (timer) => {
+        if (timer) this.#monitors.set(record.guid, timer);
+        else this.#monitors.delete(record.guid);
+      },
+      onRunning: () => this.#move(record, 'RUNNING'),
+      onKill: (reason) => this.#kill(record, reason),
+    });
   }
 
   /** The monitor gave up: stop the pod; its exit completes the container as crashed. */

@@ -1,11 +1,11 @@
 /**
  * One check of a container's monitor (a DesiredLRP's `monitor`): a TCP connect, an HTTP GET that
- * answers 2xx/3xx, or a command run inside the container with `runc exec`. Each try is bounded
- * (1 s for the network, 5 s for a command), so a hung app counts as a failed check, not a stall.
+ * answers 2xx/3xx, or a command run inside the container with `runc exec`. Each try is bounded by
+ * `timeoutMs` (the monitor's timeout_ms), so a hung app counts as a failed check, not a stall.
  */
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
-import type { Monitor } from '../bbs/index.js';
+import { type Monitor, monitorTimingDefaults } from '../bbs/index.js';
 
 /** The container a command check runs in; absent before its pod exists. */
 export interface MonitoredPod {
@@ -17,11 +17,12 @@ export async function checkMonitor(
   monitor: Monitor,
   address: string,
   pod: MonitoredPod | undefined,
+  timeoutMs: number = monitorTimingDefaults.timeout_ms,
 ): Promise<boolean> {
   try {
     if ('tcp' in monitor) {
       return await new Promise<boolean>((resolve) => {
-        const socket = connect({ host: address, port: monitor.tcp, timeout: 1000 });
+        const socket = connect({ host: address, port: monitor.tcp, timeout: timeoutMs });
         socket.once('connect', () => {
           socket.destroy();
           resolve(true);
@@ -35,7 +36,7 @@ export async function checkMonitor(
     }
     if ('http' in monitor) {
       const response = await fetch(`http://${address}:${monitor.http.port}${monitor.http.path}`, {
-        signal: AbortSignal.timeout(1000),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       return response.status >= 200 && response.status < 400;
     }
@@ -44,7 +45,7 @@ export async function checkMonitor(
       const child = spawn('runc', ['--root', pod.runcRoot, 'exec', pod.uuid, ...monitor.command], {
         stdio: 'ignore',
       });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       child.once('exit', (code) => {
         clearTimeout(timer);
         resolve(code === 0);

@@ -1,4 +1,4 @@
-import { HttpJsonClient, type PeerClientOptions } from '../core/index.js';
+import { HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
 import { type CreatedToken, historyOperations } from './history-operations.js';
 import type {
   ContainerLogs,
@@ -18,12 +18,15 @@ export type HistoryClientOptions = PeerClientOptions;
  * CellEventJournal's `post`), and what the CLI reads with.
  */
 export class HistoryClient {
-  readonly baseUrl: string;
   readonly #http: HttpJsonClient;
 
-  constructor(baseUrl: string, options: HistoryClientOptions = {}) {
+  constructor(baseUrl: ServerUrls, options: HistoryClientOptions = {}) {
     this.#http = new HttpJsonClient(baseUrl, options);
-    this.baseUrl = this.#http.baseUrl;
+  }
+
+  /** The server requests go to now (several given: the one that answered last). */
+  get baseUrl(): string {
+    return this.#http.baseUrl;
   }
 
   ingest = (records: readonly IngestRecord[]): Promise<IngestResult> =>

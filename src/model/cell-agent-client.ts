@@ -1,4 +1,4 @@
-import { BerthError, HttpJsonClient } from '../core/index.js';
+import { BerthError, HttpJsonClient, type ServerUrls } from '../core/index.js';
 import type { CellAgentTransport } from './cell-agent.js';
 import type { AgentActionResult } from './cell-agent-service.js';
 import type { ModelData } from './memory-model-txn-runner.js';
@@ -8,7 +8,7 @@ export const maxAgentActionsPerRequest = 1_000;
 
 /** The cell agents' transport over the server's HTTP API (`/v1/agents/cells/{id}/…`). */
 export function httpCellAgentTransport(
-  serverUrl: string,
+  serverUrl: ServerUrls,
   cellId: string,
   token?: string,
 ): CellAgentTransport {

@@ -121,6 +121,46 @@ describe('system definition (issue 8 YAML)', () => {
     has(list, '/e', 'monitor', /port 8080 is not in ports/);
   });
 
+  it('monitor timing (issue 20): kept as given on every form of check, bad values named', () => {
+    const d = parseSystemDefinition(`
+system: shop
+services:
+  /api:
+    image: bb:1
+    ports: [8080]
+    monitor: {tcp: 8080, timeout_ms: 3000, period_ms: 2000, failure_threshold: 5, startup_grace_ms: 20000}
+  /web:
+    image: bb:1
+    ports: [80]
+    monitor: {http: {port: 80, path: /health}, period_ms: 250}
+`);
+    assert.deepEqual(d.services.find((s) => s.path === '/api')?.monitor, {
+      tcp: 8080,
+      timeout_ms: 3000,
+      period_ms: 2000,
+      failure_threshold: 5,
+      startup_grace_ms: 20000,
+    });
+    assert.deepEqual(d.services.find((s) => s.path === '/web')?.monitor, {
+      http: { port: 80, path: '/health' },
+      period_ms: 250,
+    });
+    const list = problems({
+      system: 'shop',
+      services: {
+        '/a': { ...ok, ports: [80], monitor: { tcp: 80, period_ms: 0, timeout_ms: -5 } },
+        '/b': {
+          ...ok,
+          monitor: { command: ['true'], failure_threshold: 1_000_000, startup_grace_ms: 10 ** 12 },
+        },
+      },
+    });
+    has(list, '/a', 'monitor.period_ms', /from 100 to/);
+    has(list, '/a', 'monitor.timeout_ms', /from 1 to/);
+    has(list, '/b', 'monitor.failure_threshold', /from 1 to 100/);
+    has(list, '/b', 'monitor.startup_grace_ms', /from 0 to/);
+  });
+
   it('refuses sidecar cycles and sidecars of sidecars', () => {
     const list = problems({
       system: 'shop',

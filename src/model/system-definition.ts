@@ -2,7 +2,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { parseDocument } from 'yaml';
 import type { Monitor } from '../bbs/index.js';
-import { validateRoutes } from '../bbs/index.js';
+import { monitorTimingProblems, monitorTimingProperties, validateRoutes } from '../bbs/index.js';
 import {
   ArgString,
   Argv as BoundedArgv,
@@ -95,18 +95,20 @@ export const definitionDefaults = { instances: 1, memory_mb: 128, disk_mb: 1024 
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 const Argv = BoundedArgv(ArgString({ minLength: 1 }), { minItems: 1 });
 const Env = EnvMap();
+// The timing fields (period_ms…) are those of a DesiredLRP's monitor, bounds checked below by name.
 const MonitorSchema = Type.Union([
-  Type.Object({ tcp: Port }, { additionalProperties: false }),
+  Type.Object({ tcp: Port, ...monitorTimingProperties }, { additionalProperties: false }),
   Type.Object(
     {
       http: Type.Object(
         { port: Port, path: Type.String({ pattern: '^/', maxLength: limits.maxUrlLength }) },
         { additionalProperties: false },
       ),
+      ...monitorTimingProperties,
     },
     { additionalProperties: false },
   ),
-  Type.Object({ command: Argv }, { additionalProperties: false }),
+  Type.Object({ command: Argv, ...monitorTimingProperties }, { additionalProperties: false }),
 ]);
 
 const SecretSchema = Type.Union([
@@ -185,7 +187,8 @@ function schemaProblems(schema: TSchema, value: unknown, path: string): Definiti
       out.push({
         path,
         field,
-        message: 'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}',
+        message:
+          'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}, with optional timeout_ms, period_ms, failure_threshold, startup_grace_ms (integers)',
       });
     } else if (e.message === 'Unexpected property') {
       out.push({ path, field, message: 'unknown field' });
@@ -351,6 +354,7 @@ function referenceProblems(
   if (monitorPort !== undefined && !ports.includes(monitorPort)) {
     out.push({ path, field: 'monitor', message: `port ${monitorPort} is not in ports` });
   }
+  if (svc.monitor) for (const problem of monitorTimingProblems(svc.monitor)) out.push({ path, ...problem });
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { actualLrpKey } from '../bbs/index.js';
-import { HttpJsonClient, orAbsent, type QueryValues, runLoop } from '../core/index.js';
+import { HttpJsonClient, orAbsent, type QueryValues, runLoop, type ServerUrls } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
 
 /** What the server says one unit on this cell sees of its relations (`GET /v1/cells/:id/relations`). */
@@ -136,7 +136,7 @@ export class RelationSync {
  * Reads relation data from a berth server. A server without systems answers 404 for everything,
  * which means no relations at all.
  */
-export function serverRelations(serverUrl: string, cellId: string, token?: string): RelationSource {
+export function serverRelations(serverUrl: ServerUrls, cellId: string, token?: string): RelationSource {
   const http = new HttpJsonClient(serverUrl, { token, timeoutMs: 10_000 });
   const get = <T>(path: string, query?: QueryValues): Promise<T | undefined> =>
     orAbsent(http.request<T>('GET', path, query ? { query } : {}));

@@ -32,9 +32,27 @@ export const ModificationTagSchema = Type.Object(
   { ...strict, $id: 'ModificationTag' },
 );
 
+/**
+ * A monitor's timing (monitor-timing.ts). Any integer passes here: a bound broken inside the union
+ * of check kinds would be reported as "monitor is invalid"; the store checks the bounds and names
+ * the field (`monitor.period_ms`).
+ */
+export const monitorTimingProperties = {
+  timeout_ms: Type.Optional(Type.Integer({ description: 'ms one check may take; 1–300000, default 5000' })),
+  period_ms: Type.Optional(
+    Type.Integer({ description: 'ms between checks once RUNNING; 100–3600000, default 5000' }),
+  ),
+  failure_threshold: Type.Optional(
+    Type.Integer({ description: 'failed checks in a row that kill a RUNNING instance; 1–100, default 3' }),
+  ),
+  startup_grace_ms: Type.Optional(
+    Type.Integer({ description: 'ms after the start when failed checks do not count; 0–3600000, default 0' }),
+  ),
+};
+
 export const MonitorSchema = Type.Union(
   [
-    Type.Object({ tcp: Type.Integer({ minimum: 1, maximum: 65535 }) }, strict),
+    Type.Object({ tcp: Type.Integer({ minimum: 1, maximum: 65535 }), ...monitorTimingProperties }, strict),
     Type.Object(
       {
         http: Type.Object(
@@ -44,10 +62,11 @@ export const MonitorSchema = Type.Union(
           },
           strict,
         ),
+        ...monitorTimingProperties,
       },
       strict,
     ),
-    Type.Object({ command: Argv(undefined, { minItems: 1 }) }, strict),
+    Type.Object({ command: Argv(undefined, { minItems: 1 }), ...monitorTimingProperties }, strict),
   ],
   { description: '{"tcp": PORT}, {"http": {"port": P, "path": "/"}} or {"command": [argv]}' },
 );

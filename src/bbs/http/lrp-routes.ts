@@ -184,7 +184,9 @@ function isActualLRPPageKey(value: unknown): value is ActualLRPPageKey {
   );
 }
 
+/** The store applies the defaults and bounds (definition-defaults.ts); this only types the body. */
 function withMonitorDefaults(monitor: Static<typeof MonitorSchema>): Monitor {
-  if ('http' in monitor) return { http: { port: monitor.http.port, path: monitor.http.path ?? '/' } };
+  if ('http' in monitor)
+    return { ...monitor, http: { port: monitor.http.port, path: monitor.http.path ?? '/' } };
   return monitor;
 }
