@@ -232,6 +232,30 @@ describe('berth image pull from the reference registry', {
     assert.deepEqual(openImageStore(join(scratch, 'wrong')).list(), []);
   });
 
+  it('image push --as REGISTRY/NAME:TAG pushes there; berth run of that reference pulls and runs it', async () => {
+    const ref = `${reference.host}/tools/seed:1`;
+    const pushed = await runBerth(['image', 'push', 'seed', '--as', ref, '--dir', join(scratch, 'seed')]);
+    assert.equal(pushed.code, 0, pushed.stderr);
+    const raw = await skopeo(['inspect', '--raw', '--tls-verify=false', `docker://${ref}`]);
+    assert.equal(pushed.stdout, `${digestOf(raw)}\n`);
+    const dir = join(scratch, 'run-remote');
+    const run = await runBerth([
+      'run',
+      '--rm',
+      '--dir',
+      dir,
+      ref,
+      '--',
+      'echo',
+      'from the reference registry',
+    ]);
+    if (canRun === false) {
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stdout, 'from the reference registry\n');
+      assert.deepEqual(openImageStore(dir).list()[0]?.names, [ref]);
+    }
+  });
+
   it('skopeo copies reference → berth → reference with every digest unchanged', async () => {
     const tls = ['--src-tls-verify=false', '--dest-tls-verify=false'];
     await skopeo([
