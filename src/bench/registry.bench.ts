@@ -6,47 +6,17 @@
  * berth's times are split into the blob transfer (streamed, hashed, fsynced) and the manifest
  * step, where the receiving store verifies diff_ids and flattens the layer into a rootfs.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pullImage, pushImage, RegistryClient } from '../registry/index.js';
 import { openImageStore } from '../runtime/image/index.js';
+import { startBenchServer } from './bench-server.js';
 import { fmt, hasCommand, runOrThrow } from './bench-util.js';
 
 const runs = Number(process.argv[2] ?? 3);
 const mib = Number(process.argv[3] ?? 100);
-const mainUrl = new URL('../cli/main.js', import.meta.url).href;
-
-function startServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
-  mkdirSync(dir, { recursive: true });
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      `import(${JSON.stringify(mainUrl)}).then(async (m) => { process.exit(await m.main(process.argv.slice(1))); })`,
-      '--',
-      'server',
-      '--auth',
-      'none',
-      '--listen',
-      '127.0.0.1:0',
-      '--dir',
-      dir,
-    ],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  );
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const line = /^(http:\/\/\S+)\n/.exec(out);
-      if (line?.[1]) resolve({ child, url: line[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`berth server exited with ${code}`)));
-  });
-}
 
 function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -102,7 +72,7 @@ try {
   const pullBlobs: number[] = [];
   const skopeo: number[] = [];
   for (let i = 0; i < runs; i++) {
-    const { child, url } = await startServer(join(work, `server-${i}`));
+    const { child, url } = await startBenchServer(join(work, `server-${i}`));
     try {
       const client = new RegistryClient({ serverUrl: url });
       // Push: the blobs alone, then the whole push (blobs now skipped) to get the manifest step.

@@ -3,7 +3,29 @@ import { durationFlag, formatFlags, noLegendFlag, serverFlags } from './command-
 
 const images = () => import('./image-commands.js');
 const nameTag = { min: 1, max: 1, names: 'NAME[:TAG]' } as const;
-const quiet: FlagSpecs = { quiet: { type: 'boolean', short: 'q', description: 'No progress on stderr' } };
+const quiet: FlagSpecs = {
+  quiet: { type: 'boolean', short: 'q', description: 'No progress bar or summary on stderr' },
+};
+const nameRef = { min: 1, max: 1, names: '[REGISTRY/]NAME[:TAG|@DIGEST]' } as const;
+/** How to reach a registry other than the berth server (a reference naming its host). */
+const remoteRegistryFlags: FlagSpecs = {
+  creds: {
+    type: 'string',
+    valueName: 'USER:PASS',
+    description: 'Credentials for the registry the image names (else the auth.json of podman login)',
+  },
+  authfile: {
+    type: 'string',
+    valueName: 'FILE',
+    default: '$REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json',
+    description: 'The auth file to read credentials from',
+  },
+  insecure: {
+    type: 'boolean',
+    description:
+      'Reach the registry the image names over plain http (loopback always is; or list hosts in $BERTH_INSECURE_REGISTRIES)',
+  },
+};
 
 /** The local image store, and copies to and from a berth server's registry. */
 export const imageCommandTable: readonly CommandEntry[] = [
@@ -38,11 +60,16 @@ export const imageCommandTable: readonly CommandEntry[] = [
   {
     name: 'image push',
     summary:
-      "Push a local image to a berth server's registry (blobs it already has are skipped); prints the manifest digest.",
+      "Push a local image to a berth server's registry, or to the registry --as names (blobs it already has are skipped); prints the manifest digest.",
     flags: {
-      as: { type: 'string', valueName: 'NAME:TAG', description: 'Push under another name' },
+      as: {
+        type: 'string',
+        valueName: '[REGISTRY/]NAME:TAG',
+        description: 'Push under another name (a registry host first pushes there)',
+      },
       ...quiet,
       ...serverFlags,
+      ...remoteRegistryFlags,
     },
     positionals: nameTag,
     load: images,
@@ -50,9 +77,19 @@ export const imageCommandTable: readonly CommandEntry[] = [
   {
     name: 'image pull',
     summary:
-      "Pull an image from a berth server's registry into the local store, verifying every digest; prints the image id.",
-    flags: { ...quiet, ...serverFlags },
-    positionals: nameTag,
+      "Pull an image from a berth server's registry, or from any OCI registry its name starts with, into the local store, verifying every digest; from an index, the host's platform. Prints the image id.",
+    flags: {
+      platform: {
+        type: 'string',
+        valueName: 'OS/ARCH[/VARIANT]',
+        default: "this host's",
+        description: 'The platform to take from a multi-platform image',
+      },
+      ...quiet,
+      ...serverFlags,
+      ...remoteRegistryFlags,
+    },
+    positionals: nameRef,
     load: images,
   },
   {

@@ -1,11 +1,32 @@
 import { InvalidArgumentError, parseDuration } from '../core/index.js';
+import type { PullSourceOptions } from '../registry/index.js';
 import { booleanOption, type CommandContext, type CommandHandler, dataDir, stringOption } from './command.js';
 import { resolveServerTarget } from './server-target.js';
+import { ttyTransferProgress } from './transfer-progress.js';
 
-/** The registry's server and token, by the one rule every command follows (server-target.ts). */
-function registryTarget(ctx: CommandContext): { serverUrl: string; token?: string } {
+/**
+ * Where an image comes from or goes to: the berth server and its token by the one rule every
+ * command follows (server-target.ts) for names without a registry host; the registry named, with
+ * `--creds`/`--authfile`/`--insecure`, for the others.
+ */
+function registryTarget(ctx: CommandContext, ref: string): PullSourceOptions {
   const { url, token } = resolveServerTarget(ctx.values);
-  return { serverUrl: url, ...(token !== undefined ? { token } : {}) };
+  const creds = stringOption(ctx.values, 'creds');
+  const authFile = stringOption(ctx.values, 'authfile');
+  const insecure = booleanOption(ctx.values, 'insecure') ? [insecureHost(ref)] : [];
+  return {
+    serverUrl: url,
+    ...(token !== undefined ? { token } : {}),
+    ...(creds !== undefined ? { creds } : {}),
+    ...(authFile !== undefined ? { authFile } : {}),
+    insecure,
+  };
+}
+
+/** `--insecure` applies to the registry the reference names. */
+function insecureHost(ref: string): string {
+  const first = ref.split('/')[0] ?? '';
+  return ref.includes('/') ? first : '';
 }
 
 function imageArg(ctx: CommandContext): string {
@@ -21,19 +42,21 @@ function mib(bytes: number): string {
 const pushCommand: CommandHandler = {
   name: 'image push',
   async run(ctx) {
-    const { RegistryClient, pushImage } = await import('../registry/index.js');
+    const { pullSource, pushImage } = await import('../registry/index.js');
     const { openImageStore } = await import('../runtime/image/index.js');
     const ref = imageArg(ctx);
-    const target = registryTarget(ctx);
-    const url = target.serverUrl;
+    const remote = stringOption(ctx.values, 'as') ?? ref;
+    const { client, reference, url } = pullSource(remote, registryTarget(ctx, remote));
+    if (reference.digest !== undefined) {
+      throw new InvalidArgumentError('push under NAME:TAG, not a digest (the registry answers the digest)');
+    }
     const store = openImageStore(dataDir(ctx.values));
-    const result = await pushImage(
-      store,
-      new RegistryClient(target),
-      ref,
-      stringOption(ctx.values, 'as') ?? ref,
+    const bar = ttyTransferProgress(ctx.stderr, 'pushed', Date.now);
+    const quiet = booleanOption(ctx.values, 'quiet');
+    const result = await pushImage(store, client, ref, reference, quiet ? {} : bar.progress).finally(
+      bar.finish,
     );
-    if (!booleanOption(ctx.values, 'quiet')) {
+    if (!quiet) {
       ctx.stderr.write(
         `Pushed ${result.name} to ${url}: ${result.blobsCopied} blobs (${mib(result.bytesCopied)}) sent, ${result.blobsSkipped} already there\n`,
       );
@@ -46,13 +69,19 @@ const pushCommand: CommandHandler = {
 const pullCommand: CommandHandler = {
   name: 'image pull',
   async run(ctx) {
-    const { RegistryClient, pullImage } = await import('../registry/index.js');
+    const { parsePlatform, pullImage, pullSource } = await import('../registry/index.js');
     const { openImageStore } = await import('../runtime/image/index.js');
-    const target = registryTarget(ctx);
-    const url = target.serverUrl;
+    const ref = imageArg(ctx);
+    const { client, reference, url } = pullSource(ref, registryTarget(ctx, ref));
+    const platform = stringOption(ctx.values, 'platform');
     const store = openImageStore(dataDir(ctx.values));
-    const result = await pullImage(store, new RegistryClient(target), imageArg(ctx));
-    if (!booleanOption(ctx.values, 'quiet')) {
+    const quiet = booleanOption(ctx.values, 'quiet');
+    const bar = ttyTransferProgress(ctx.stderr, 'pulled', Date.now);
+    const result = await pullImage(store, client, reference, {
+      ...(quiet ? {} : bar.progress),
+      ...(platform !== undefined ? { platform: parsePlatform(platform) } : {}),
+    }).finally(bar.finish);
+    if (!quiet) {
       ctx.stderr.write(
         `Pulled ${result.name} (${result.manifestDigest}) from ${url}: ${result.blobsCopied} blobs (${mib(result.bytesCopied)}) fetched, ${result.blobsSkipped} already here\n`,
       );

@@ -151,7 +151,8 @@ describe('berth image push|pull against berth server', () => {
     // A 401 without credentials carries the challenge registry clients need.
     const challenge = await fetch(`${url}/v2/`);
     assert.equal(challenge.status, 401);
-    assert.equal(challenge.headers.get('www-authenticate'), 'Basic realm="berth"');
+    // The distribution token flow: where to get a token, for which service (docs/auth.md).
+    assert.equal(challenge.headers.get('www-authenticate'), `Bearer realm="${url}/v2/token",service="berth"`);
     assert.equal(
       ((await challenge.json()) as { errors: { code: string }[] }).errors[0]?.code,
       'UNAUTHORIZED',

@@ -39,13 +39,24 @@ import { renderTable } from './table-output.js';
 
 async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {
   const dir = dataDir(ctx.values);
-  // The image store loads only when a command resolves an image (prepare/run).
+  // The image store loads only when a command resolves an image (prepare/run); the registry
+  // client only for an image another registry holds (`REGISTRY/NAME[:TAG|@DIGEST]`), pulled then.
   return new PodRuntime(dir, {
     resolve: async (ref) => {
       const { openImageStore } = await import('../runtime/image/index.js');
-      return openImageStore(dir).resolve(ref);
+      const store = openImageStore(dir);
+      if (!namesRegistry(ref)) return store.resolve(ref);
+      const { defaultServerUrl, pullingImageResolver } = await import('../registry/index.js');
+      return pullingImageResolver({ store, serverUrl: defaultServerUrl }).resolve(ref);
     },
   });
+}
+
+/** Whether an image reference names a registry host or a digest (docker's rule: a `.`, a port or localhost). */
+function namesRegistry(ref: string): boolean {
+  const slash = ref.indexOf('/');
+  const first = slash === -1 ? '' : ref.slice(0, slash);
+  return ref.includes('@') || first === 'localhost' || first.includes('.') || first.includes(':');
 }
 
 function prepareOptions(ctx: CommandContext): PrepareOptions {

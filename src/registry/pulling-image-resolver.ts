@@ -1,18 +1,15 @@
 import { BerthError, isBerthError } from '../core/index.js';
-import {
-  type ImageStore,
-  isImageName,
-  normalizeImageName,
-  type ResolvedImage,
-} from '../runtime/image/index.js';
+import type { ImageStore, ResolvedImage } from '../runtime/image/index.js';
 import { pullImage } from './image-transfer.js';
-import { RegistryClient } from './registry-client.js';
+import type { Platform } from './platform-choice.js';
+import { type PullSourceOptions, pullSource } from './pull-source.js';
+import type { RegistryClient } from './registry-client.js';
+import { parseRemoteReference } from './remote-reference.js';
 
-export interface PullingImageResolverOptions {
+export interface PullingImageResolverOptions extends PullSourceOptions {
   readonly store: ImageStore;
-  /** The berth server (registry) to pull from, e.g. http://10.0.0.1:8889. */
-  readonly serverUrl: string;
-  readonly token?: string;
+  /** The platform taken from an index: the host's unless a test says otherwise. */
+  readonly platform?: Platform;
   /** Called after each completed pull (logging, history). */
   readonly onPull?: (ref: string, image: ResolvedImage) => void;
 }
@@ -44,23 +41,19 @@ export class ImagePullError extends BerthError {
 }
 
 /**
- * The cell's image resolver: what the local store has, else a pull from the server by the digest
- * its tag points at. Concurrent resolves of one image in this process share one pull (a map of
+ * The cell's image resolver: what the local store has, else a pull: from the berth server for a
+ * name without a registry host, from the registry it names otherwise (`pull-source.ts`), the
+ * host's platform from an index. A `NAME@DIGEST` whose manifest the store holds is local. Concurrent resolves of one image in this process share one pull (a map of
  * in-flight promises), so 50 instances starting at once pull once; across processes the store's
  * own locks make racing imports safe and blobs already present are not fetched again.
  */
 export class PullingImageResolver {
   readonly #inFlight = new Map<string, Promise<ResolvedImage>>();
-  readonly #client: RegistryClient;
+  readonly #clients = new Map<string, RegistryClient>();
   /** Pulls started by this resolver (tests and metrics). */
   pulls = 0;
 
-  constructor(private readonly options: PullingImageResolverOptions) {
-    this.#client = new RegistryClient({
-      serverUrl: options.serverUrl,
-      ...(options.token !== undefined ? { token: options.token } : {}),
-    });
-  }
+  constructor(private readonly options: PullingImageResolverOptions) {}
 
   async resolve(ref: string): Promise<ResolvedImage> {
     try {
@@ -69,31 +62,48 @@ export class PullingImageResolver {
       // Only a name can be pulled; an id (or a broken store) is the local answer.
       if (!isBerthError(err) || err.code !== 'not_found' || !isPullable(ref)) throw err;
     }
-    const name = normalizeImageName(ref);
-    let pull = this.#inFlight.get(name);
+    const digest = parseRemoteReference(ref).digest;
+    const held = digest === undefined ? undefined : this.options.store.manifestByDigest(digest);
+    if (held !== undefined) return this.options.store.resolve(held.id);
+    let pull = this.#inFlight.get(ref);
     if (pull === undefined) {
-      pull = this.#pull(name).finally(() => this.#inFlight.delete(name));
-      this.#inFlight.set(name, pull);
+      pull = this.#pull(ref).finally(() => this.#inFlight.delete(ref));
+      this.#inFlight.set(ref, pull);
     }
     return pull;
   }
 
-  async #pull(name: string): Promise<ResolvedImage> {
+  async #pull(ref: string): Promise<ResolvedImage> {
     this.pulls += 1;
+    let url = this.options.serverUrl;
     try {
-      await pullImage(this.options.store, this.#client, name);
-      const image = await this.options.store.resolve(name);
-      this.options.onPull?.(name, image);
+      const source = pullSource(ref, this.options, this.#clients);
+      url = source.url;
+      const pulled = await pullImage(this.options.store, source.client, source.reference, {
+        ...(this.options.platform !== undefined ? { platform: this.options.platform } : {}),
+      });
+      const image = await this.options.store.resolve(pulled.image.id);
+      this.options.onPull?.(ref, image);
       return image;
     } catch (err) {
-      throw new ImagePullError(name, this.options.serverUrl, err);
+      throw new ImagePullError(ref, url, err);
     }
   }
 }
 
-/** `sha256:…` and a bare 64-hex string are image ids (as in docker), never names to pull. */
+/**
+ * `sha256:…` and a bare 64-hex string are image ids (as in docker), never names to pull; a name,
+ * with a registry host or a digest or neither, is.
+ */
 function isPullable(ref: string): boolean {
-  return !ref.startsWith('sha256:') && !/^[a-f0-9]{64}$/.test(ref) && isImageName(ref);
+  if (ref.startsWith('sha256:') || /^[a-f0-9]{64}$/.test(ref)) return false;
+  try {
+    parseRemoteReference(ref);
+    return true;
+  } catch (err) {
+    if (isBerthError(err) && err.code === 'invalid_argument') return false;
+    throw err;
+  }
 }
 
 export function pullingImageResolver(options: PullingImageResolverOptions): PullingImageResolver {

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { BerthError, codeForHttpStatus, describeFetchError, type ErrorCode } from '../core/index.js';
 import { dockerManifest, dockerManifestList, ociIndex, ociManifest } from '../runtime/image/index.js';
+import { answerChallenge, parseChallenge, scopeFor } from './registry-challenge.js';
+import type { RegistryCredentials } from './registry-credentials.js';
 
 /** The `--server` default of `berth image push|pull` and cells: `berth server`'s own default. */
 export const defaultServerUrl = 'http://127.0.0.1:8889';
@@ -11,16 +13,21 @@ export const defaultServerUrl = 'http://127.0.0.1:8889';
 export interface FetchedManifest {
   readonly bytes: Buffer;
   readonly mediaType: string;
-  /** sha256 of `bytes`, checked against the registry's Docker-Content-Digest. */
+  /** The digest of `bytes` (sha256, or sha512 when asked for by one), checked against the registry's. */
   readonly digest: string;
 }
 
 export interface RegistryClientOptions {
-  /** `http://host:port` of a berth server or any OCI registry (no auth negotiation yet). */
+  /** `http(s)://host:port` of a berth server or any OCI distribution registry. */
   readonly serverUrl: string;
-  /** A bearer token sent on every request, for when the server checks them. */
+  /** A berth API token sent as Bearer on every request (berth's own server only). */
   readonly token?: string;
+  /** The user's credentials, offered when the registry challenges (Basic, or to its token service). */
+  readonly credentials?: RegistryCredentials;
 }
+
+/** Bytes of a blob moved so far, for progress bars. */
+export type BlobProgress = (digest: string, bytes: number) => void;
 
 const manifestAccept = [ociManifest, dockerManifest, ociIndex, dockerManifestList].join(', ');
 
@@ -44,12 +51,61 @@ function sha256(bytes: Uint8Array): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
+/** The algorithm of a digest the OCI image spec registers (sha256, sha512); others are refused. */
+function algorithmOf(digest: string): 'sha256' | 'sha512' {
+  const algorithm = digest.slice(0, digest.indexOf(':'));
+  if (algorithm === 'sha256' || algorithm === 'sha512') return algorithm;
+  throw new RegistryRequestError('invalid_argument', `unsupported digest algorithm in "${digest}"`, {
+    digest,
+  });
+}
+
+function digestOf(bytes: Uint8Array, algorithm: 'sha256' | 'sha512'): string {
+  return `${algorithm}:${createHash(algorithm).update(bytes).digest('hex')}`;
+}
+
+/**
+ * Passes a blob through while hashing and counting it; fails the stream (nothing half trusted)
+ * unless it ends with exactly `size` bytes hashing to `digest`.
+ */
+function verifying(digest: string, size: number | undefined, onProgress?: BlobProgress): Transform {
+  const hash = createHash(algorithmOf(digest));
+  let length = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      length += chunk.length;
+      onProgress?.(digest, length);
+      callback(null, chunk);
+    },
+    flush(callback) {
+      const actual = `${digest.slice(0, digest.indexOf(':'))}:${hash.digest('hex')}`;
+      if (actual !== digest || (size !== undefined && length !== size)) {
+        callback(
+          new RegistryRequestError(
+            'invalid_argument',
+            `the blob ${digest} arrived as ${length} bytes hashing to ${actual}${size !== undefined ? ` (expected ${size} bytes)` : ''}`,
+            { expected: digest, actual, size: length },
+          ),
+        );
+        return;
+      }
+      callback();
+    },
+  });
+}
+
 /**
  * A client of the OCI Distribution API over node's fetch: manifests verified against their
- * digest, blobs streamed both ways (never held in memory), pushes that skip blobs the registry has.
+ * digest, blobs streamed both ways (never held in memory) and verified while they stream, pushes
+ * that skip blobs the registry has. A 401 is answered once per scope as docker does (Basic, or the
+ * token flow of `registry-challenge.ts`) and the request retried.
  */
 export class RegistryClient {
   readonly serverUrl: string;
+  /** `Authorization` values won from challenges, by the scope they were asked for. */
+  readonly #authorizations = new Map<string, string>();
+  #lastAuthorization: string | undefined;
 
   constructor(private readonly options: RegistryClientOptions) {
     this.serverUrl = options.serverUrl.replace(/\/+$/, '');
@@ -59,11 +115,12 @@ export class RegistryClient {
   async getManifest(name: string, reference: string): Promise<FetchedManifest> {
     const response = await this.#request('GET', `/v2/${name}/manifests/${reference}`, {
       headers: { accept: manifestAccept },
+      repository: name,
     });
     const bytes = Buffer.from(await response.arrayBuffer());
-    const digest = sha256(bytes);
     const claimed = response.headers.get('docker-content-digest') ?? undefined;
     const expected = reference.includes(':') ? reference : claimed;
+    const digest = digestOf(bytes, expected === undefined ? 'sha256' : algorithmOf(expected));
     if (expected !== undefined && expected !== digest) {
       throw new RegistryRequestError(
         'invalid_argument',
@@ -76,21 +133,41 @@ export class RegistryClient {
   }
 
   async hasBlob(name: string, digest: string): Promise<boolean> {
-    const response = await this.#request('HEAD', `/v2/${name}/blobs/${digest}`, { allow: [404] });
+    const response = await this.#request('HEAD', `/v2/${name}/blobs/${digest}`, {
+      allow: [404],
+      repository: name,
+    });
     return response.status === 200;
   }
 
-  /** The blob's bytes as a stream; the caller verifies them (ImageStore.putBlob does). */
-  async getBlob(name: string, digest: string): Promise<Readable> {
-    const response = await this.#request('GET', `/v2/${name}/blobs/${digest}`);
-    if (response.body === null) return Readable.from([]);
-    return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+  /**
+   * The blob's bytes as a stream that fails unless they hash to `digest` (and number `size`):
+   * what a pull writes is verified here whatever the store checks again.
+   */
+  async getBlob(name: string, digest: string, size?: number, onProgress?: BlobProgress): Promise<Readable> {
+    const response = await this.#request('GET', `/v2/${name}/blobs/${digest}`, { repository: name });
+    const body =
+      response.body === null
+        ? Readable.from([])
+        : Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+    const checked = verifying(digest, size, onProgress);
+    body.on('error', (err) => checked.destroy(err));
+    return body.pipe(checked);
   }
 
   /** Uploads a file as a blob (POST a session, PUT it with ?digest=) unless the registry has it. */
-  async pushBlob(name: string, digest: string, path: string): Promise<'pushed' | 'exists'> {
+  async pushBlob(
+    name: string,
+    digest: string,
+    path: string,
+    onProgress?: BlobProgress,
+  ): Promise<'pushed' | 'exists'> {
     if (await this.hasBlob(name, digest)) return 'exists';
-    const started = await this.#request('POST', `/v2/${name}/blobs/uploads/`, { allow: [201, 202] });
+    const started = await this.#request('POST', `/v2/${name}/blobs/uploads/`, {
+      allow: [201, 202],
+      repository: name,
+      push: true,
+    });
     // A registry may answer a POST with 201 when it mounted the blob by itself.
     if (started.status === 201) return 'exists';
     const location = started.headers.get('location');
@@ -103,10 +180,20 @@ export class RegistryClient {
     }
     const target = new URL(location, `${this.serverUrl}/`);
     target.searchParams.set('digest', digest);
-    const body = Readable.toWeb(createReadStream(path)) as unknown as ReadableStream<Uint8Array>;
+    const file = createReadStream(path);
+    let sent = 0;
+    if (onProgress !== undefined) {
+      file.on('data', (chunk) => {
+        sent += chunk.length;
+        onProgress(digest, sent);
+      });
+    }
+    const body = Readable.toWeb(file) as unknown as ReadableStream<Uint8Array>;
     await this.#request('PUT', target.href, {
       body,
       headers: { 'content-type': 'application/octet-stream' },
+      repository: name,
+      push: true,
     });
     return 'pushed';
   }
@@ -116,12 +203,14 @@ export class RegistryClient {
     const response = await this.#request('PUT', `/v2/${name}/manifests/${reference}`, {
       body: bytes,
       headers: { 'content-type': mediaType },
+      repository: name,
+      push: true,
     });
     return response.headers.get('docker-content-digest') ?? sha256(bytes);
   }
 
   async listTags(name: string): Promise<string[]> {
-    const response = await this.#request('GET', `/v2/${name}/tags/list`);
+    const response = await this.#request('GET', `/v2/${name}/tags/list`, { repository: name });
     const body = (await response.json()) as { tags?: string[] | null };
     return body.tags ?? [];
   }
@@ -133,25 +222,34 @@ export class RegistryClient {
       readonly headers?: Record<string, string>;
       readonly body?: Buffer | ReadableStream<Uint8Array>;
       readonly allow?: readonly number[];
+      /** The repository the request is about, for the scope of a token. */
+      readonly repository?: string;
+      /** A write: the token must allow push (docker asks for `pull,push`). */
+      readonly push?: boolean;
     } = {},
   ): Promise<Response> {
     const url = pathOrUrl.startsWith('/') ? `${this.serverUrl}${pathOrUrl}` : pathOrUrl;
-    const headers: Record<string, string> = { ...init.headers };
-    if (this.options.token !== undefined) headers.authorization = `Bearer ${this.options.token}`;
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        method,
-        headers,
-        ...(init.body === undefined ? {} : { body: init.body, duplex: 'half' }),
-      } as RequestInit);
-    } catch (err) {
-      throw new RegistryRequestError(
-        'unavailable',
-        `Cannot reach the registry at ${this.serverUrl}: ${describeFetchError(err)}`,
-        { url, method },
-        { cause: err },
-      );
+    const scope =
+      init.repository === undefined
+        ? undefined
+        : scopeFor(init.repository, init.push === true ? ['pull', 'push'] : ['pull']);
+    let response = await this.#send(method, url, init, scope);
+    // A stream cannot be sent twice: its 401 is final (the POST before it won the token).
+    const replayable = !(init.body instanceof ReadableStream);
+    if (response.status === 401 && replayable && this.options.token === undefined) {
+      const challenge = parseChallenge(response.headers.get('www-authenticate') ?? '');
+      if (challenge !== undefined) {
+        await response.arrayBuffer().catch(() => undefined);
+        const authorization = await answerChallenge(
+          challenge,
+          this.options.credentials,
+          scope,
+          new URL(this.serverUrl).host,
+        );
+        this.#authorizations.set(scope ?? '', authorization);
+        this.#lastAuthorization = authorization;
+        response = await this.#send(method, url, init, scope);
+      }
     }
     if (response.ok || init.allow?.includes(response.status)) return response;
     const text = await response.text().catch(() => '');
@@ -172,5 +270,44 @@ export class RegistryClient {
       `${method} ${new URL(url).pathname} on ${this.serverUrl} failed with ${response.status}${reason ? ` (${reason})` : ''}`,
       { url, method, status: response.status, ...(registryCode ? { registry_code: registryCode } : {}) },
     );
+  }
+
+  /** One request with the best authorization known for its scope. */
+  async #send(
+    method: string,
+    url: string,
+    init: { readonly headers?: Record<string, string>; readonly body?: Buffer | ReadableStream<Uint8Array> },
+    scope: string | undefined,
+  ): Promise<Response> {
+    const headers: Record<string, string> = { ...init.headers };
+    const authorization =
+      this.options.token !== undefined
+        ? `Bearer ${this.options.token}`
+        : (this.#authorizations.get(scope ?? '') ?? this.#fallbackAuthorization(scope));
+    if (authorization !== undefined) headers.authorization = authorization;
+    try {
+      return await fetch(url, {
+        method,
+        headers,
+        ...(init.body === undefined ? {} : { body: init.body, duplex: 'half' }),
+      } as RequestInit);
+    } catch (err) {
+      throw new RegistryRequestError(
+        'unavailable',
+        `Cannot reach the registry at ${this.serverUrl}: ${describeFetchError(err)}`,
+        { url, method },
+        { cause: err },
+      );
+    }
+  }
+
+  /**
+   * For a scope not asked for yet: a push token also reads (`pull,push` covers `pull`), and a
+   * Basic answer is good for everything; otherwise nothing, so the registry challenges again.
+   */
+  #fallbackAuthorization(scope: string | undefined): string | undefined {
+    if (this.#lastAuthorization?.startsWith('Basic ')) return this.#lastAuthorization;
+    if (scope?.endsWith(':pull')) return this.#authorizations.get(`${scope},push`);
+    return undefined;
   }
 }

@@ -1,5 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bbsOperationPaths } from '../../bbs/index.js';
+import {
+  bearerChallenge,
+  type RegistryGrant,
+  RegistryTokens,
+  registerRegistryTokenRoute,
+  registryTokenAllows,
+} from './registry-token-auth.js';
 import { type Principal, type Role, roleAllows } from './roles.js';
 import type { TokenAuthenticator } from './token-store.js';
 
@@ -10,6 +17,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller, when auth is on; undefined with `auth: 'none'`. */
     principal?: Principal;
+    /** What a registry token (the distribution token flow) allows, when one authorized the request. */
+    registryGrants?: readonly RegistryGrant[];
   }
   interface FastifyContextConfig {
     /** The least role a route needs; by default GET needs viewer and everything else operator. */
@@ -73,18 +82,21 @@ function tokenOf(header: string | undefined, basicAllowed: boolean): string | un
 
 /** A refusal in the body the caller's protocol expects: the API's JSON error, or the registry's. */
 function refuse(
+  request: FastifyRequest,
   reply: FastifyReply,
   registry: boolean,
   status: 401 | 403,
   message: string,
   details: Record<string, unknown> = {},
+  insufficientScope = false,
 ): FastifyReply {
   if (!registry)
     return reply
       .code(status)
       .send({ code: status === 401 ? 'unauthenticated' : 'forbidden', message, details });
-  // The distribution spec: 401 carries a challenge, so registry clients know to send credentials.
-  if (status === 401) reply.header('www-authenticate', 'Basic realm="berth"');
+  // The distribution spec: 401 carries a challenge, so registry clients know where to get a token
+  // (Basic with the API token as password is still accepted on every request).
+  if (status === 401) reply.header('www-authenticate', bearerChallenge(request, insufficientScope));
   return reply
     .code(status)
     .header('docker-distribution-api-version', 'registry/2.0')
@@ -93,20 +105,35 @@ function refuse(
 
 /**
  * Every request but `/healthz` and `/metrics` needs `Authorization: Bearer TOKEN` (the registry's
- * `/v2/` also takes the token as a Basic password): none or an unknown one is 401, a role too small
- * for the route is 403 (viewers cannot mutate), in the API's JSON error body or, under `/v2/`, the
- * distribution spec's with a `WWW-Authenticate: Basic` challenge.
+ * `/v2/` also takes the token as a Basic password, or a registry token from `GET /v2/token`,
+ * src/api/auth/registry-token-auth.ts): none or an unknown one is 401, a role too small for the
+ * route is 403 (viewers cannot mutate), in the API's JSON error body or, under `/v2/`, the
+ * distribution spec's with a `WWW-Authenticate: Bearer` challenge naming the token endpoint.
  */
-export function installAuth(app: FastifyInstance, auth: TokenAuthenticator): void {
+export function installAuth(
+  app: FastifyInstance,
+  auth: TokenAuthenticator,
+  registryTokens: RegistryTokens = new RegistryTokens(),
+): void {
   app.decorateRequest('principal', undefined);
+  app.decorateRequest('registryGrants', undefined);
+  registerRegistryTokenRoute(app, registryTokens);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
     if (openPaths.has(path)) return;
     const registry = isRegistryPath(path);
     const header = request.headers.authorization;
     const token = tokenOf(header, registry);
-    if (token === undefined) {
+    let principal: Principal | undefined;
+    let grants: readonly RegistryGrant[] | undefined;
+    if (token !== undefined && registry && RegistryTokens.isRegistryToken(token)) {
+      const claims = registryTokens.verify(token);
+      if (claims === undefined) return refuse(request, reply, true, 401, 'Invalid or expired registry token');
+      principal = claims.principal;
+      grants = claims.access;
+    } else if (token === undefined) {
       return refuse(
+        request,
         reply,
         registry,
         401,
@@ -114,19 +141,30 @@ export function installAuth(app: FastifyInstance, auth: TokenAuthenticator): voi
           ? `Malformed Authorization header: expected "Bearer TOKEN"${registry ? ' or Basic with the token as password' : ''}`
           : 'Missing bearer token: send "Authorization: Bearer TOKEN" (berth token create, or <data dir>/admin.token)',
       );
+    } else {
+      principal = await auth.authenticate(token);
+      if (!principal) return refuse(request, reply, registry, 401, 'Invalid or revoked token');
     }
-    const principal = await auth.authenticate(token);
-    if (!principal) return refuse(reply, registry, 401, 'Invalid or revoked token');
     request.principal = principal;
     const needed = requiredRole(request.method, path, request.routeOptions.config?.minRole);
     if (!roleAllows(principal.role, needed)) {
       return refuse(
+        request,
         reply,
         registry,
         403,
         `Cannot ${request.method} ${path}: role ${principal.role} is not allowed, ${needed} or above is required`,
         { role: principal.role, required: needed },
       );
+    }
+    // The role allows it; a registry token must also have been asked for this repository and
+    // action, else the client asks the token endpoint again for the scope the challenge names.
+    if (grants !== undefined) {
+      request.registryGrants = grants;
+      if (!registryTokenAllows(request, grants)) {
+        const message = 'The registry token does not cover this repository and action';
+        return refuse(request, reply, true, 401, message, {}, true);
+      }
     }
   });
 }
