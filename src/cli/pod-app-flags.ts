@@ -1,4 +1,5 @@
 import type { FlagSpecs } from './command.js';
+import { envFlag } from './command-flags.js';
 
 /**
  * rkt's separator of a pod's apps, and the flags each app takes: read by the command table (help,
@@ -14,13 +15,7 @@ export const appFlags: FlagSpecs = {
     description: "The app's name in its pod (default: the image's)",
   },
   entrypoint: { type: 'string', valueName: 'CMD', description: "Replace the image's entrypoint" },
-  env: {
-    type: 'string',
-    short: 'e',
-    multiple: true,
-    valueName: 'K=V',
-    description: 'Set an environment variable',
-  },
+  env: envFlag,
   workdir: { type: 'string', short: 'w', valueName: 'DIR', description: 'Working directory inside the pod' },
   user: { type: 'string', short: 'u', valueName: 'USER[:GROUP]', description: 'Run the app as this user' },
   mount: {

@@ -162,6 +162,23 @@ describe('pods of several apps', () => {
     assert.ok(!podCgroupExists(uuid));
   });
 
+  it('gc leaves a running pod of several apps alone, even when its first app has ended', async () => {
+    const runtime = newRuntime();
+    const uuid = await startDetached(runtime, {
+      net: 'none',
+      args: ['true'],
+      sideApps: [{ image: 'bb', name: 'on', args: ['sleep', '1000'] }],
+    });
+    for (let i = 0; i < 100 && (runtime.status(uuid).appExits?.length ?? 0) === 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const report = collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 0 });
+    assert.deepEqual([report.marked, report.deleted], [[], []]);
+    assert.equal(runtime.status(uuid).state, 'running', 'the second app holds the lock');
+    await runtime.stop(uuid, 0);
+    const after = collectGarbage(runtime, { gracePeriodMs: 0, expirePreparedMs: 0 });
+    assert.deepEqual(after.deleted, [uuid]);
+  });
+
   it('two run-prepared of a pod of several apps: exactly one runs it', async () => {
     const runtime = newRuntime();
     const uuid = await runtime.prepareOnly('bb', {

@@ -34,6 +34,7 @@ import { readLogTail } from './pod-log-reader.js';
 import type { PodExit, PodManifest, PodObituary, PodVolume } from './pod-manifest.js';
 import { defaultPidsLimit, type PrepareOptions } from './pod-options.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
+import { resolveMounts } from './pod-volumes.js';
 import { VolumeStore } from './volume-store.js';
 
 // The pod commands import these from here, a start-up entry of `berth run` (.dependency-cruiser.cjs).
@@ -120,7 +121,8 @@ export class PodRuntime {
     try {
       const volumes = planVolumes(options, this.volumes);
       const firstName = options.appName ?? defaultAppName(imageRef);
-      planApp(image, options, 'pod', firstName, volumes); // refused here, not in a half-made pod
+      // Mounts are refused here, with no pod made; a bad workdir or user, as ever, in the pod's prepare.
+      resolveMounts(options.mounts ?? [], volumes, firstName);
       const sideApps = await resolveSideApps(this.#images, options, firstName, volumes);
       return await this.#makePod(imageRef, image, options, { volumes, sideApps, firstName, logSizeMax });
     } finally {
