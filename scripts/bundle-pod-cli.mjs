@@ -72,6 +72,7 @@ const heavyCommandModules = [
   './cell-command.js',
   './image-commands.js',
   './pod-commands.js',
+  './volume-commands.js',
   './lrp-desire-command.js',
   // tar-stream (CommonJS requiring node builtins), for `task outputs` alone.
   './task-output-extract.js',

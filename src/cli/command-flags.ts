@@ -46,3 +46,12 @@ export const noLegendFlag: FlagSpecs = {
 export function durationFlag(description: string, fallback: string): FlagSpec {
   return { type: 'string', valueName: 'DURATION', default: fallback, description };
 }
+
+/** `-e K=V`, repeatable: an environment variable of the container. */
+export const envFlag: FlagSpec = {
+  type: 'string',
+  short: 'e',
+  multiple: true,
+  valueName: 'K=V',
+  description: 'Set an environment variable',
+};

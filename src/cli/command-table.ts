@@ -9,6 +9,7 @@ import type { CommandEntry } from './command.js';
 import { daemonCommandTable } from './daemon-command-table.js';
 import { imageCommandTable } from './image-command-table.js';
 import { podCommandTable } from './pod-command-table.js';
+import { volumeCommandTable } from './volume-command-table.js';
 
 /**
  * berth's one table of commands, in `berth --help`'s order and sections. Parsing (the flags and
@@ -21,7 +22,7 @@ export const commandSections: readonly {
 }[] = [
   {
     title: 'Pods on this machine (no daemon; state lives in --dir, env BERTH_DIR, default /var/lib/berth)',
-    commands: podCommandTable,
+    commands: [...podCommandTable, ...volumeCommandTable],
   },
   {
     title: 'Images (the local store; push and pull copy to and from a berth server)',

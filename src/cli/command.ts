@@ -48,6 +48,11 @@ export interface CommandEntry {
   /** Takes arguments after a bare `--` (the app's argv); the usage line shows this text. */
   readonly rest?: string;
   /**
+   * A word that, like `--`, ends the command's own flags, and is kept at the head of `rest`
+   * (`berth run IMAGE --- IMAGE2`: rkt's separator of a pod's apps).
+   */
+  readonly appSeparator?: string;
+  /**
    * When the reader of our output goes away (`berth … | head`), the command ends as SIGPIPE ends
    * a Unix filter (exit 141), unless this is set: a foreground pod runs on to its end, its output
    * still going to the pod's log, and berth exits with the app's code.
@@ -84,9 +89,11 @@ export function parseCommandArgs(
   entry: CommandEntry,
   argv: readonly string[],
 ): Omit<CommandContext, 'stdout' | 'stderr'> {
-  const dashDash = argv.indexOf('--');
+  const dashDash = argv.findIndex(
+    (a) => a === '--' || (entry.appSeparator !== undefined && a === entry.appSeparator),
+  );
   const own = dashDash === -1 ? [...argv] : argv.slice(0, dashDash);
-  const rest = dashDash === -1 ? [] : argv.slice(dashDash + 1);
+  const rest = dashDash === -1 ? [] : argv.slice(argv[dashDash] === '--' ? dashDash + 1 : dashDash);
   const usage = `Usage: ${usageLine(entry)}\nRun "berth ${entry.name} --help" for its flags.`;
   if (rest.length > 0 && entry.rest === undefined) {
     throw new InvalidArgumentError(`berth ${entry.name} takes no arguments after "--"\n${usage}`);

@@ -1,21 +1,17 @@
 import type { CommandEntry, FlagSpecs } from './command.js';
 import { durationFlag, formatFlags, noLegendFlag } from './command-flags.js';
+import { appFlags, appSeparator } from './pod-app-flags.js';
 
 /** Pod commands: this machine, no daemon. Their handlers are pod-commands.ts (the pod bundle). */
 const pods = () => import('./pod-commands.js');
 
 const podFlags: FlagSpecs = {
   name: { type: 'string', valueName: 'NAME', description: "The pod's name (shown by list)" },
-  entrypoint: { type: 'string', valueName: 'CMD', description: "Replace the image's entrypoint" },
-  env: {
-    type: 'string',
-    short: 'e',
-    multiple: true,
-    valueName: 'K=V',
-    description: 'Set an environment variable',
+  ...appFlags,
+  'exit-on-first': {
+    type: 'boolean',
+    description: 'A pod of several apps ends when its first app exits, stopping the others',
   },
-  workdir: { type: 'string', short: 'w', valueName: 'DIR', description: 'Working directory inside the pod' },
-  user: { type: 'string', short: 'u', valueName: 'USER[:GROUP]', description: 'Run the app as this user' },
   memory: { type: 'string', short: 'm', valueName: 'SIZE', description: 'Memory limit (e.g. 256m, 1g)' },
   'pids-limit': {
     type: 'string',
@@ -41,21 +37,32 @@ const detachFlags: FlagSpecs = {
 
 const uuid = { min: 1, max: 1, names: 'UUID' } as const;
 
+/** More apps of the pod after rkt's separator, each with its own app flags. */
+const appsRest = `ARGS... [${appSeparator} [APP FLAGS] IMAGE [-- ARGS...]]...`;
+
+const appFlag: FlagSpecs = {
+  app: { type: 'string', valueName: 'NAME', description: 'The app of the pod (default: its first)' },
+};
+
 export const podCommandTable: readonly CommandEntry[] = [
   {
     name: 'prepare',
-    summary: 'Create a pod from an image, ready for run-prepared; prints its UUID.',
+    summary:
+      'Create a pod from an image (or several, one app each), ready for run-prepared; prints its UUID.',
     flags: podFlags,
     positionals: { min: 1, max: 1, names: 'IMAGE' },
-    rest: 'ARGS...',
+    rest: appsRest,
+    appSeparator,
     load: pods,
   },
   {
     name: 'run',
-    summary: 'Run a pod. In the foreground it streams the app output and exits with its code.',
+    summary:
+      'Run a pod of one app, or several (---). In the foreground it streams the output and exits with its code.',
     flags: { ...detachFlags, ...podFlags },
     positionals: { min: 1, max: 1, names: 'IMAGE' },
-    rest: 'ARGS...',
+    rest: appsRest,
+    appSeparator,
     outlivesReader: true,
     load: pods,
   },
@@ -91,13 +98,17 @@ export const podCommandTable: readonly CommandEntry[] = [
   {
     name: 'logs',
     summary: "Print a pod's output; with -f keep following until the pod exits.",
-    flags: { follow: { type: 'boolean', short: 'f', description: 'Keep following until the pod exits' } },
+    flags: {
+      follow: { type: 'boolean', short: 'f', description: 'Keep following until the pod exits' },
+      ...appFlag,
+    },
     positionals: uuid,
     load: pods,
   },
   {
     name: 'enter',
     summary: 'Run a command inside a running pod (runc exec).',
+    flags: appFlag,
     positionals: uuid,
     rest: 'CMD [ARGS...]',
     load: pods,

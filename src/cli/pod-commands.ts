@@ -24,7 +24,7 @@ import type {
 import { podFiles } from '../runtime/pod-dirs.js';
 import { parseLogSizeMax } from '../runtime/pod-log.js';
 import { copyLog, followLog } from '../runtime/pod-log-reader.js';
-import { PodRuntime, type PrepareOptions, parseMemory } from '../runtime/pod-runtime.js';
+import { findApp, PodRuntime, type PrepareOptions, parseMemory, podApps } from '../runtime/pod-runtime.js';
 import {
   booleanOption,
   type CommandContext,
@@ -35,6 +35,7 @@ import {
   stringListOption,
   stringOption,
 } from './command.js';
+import { podAppsOptions } from './pod-app-args.js';
 import { renderTable } from './table-output.js';
 
 async function openRuntime(ctx: CommandContext): Promise<PodRuntime> {
@@ -74,7 +75,12 @@ function prepareOptions(ctx: CommandContext): PrepareOptions {
     });
   const options: {
     -readonly [K in keyof PrepareOptions]: PrepareOptions[K];
-  } = { args: ctx.rest, env: stringListOption(v, 'env'), net: net as NetMode };
+  } = {
+    ...podAppsOptions(v as Parameters<typeof podAppsOptions>[0], ctx.rest),
+    env: stringListOption(v, 'env'),
+    net: net as NetMode,
+  };
+  if (booleanOption(v, 'exit-on-first')) options.exitOnFirst = true;
   const name = stringOption(v, 'name');
   if (name !== undefined) options.name = name;
   const entrypoint = stringOption(v, 'entrypoint');
@@ -227,8 +233,30 @@ export function podJson(info: PodInfo): Record<string, unknown> {
     exit_code: info.exit?.exit_code ?? null,
     reason:
       info.exit?.reason ?? (info.state === 'exited' && !info.exit ? 'exit status was not recorded' : null),
+    apps: appsJson(info),
     labels: info.manifest?.labels ?? {},
   };
+}
+
+/** Each app of the pod: its name, image, state and exit code (a pod of one app has one). */
+function appsJson(info: PodInfo): Record<string, unknown>[] {
+  if (!info.manifest) return [];
+  const ends = info.exit?.apps ?? info.appExits;
+  return podApps(info.manifest).map((app) => {
+    const end =
+      ends === undefined
+        ? info.exit
+          ? { ...info.exit, name: app.name }
+          : undefined
+        : ends.find((e) => e.name === app.name);
+    return {
+      name: app.name,
+      image: app.image.ref,
+      state: end ? 'exited' : info.state,
+      exit_code: end?.exit_code ?? null,
+      ...(end?.reason !== undefined ? { reason: end.reason } : {}),
+    };
+  });
 }
 
 const status: CommandHandler = {
@@ -251,6 +279,11 @@ const status: CommandHandler = {
     else {
       for (const [key, value] of Object.entries(json)) {
         if (key === 'labels') continue;
+        if (key === 'apps') {
+          for (const app of value as { name: string; state: string; exit_code: number | null }[])
+            ctx.stdout.write(`app.${app.name}=${app.state} ${app.exit_code ?? ''}\n`);
+          continue;
+        }
         ctx.stdout.write(`${key}=${Array.isArray(value) ? value.join(' ') : (value ?? '')}\n`);
       }
     }
@@ -295,7 +328,13 @@ const logs: CommandHandler = {
   name: 'logs',
   async run(ctx) {
     const runtime = await openRuntime(ctx);
-    const { info, dir } = runtime.logDir(ctx.positionals[0] ?? '');
+    const pod = runtime.logDir(ctx.positionals[0] ?? '');
+    const { info } = pod;
+    const appName = stringOption(ctx.values, 'app');
+    const dir =
+      info.manifest && appName !== undefined
+        ? join(pod.dir, findApp(info.manifest, appName).bundle)
+        : pod.dir;
     // In chunks, never whole: a log is up to twice its cap (pod-log.ts), and a reader that is
     // slower than the disk holds berth back instead of filling its memory.
     if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') await copyLog(dir, ctx.stdout);
@@ -315,13 +354,14 @@ const enter: CommandHandler = {
     }
     if (ctx.rest.length === 0) throw new InvalidArgumentError('berth enter needs a command after "--"');
     noteUserExec(podDropbox(dataDir(ctx.values)), historyIdOf(info.uuid, info.manifest), ctx.rest);
-    const env = info.manifest?.app.env ?? [];
-    const cwd = info.manifest?.app.cwd ?? '/';
-    const user = info.manifest?.app.user;
+    const app = info.manifest ? findApp(info.manifest, stringOption(ctx.values, 'app')) : undefined;
+    const env = app?.app.env ?? [];
+    const cwd = app?.app.cwd ?? '/';
+    const user = app?.app.user;
     const args = ['--root', runtime.store.dirs.runc, 'exec', '--cwd', cwd];
     for (const e of env) args.push('--env', e);
     if (user) args.push('--user', `${user.uid}:${user.gid}`);
-    args.push(info.uuid, ...ctx.rest);
+    args.push(app?.containerId ?? info.uuid, ...ctx.rest);
     const child = spawn('runc', args, { stdio: 'inherit' });
     return new Promise((resolve) =>
       child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 125))),

@@ -1,5 +1,7 @@
 import { closeSync } from 'node:fs';
+import { join } from 'node:path';
 import type { NetworkAttachment } from './cni-network.js';
+import { podApps } from './pod-apps.js';
 import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
 import type { PodExit, PodManifest } from './pod-manifest.js';
 import type { PodRuntime } from './pod-runtime.js';
@@ -26,8 +28,11 @@ export async function runForeground(
   },
 ): Promise<PodExit> {
   const podPath = runtime.store.path(location);
-  // Written synchronously (see RotatingLogWriter), rotated at the pod's cap.
-  const log = new RotatingLogWriter(podPath, manifest.logSizeMax ?? defaultLogSizeMax);
+  // Written synchronously (see RotatingLogWriter), rotated at the pod's cap; one per app, the
+  // first app's in the pod dir (see the stage-1 holder).
+  const logs = podApps(manifest).map(
+    (app) => new RotatingLogWriter(join(podPath, app.bundle), manifest.logSizeMax ?? defaultLogSizeMax),
+  );
   const drained: Promise<void>[] = [];
   const exit = await runStage1({
     dirs: runtime.store.dirs,
@@ -36,7 +41,8 @@ export async function runForeground(
     lockFd,
     output: 'pipe',
     ...(io.network ? { network: io.network } : {}),
-    onOutput: (stdout, stderr) => {
+    onOutput: (stdout, stderr, appIndex) => {
+      const log = logs[appIndex] as RotatingLogWriter;
       for (const [source, sink] of [
         [stdout, io.stdout],
         [stderr, io.stderr],
@@ -66,7 +72,7 @@ export async function runForeground(
     },
   });
   await Promise.all(drained);
-  log.close();
+  for (const log of logs) log.close();
   // Still ours (locked) and complete (log flushed): the caller records it before --rm deletes it.
   await io.onExit?.(exit);
   if (io.remove && runtime.store.move(location, 'exited-garbage')) {

@@ -71,3 +71,4 @@ export {
 } from './pod-state.js';
 export { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 export { addTarEntry } from './tar-entry.js';
+export { type NamedVolume, VolumeStore } from './volume-store.js';

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
 import { netnsPath } from './cni-network.js';
 import { overlayOptions } from './mounts.js';
+import { type PodAppRun, podApps } from './pod-apps.js';
 import { appCgroupPath } from './pod-cgroup.js';
 import { podFiles } from './pod-dirs.js';
-import type { PodManifest } from './pod-manifest.js';
+import type { PodManifest, PodVolume } from './pod-manifest.js';
 import { defaultSeccompProfile } from './seccomp-profile.js';
 
 /**
@@ -89,7 +90,14 @@ function standardMounts(): OciMount[] {
  * the pod's directory is whenever runc starts it (a pod runs only from run/). The lock fd is not
  * in the config; runc is told to pass it with `--preserve-fds`.
  */
-export function buildOciConfig(manifest: PodManifest, runDir: string): Record<string, unknown> {
+export function buildOciConfig(
+  manifest: PodManifest,
+  runDir: string,
+  app: PodAppRun = podApps(manifest)[0] as PodAppRun,
+): Record<string, unknown> {
+  // The pod's own files, as a path relative to this app's bundle (the pod dir, or apps/<name>).
+  const podFile = (file: string) => (app.bundle === '' ? file : join('..', '..', file));
+  const bundleDir = join(runDir, app.bundle);
   const caps = [...defaultCapabilities];
   const namespaces: { type: string; path?: string }[] = [
     { type: 'pid' },
@@ -98,6 +106,8 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
     { type: 'mount' },
   ];
   // private: the netns stage 1 creates and attaches with CNI; none: a fresh one with only lo.
+  // A pod of several apps: stage 1 points ipc, uts (and a `none` network) at the namespaces the
+  // apps share, once they exist (shareNamespaces); the pid and mount namespaces stay each app's.
   if (manifest.net === 'private') namespaces.push({ type: 'network', path: netnsPath(manifest.uuid) });
   if (manifest.net === 'none') namespaces.push({ type: 'network' });
   const resources: Record<string, unknown> = {
@@ -119,15 +129,13 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
     process: {
       terminal: false,
       user: {
-        uid: manifest.app.user.uid,
-        gid: manifest.app.user.gid,
-        ...(manifest.app.user.additionalGids.length > 0
-          ? { additionalGids: manifest.app.user.additionalGids }
-          : {}),
+        uid: app.app.user.uid,
+        gid: app.app.user.gid,
+        ...(app.app.user.additionalGids.length > 0 ? { additionalGids: app.app.user.additionalGids } : {}),
       },
-      args: manifest.app.args,
-      env: manifest.app.env,
-      cwd: manifest.app.cwd,
+      args: app.app.args,
+      env: app.app.env,
+      cwd: app.app.cwd,
       capabilities: { bounding: caps, effective: caps, permitted: caps },
       noNewPrivileges: false,
     },
@@ -140,17 +148,18 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
         type: 'overlay',
         source: 'overlay',
         options: [
-          overlayOptions(manifest.image.rootfs, join(runDir, podFiles.upper), join(runDir, podFiles.work)),
+          overlayOptions(app.image.rootfs, join(bundleDir, podFiles.upper), join(bundleDir, podFiles.work)),
         ],
       },
       ...standardMounts(),
-      bindFile('/etc/hosts', podFiles.hosts),
-      bindFile('/etc/hostname', podFiles.hostname),
-      bindFile('/etc/resolv.conf', podFiles.resolvConf),
-      ...(manifest.sharedDir ? [bindFile(manifest.sharedDir, podFiles.shared)] : []),
+      bindFile('/etc/hosts', podFile(podFiles.hosts)),
+      bindFile('/etc/hostname', podFile(podFiles.hostname)),
+      bindFile('/etc/resolv.conf', podFile(podFiles.resolvConf)),
+      ...(manifest.sharedDir ? [bindFile(manifest.sharedDir, podFile(podFiles.shared))] : []),
+      ...volumeMounts(manifest.volumes ?? [], app, runDir),
     ],
     linux: {
-      cgroupsPath: appCgroupPath(manifest.uuid),
+      cgroupsPath: appCgroupPath(manifest.uuid, app.index === 0 ? undefined : app.name),
       namespaces,
       resources,
       maskedPaths,
@@ -162,4 +171,40 @@ export function buildOciConfig(manifest: PodManifest, runDir: string): Record<st
       ...(manifest.net === 'host' ? {} : { sysctl: { 'net.ipv4.ping_group_range': '0 2147483647' } }),
     },
   };
+}
+
+/** Where a volume of kind `empty` lives in its pod dir (a tmpfs is mounted there by stage 1). */
+export function emptyVolumeDir(podPath: string, name: string): string {
+  return join(podPath, podFiles.volumes, name);
+}
+
+/** The app's volume mounts: host and named volumes by their checked host path, empty ones from the pod dir. */
+function volumeMounts(volumes: readonly PodVolume[], app: PodAppRun, runDir: string): OciMount[] {
+  return (app.app.mounts ?? []).map((mount) => {
+    const volume = volumes.find((v) => v.name === mount.volume);
+    const source = volume?.source ?? emptyVolumeDir(runDir, mount.volume);
+    return {
+      destination: mount.target,
+      type: 'bind',
+      source,
+      options: ['rbind', 'rprivate', mount.readOnly ? 'ro' : 'rw', 'nosuid', 'nodev'],
+    };
+  });
+}
+
+/**
+ * Points an app's ipc and uts namespaces (and its network's, when the pod's is not the CNI one)
+ * at the pod's shared ones: every app of a pod of several joins them.
+ */
+export function shareNamespaces(
+  config: Record<string, unknown>,
+  paths: { readonly ipc: string; readonly uts: string; readonly network?: string },
+): Record<string, unknown> {
+  const linux = config.linux as { namespaces: { type: string; path?: string }[] };
+  const shared: Record<string, string | undefined> = paths;
+  linux.namespaces = linux.namespaces.map((ns) => {
+    const path = shared[ns.type];
+    return path === undefined ? ns : { type: ns.type, path };
+  });
+  return config;
 }

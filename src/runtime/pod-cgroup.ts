@@ -10,9 +10,9 @@ import { join } from 'node:path';
  */
 const cgroupRoot = '/sys/fs/cgroup';
 
-/** The app's cgroup inside the pod's (OCI `linux.cgroupsPath`). */
-export function appCgroupPath(uuid: string): string {
-  return `/berth/${uuid}/app`;
+/** An app's cgroup inside the pod's (OCI `linux.cgroupsPath`); the first app's is `app`. */
+export function appCgroupPath(uuid: string, sideApp?: string): string {
+  return sideApp === undefined ? `/berth/${uuid}/app` : `/berth/${uuid}/app-${sideApp}`;
 }
 
 function isV2(): boolean {
@@ -149,12 +149,21 @@ export function removePodCgroup(uuid: string): void {
         memoryDir(uuid),
       ];
   for (const dir of dirs) {
-    for (const child of ['app', '']) {
+    for (const child of [...sideAppCgroups(dir), 'app', '']) {
       try {
         rmdirSync(child ? join(dir, child) : dir);
       } catch {
         // Gone already, or busy: nothing to do now.
       }
     }
+  }
+}
+
+/** The cgroups of a pod's apps after the first (`app-<name>`), if the pod had any. */
+function sideAppCgroups(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((name) => name.startsWith('app-'));
+  } catch {
+    return []; // no pod cgroup here: nothing below it either
   }
 }

@@ -46,6 +46,12 @@ export const podFiles = {
    * which `gc` pays once per exited pod).
    */
   historyNoted: 'history-noted',
+  /** A pod of several apps: each app's end so far (AppExit[]), rewritten as each ends. */
+  appExits: 'apps.json',
+  /** The bundles of a pod's apps after the first (pod-apps.ts). */
+  apps: 'apps',
+  /** Volumes of kind `empty`, one directory each (pod-volumes.ts). */
+  volumes: 'volumes',
 } as const;
 
 /** Where `destroy` leaves a short record of pods removed before their end reached the history. */

@@ -13,6 +13,38 @@ export interface PodApp {
   readonly env: readonly string[];
   readonly cwd: string;
   readonly user: PodUser;
+  /** The app's name in its pod (`--app-name`); absent in pods prepared before pods had several. */
+  readonly name?: string;
+  /** Where the pod's volumes appear in this app (`--mount`, `-v`); absent = none. */
+  readonly mounts?: readonly AppMount[];
+}
+
+/** One more app of a pod (rkt's `---`): its own image, rootfs, process tree, user and env. */
+export interface PodSideApp extends PodApp {
+  readonly name: string;
+  readonly image: { readonly ref: string; readonly id: string; readonly rootfs: string };
+}
+
+/**
+ * A volume of the pod, resolved at prepare: `host` binds a host directory, `named` a berth-managed
+ * volume's data dir (volume-store.ts, both absolute host paths checked for symlinks), `empty` a
+ * directory of the pod (or a tmpfs when `tmpfsBytes` is set) that goes with it.
+ */
+export interface PodVolume {
+  readonly name: string;
+  readonly kind: 'host' | 'named' | 'empty';
+  /** The host directory (host, named); absent for empty. */
+  readonly source?: string;
+  readonly readOnly: boolean;
+  /** kind=empty only: a tmpfs of this many bytes instead of a directory on disk. */
+  readonly tmpfsBytes?: number;
+}
+
+/** A volume mounted in an app at `target` (read-only if the volume or the mount says so). */
+export interface AppMount {
+  readonly volume: string;
+  readonly target: string;
+  readonly readOnly: boolean;
 }
 
 export interface PodManifest {
@@ -38,6 +70,11 @@ export interface PodManifest {
    * for files the host keeps current while it runs (a cell's relations file); absent = none.
    */
   readonly sharedDir?: string;
+  /** The pod's other apps, after `app` (absent or empty: a pod of one app, as before). */
+  readonly sideApps?: readonly PodSideApp[];
+  /** `--exit-on-first`: the first app to exit stops the others (default: the pod ends with its last). */
+  readonly exitOnFirst?: boolean;
+  readonly volumes?: readonly PodVolume[];
   readonly created: string;
 }
 
@@ -74,6 +111,17 @@ export interface PodExit {
   /** Why the pod ended when it was not the app's own exit (holder killed, runc failed …). */
   readonly reason?: string;
   readonly oom_killed?: boolean;
+  /** Each app's end, in the pod's app order (pods of several apps only). */
+  readonly apps?: readonly AppExit[];
+}
+
+/** One app's end in a pod of several: written to `apps.json` as each ends, then into exit.json. */
+export interface AppExit {
+  readonly name: string;
+  readonly exit_code: number | null;
+  readonly started_at?: string;
+  readonly finished_at: string;
+  readonly reason?: string;
 }
 
 /**

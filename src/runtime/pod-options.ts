@@ -7,6 +7,30 @@ import type { AppOverrides } from './app-spec.js';
 import type { PortPublish } from './cni-network.js';
 import type { NetMode } from './pod-manifest.js';
 
+/** A volume as asked for, before its source is resolved (`kind: 'named'` names a berth volume). */
+export interface VolumeSpec {
+  readonly name: string;
+  readonly kind: 'host' | 'named' | 'empty';
+  /** host: an absolute host path; named: the berth volume's name. */
+  readonly source?: string;
+  readonly readOnly?: boolean;
+  readonly tmpfsBytes?: number;
+}
+
+export interface MountSpec {
+  readonly volume: string;
+  readonly target: string;
+  readonly readOnly?: boolean;
+}
+
+/** One more app of the pod (`---` on the command line): its image and its own overrides. */
+export interface SideAppOptions extends AppOverrides {
+  readonly image: string;
+  /** `--app-name`; default: the image's last path part. */
+  readonly name?: string;
+  readonly mounts?: readonly MountSpec[];
+}
+
 export interface PrepareOptions extends AppOverrides {
   readonly name?: string;
   readonly memoryBytes?: number | null;
@@ -27,6 +51,15 @@ export interface PrepareOptions extends AppOverrides {
    * stage 1; whoever gets it owns the pod's network from then on.
    */
   readonly attachNetworkNow?: boolean;
+  /** The first app's name (`--app-name`); default: the image's last path part. */
+  readonly appName?: string;
+  /** The first app's volume mounts. */
+  readonly mounts?: readonly MountSpec[];
+  /** The pod's other apps, in order. */
+  readonly sideApps?: readonly SideAppOptions[];
+  readonly volumes?: readonly VolumeSpec[];
+  /** The first app to exit stops the others (default: the pod runs until its last app exits). */
+  readonly exitOnFirst?: boolean;
 }
 
 /**

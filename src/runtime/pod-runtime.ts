@@ -8,7 +8,6 @@ import {
   NotFoundError,
   writeFileAtomic,
 } from '../core/index.js';
-import { resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
 import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
@@ -16,19 +15,40 @@ import type { ResolvedImage } from './image/image-types.js';
 import { unmountAll } from './mounts.js';
 import { type NativeChild, spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
+import { defaultAppName, podContainerIds } from './pod-apps.js';
+import {
+  planApp,
+  planSideApp,
+  planVolumes,
+  type ResolvedSideApp,
+  resolveImage,
+  resolveSideApps,
+  writePodBundle,
+} from './pod-bundle.js';
 import { removePodCgroup } from './pod-cgroup.js';
 import { obituariesDir, podFiles } from './pod-dirs.js';
 import { hostResolvConf, hostsFile, tryLockFor, waitLockWithTimeout } from './pod-host-support.js';
 import { liveLeftovers, type PodLeftovers } from './pod-leftovers.js';
 import { checkLogSizeMax, defaultLogSizeMax } from './pod-log.js';
 import { readLogTail } from './pod-log-reader.js';
-import type { PodExit, PodManifest, PodObituary } from './pod-manifest.js';
-import { defaultPidsLimit, ImageUnavailableError, type PrepareOptions } from './pod-options.js';
+import type { PodExit, PodManifest, PodObituary, PodVolume } from './pod-manifest.js';
+import { defaultPidsLimit, type PrepareOptions } from './pod-options.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
-import { resolveUser } from './user-spec.js';
+import { resolveMounts } from './pod-volumes.js';
+import { VolumeStore } from './volume-store.js';
 
 // The pod commands import these from here, a start-up entry of `berth run` (.dependency-cruiser.cjs).
-export { defaultPidsLimit, ImageUnavailableError, type PrepareOptions, parseMemory } from './pod-options.js';
+export { findApp, podApps } from './pod-apps.js';
+export {
+  defaultPidsLimit,
+  ImageUnavailableError,
+  type MountSpec,
+  type PrepareOptions,
+  parseMemory,
+  type SideAppOptions,
+  type VolumeSpec,
+} from './pod-options.js';
+export { parseMountFlag, parseShortVolume, parseVolumeFlag } from './pod-volumes.js';
 
 const sharedNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -39,12 +59,22 @@ export interface ImageResolver {
 
 const namePattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
+/** A prepared pod in prepare/, its lock held by the caller (see `PodRuntime.prepare`). */
+export interface PreparedPod {
+  readonly location: PodLocation;
+  readonly manifest: PodManifest;
+  readonly lockFd: number;
+  readonly network?: Promise<NetworkAttachment>;
+}
+
 /**
  * The node-local pod runtime of seed 000 over runc. Stateless: every call re-reads the pods
  * directory, so any number of berth processes can work on one data dir at once.
  */
 export class PodRuntime {
   readonly store: PodStore;
+
+  readonly volumes: VolumeStore;
 
   readonly #images: ImageResolver;
 
@@ -54,6 +84,7 @@ export class PodRuntime {
   ) {
     this.#images = images;
     this.store = new PodStore(dataDir);
+    this.volumes = new VolumeStore(dataDir, this.store);
   }
 
   /**
@@ -61,15 +92,7 @@ export class PodRuntime {
    * on (to prepared/ or run/) and owns the returned lock fd. Any failure here leaves the pod
    * unlocked in prepare/: prepare-failed, for gc.
    */
-  async prepare(
-    imageRef: string,
-    options: PrepareOptions,
-  ): Promise<{
-    location: PodLocation;
-    manifest: PodManifest;
-    lockFd: number;
-    network?: Promise<NetworkAttachment>;
-  }> {
+  async prepare(imageRef: string, options: PrepareOptions): Promise<PreparedPod> {
     if ((options.ports?.length ?? 0) > 0 && (options.net ?? 'private') !== 'private') {
       throw new InvalidArgumentError('Publishing ports needs --net private', { flag: 'publish' });
     }
@@ -91,9 +114,28 @@ export class PodRuntime {
       });
     const logSizeMax =
       options.logSizeMax === undefined ? defaultLogSizeMax : checkLogSizeMax(options.logSizeMax);
-    const image = await this.#images.resolve(imageRef).catch((err: unknown) => {
-      throw new ImageUnavailableError(imageRef, err);
-    });
+    const image = await resolveImage(this.#images, imageRef);
+    // Everything that can be refused is settled before the pod dir exists: no half-made pod.
+    const usesNamed = (options.volumes ?? []).some((v) => v.kind === 'named');
+    const releaseVolumes = usesNamed ? await this.volumes.lock('shared') : undefined;
+    try {
+      const volumes = planVolumes(options, this.volumes);
+      const firstName = options.appName ?? defaultAppName(imageRef);
+      // Mounts are refused here, with no pod made; a bad workdir or user, as ever, in the pod's prepare.
+      resolveMounts(options.mounts ?? [], volumes, firstName);
+      const sideApps = await resolveSideApps(this.#images, options, firstName, volumes);
+      return await this.#makePod(imageRef, image, options, { volumes, sideApps, firstName, logSizeMax });
+    } finally {
+      releaseVolumes?.();
+    }
+  }
+
+  async #makePod(
+    imageRef: string,
+    image: ResolvedImage,
+    options: PrepareOptions,
+    planned: { volumes: PodVolume[]; sideApps: ResolvedSideApp[]; firstName: string; logSizeMax: number },
+  ): Promise<PreparedPod> {
     const { uuid, lockFd } = this.store.createPreparing();
     const location: PodLocation = { uuid, phase: 'prepare' };
     const ports = options.ports ?? [];
@@ -104,40 +146,35 @@ export class PodRuntime {
     try {
       const path = this.store.path(location);
       const hostname = options.name ?? uuid.slice(0, 12);
-      const user = resolveUser(image.rootfs, options.user ?? image.config.User);
       const manifest: PodManifest = {
         uuid,
         name: options.name ?? '',
         hostname,
         image: { ref: imageRef, id: image.id, rootfs: image.rootfs },
-        app: {
-          args: resolveArgs(image.config, options),
-          env: resolveEnv(image.config, options, { hostname, home: user.home }),
-          cwd: resolveWorkdir(image.config, options),
-          user,
-        },
+        app: planApp(image, options, hostname, planned.firstName, planned.volumes),
         net: options.net ?? 'private',
         ports,
         memoryBytes: options.memoryBytes ?? null,
         pidsLimit: options.pidsLimit === undefined ? defaultPidsLimit : options.pidsLimit,
-        logSizeMax,
+        logSizeMax: planned.logSizeMax,
         labels: options.labels ?? {},
         ...(options.sharedDir !== undefined ? { sharedDir: options.sharedDir } : {}),
+        ...(planned.sideApps.length > 0
+          ? { sideApps: planned.sideApps.map((a) => planSideApp(a, hostname, planned.volumes)) }
+          : {}),
+        ...(options.exitOnFirst ? { exitOnFirst: true } : {}),
+        ...(planned.volumes.length > 0 ? { volumes: planned.volumes } : {}),
         created: new Date().toISOString(),
       };
-      for (const dir of [podFiles.rootfs, podFiles.upper, podFiles.work]) mkdirSync(join(path, dir));
-      writeFileAtomic(join(path, podFiles.hosts), hostsFile(hostname));
-      writeFileAtomic(join(path, podFiles.hostname), `${hostname}\n`);
-      writeFileAtomic(join(path, podFiles.resolvConf), manifest.net === 'none' ? '' : hostResolvConf());
-      if (manifest.sharedDir !== undefined) {
-        mkdirSync(join(path, podFiles.shared), { mode: 0o755 });
-        for (const [name, content] of Object.entries(options.sharedFiles ?? {}))
-          writeFileAtomic(join(path, podFiles.shared, checkSharedName(name)), content);
-      }
       const runDir = this.store.path({ uuid, phase: 'run' });
-      writeFileAtomic(join(path, podFiles.ociConfig), JSON.stringify(buildOciConfig(manifest, runDir)));
-      // pod.json last: its presence means the bundle is complete.
-      writeFileAtomic(join(path, podFiles.manifest), `${JSON.stringify(manifest, null, 2)}\n`);
+      writePodBundle(
+        path,
+        runDir,
+        manifest,
+        options.sharedFiles ?? {},
+        { hosts: hostsFile(hostname), resolvConf: manifest.net === 'none' ? '' : hostResolvConf() },
+        checkSharedName,
+      );
       return { location, manifest, lockFd, ...(network ? { network } : {}) };
     } catch (err) {
       if (network) {
@@ -348,19 +385,21 @@ export class PodRuntime {
         state: info.state,
       });
     }
-    this.#runcKill(info.uuid, 'TERM');
+    this.#runcKill(info, 'TERM');
     try {
       return await this.waitExit(info.uuid, timeoutMs);
     } catch (err) {
       if (!(err instanceof BerthError) || err.code !== 'unavailable') throw err;
     }
-    this.#runcKill(info.uuid, 'KILL');
+    this.#runcKill(info, 'KILL');
     return this.waitExit(info.uuid);
   }
 
-  #runcKill(uuid: string, signal: string): void {
+  /** Signals every app of the pod. */
+  #runcKill(info: PodInfo, signal: string): void {
     // A container that exited meanwhile makes runc fail; waitExit then returns at once.
-    spawnSync('runc', ['--root', this.store.dirs.runc, 'kill', uuid, signal], { stdio: 'ignore' });
+    for (const id of podContainerIds(info.uuid, info.manifest))
+      spawnSync('runc', ['--root', this.store.dirs.runc, 'kill', id, signal], { stdio: 'ignore' });
   }
 
   /**
@@ -442,10 +481,9 @@ export class PodRuntime {
       const reservedIn = network?.slice === undefined ? 'unrecorded' : { slice: network.slice };
       detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade, reservedIn);
     }
-    if (leftovers.hasRuncState(location.uuid)) {
-      spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', location.uuid], {
-        stdio: 'ignore',
-      });
+    for (const id of podContainerIds(location.uuid, this.store.readManifest(location))) {
+      if (!leftovers.hasRuncState(id)) continue;
+      spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', id], { stdio: 'ignore' });
     }
     if (leftovers.hasCgroup(location.uuid)) removePodCgroup(location.uuid);
     this.#writeObituary(location, path);

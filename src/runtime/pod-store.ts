@@ -21,7 +21,7 @@ import { openConfinedDirFd } from './confined-dir.js';
 import { isLocked, tryLock } from './flock.js';
 import { randomUuid } from './native-process.js';
 import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
-import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
+import type { AppExit, PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 import {
   assertPhaseMove,
   lockedPhases,
@@ -43,6 +43,8 @@ export interface PodInfo extends PodLocation {
   readonly started: PodStarted | undefined;
   readonly exit: PodExit | undefined;
   readonly network: PodNetwork | undefined;
+  /** A running pod of several apps: the ends of those of its apps that have ended. */
+  readonly appExits: readonly AppExit[] | undefined;
   /** The container's init pid while running (runc's pid file; informational, never the truth). */
   readonly pid: number | null;
   /** ctime of the pod directory: when it entered its current phase (gc's clock). */
@@ -229,6 +231,10 @@ export class PodStore {
       mayHaveRun && manifest?.net === 'private'
         ? readJson<PodNetwork>(join(dir, podFiles.network))
         : undefined;
+    const appExits =
+      state === 'running' && (manifest?.sideApps?.length ?? 0) > 0
+        ? (readJson<AppExit[]>(join(dir, podFiles.appExits)) ?? [])
+        : undefined;
     const pidText = state === 'running' ? readFileText(join(dir, podFiles.pid)) : undefined;
     return {
       ...location,
@@ -237,6 +243,7 @@ export class PodStore {
       started,
       exit,
       network,
+      appExits,
       pid: pidText && /^\d+$/.test(pidText.trim()) ? Number(pidText.trim()) : null,
       phaseChangedAt: ctime,
     };

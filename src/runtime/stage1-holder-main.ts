@@ -5,7 +5,9 @@
  */
 import { closeSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { join } from 'node:path';
 import { nativeAddon } from './native-addon.js';
+import { podApps } from './pod-apps.js';
 import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
 import { PodStore } from './pod-store.js';
 import { runStage1 } from './stage1.js';
@@ -40,26 +42,33 @@ async function holderMain(): Promise<number> {
   // The app's stdout and stderr share one pipe (so their order is kept, as in a file) that this
   // process reads into the rotating log: runc's output straight into the log file would grow it
   // without bound. A full pipe blocks the app's writes until the log has taken them.
-  const log = new RotatingLogWriter(path, manifest.logSizeMax ?? defaultLogSizeMax);
-  const [readEnd, writeEnd] = nativeAddon().pipe();
-  const output = new Socket({ fd: readEnd, readable: true, writable: false });
-  output.on('data', (chunk: Buffer) => log.write(chunk));
-  const drained = new Promise<void>((resolve) => output.once('close', () => resolve()));
+  // Each app of a pod has a log of its own: the first app's is the pod's, in its dir (as a pod
+  // of one app), the others' in their bundle dirs (pod-apps.ts).
+  const outputs = podApps(manifest).map((app) => {
+    const log = new RotatingLogWriter(join(path, app.bundle), manifest.logSizeMax ?? defaultLogSizeMax);
+    const [readEnd, writeEnd] = nativeAddon().pipe();
+    const output = new Socket({ fd: readEnd, readable: true, writable: false });
+    output.on('data', (chunk: Buffer) => log.write(chunk));
+    const drained = new Promise<void>((resolve) => output.once('close', () => resolve()));
+    return { log, writeEnd, drained };
+  });
   try {
     await runStage1({
       dirs: store.dirs,
       podPath: path,
       manifest,
       lockFd,
-      output: writeEnd,
+      output: (index) => (outputs[index] as { writeEnd: number }).writeEnd,
       onStarted: signalReady,
     });
   } finally {
-    // runc and the app are gone: with our write end closed the pipe ends once it is read out.
-    closeSync(writeEnd);
+    // runc and the apps are gone: with our write ends closed the pipes end once read out.
+    for (const o of outputs) closeSync(o.writeEnd);
   }
-  await drained;
-  log.close();
+  for (const o of outputs) {
+    await o.drained;
+    o.log.close();
+  }
   signalReady(false);
   if (removeFlag === 'rm' && store.move(location, 'exited-garbage')) {
     const { PodRuntime } = await import('./pod-runtime.js');

@@ -9,10 +9,21 @@ import {
   type NetworkAttachment,
   type ReservedIn,
 } from './cni-network.js';
-import { endStdin, type NativeChild, type ProcessEnd, spawnNative } from './native-process.js';
+import { endStdin, type NativeChild, spawnNative } from './native-process.js';
+import { podApps, podContainerIds } from './pod-apps.js';
 import { podOutOfMemory, preparePodCgroup, removePodCgroup } from './pod-cgroup.js';
 import { podFiles, type RuntimeDirs } from './pod-dirs.js';
-import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
+import type { AppExit, PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
+import {
+  joinSharedNamespaces,
+  mountTmpfsVolumes,
+  podExitOfApps,
+  type SharedNamespaces,
+  startSharedNamespaces,
+  stopSharedNamespaces,
+  unmountTmpfsVolumes,
+} from './stage1-apps.js';
+import { type AppOutput, awaitApps, startApp } from './stage1-run-app.js';
 
 /**
  * Stage 1: runs the pod's app under runc while the pod's exclusive lock is held. The lock fd is
@@ -31,10 +42,12 @@ import type { PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifes
 const watcherScript = `
 IFS= read -r line
 [ "$line" = done ] && exit 0
-runc --root "$1" kill "$2" KILL >/dev/null 2>&1
-i=0
-while [ $i -lt 200 ] && runc --root "$1" state "$2" 2>/dev/null | grep -q '"status": "running"'; do sleep 0.05; i=$((i+1)); done
-runc --root "$1" delete --force "$2" >/dev/null 2>&1
+for id in $2; do runc --root "$1" kill "$id" KILL >/dev/null 2>&1; done
+for id in $2; do
+  i=0
+  while [ $i -lt 200 ] && runc --root "$1" state "$id" 2>/dev/null | grep -q '"status": "running"'; do sleep 0.05; i=$((i+1)); done
+  runc --root "$1" delete --force "$id" >/dev/null 2>&1
+done
 if [ ! -e "$3/exit.json" ]; then
   printf '{"exit_code":137,"finished_at":"%s","reason":"the stage-1 holder was killed, so berth killed the app"}\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$3/.exit.json.watcher" && mv "$3/.exit.json.watcher" "$3/exit.json"
 fi
@@ -46,30 +59,20 @@ export interface Stage1Options {
   readonly podPath: string;
   readonly manifest: PodManifest;
   readonly lockFd: number;
-  /** Where the app's stdout and stderr go: an fd (detached: the log file) or 'pipe' (foreground). */
-  readonly output: number | 'pipe';
+  /**
+   * Where the app's stdout and stderr go: an fd (detached: the log pipe) or 'pipe' (foreground);
+   * for a pod of several apps, a function of the app's index gives each its own.
+   */
+  readonly output: AppOutput;
   /** Called once the app runs (runc wrote its pid) or failed to start. */
   readonly onStarted?: (started: boolean) => void;
   /** Foreground only ('pipe'): receives runc's stdout and stderr to tee them. */
-  readonly onOutput?: (stdout: Socket, stderr: Socket) => void;
+  readonly onOutput?: (stdout: Socket, stderr: Socket, appIndex: number) => void;
   /**
    * `--net private`: an attach the caller started while it prepared the pod (the CNI plugins run
    * as child processes meanwhile). Without it, stage 1 attaches the pod itself.
    */
   readonly network?: Promise<NetworkAttachment>;
-}
-
-function readRuncError(podPath: string): string {
-  try {
-    const lines = readFileSync(join(podPath, 'runc.log'), 'utf8').trim().split('\n');
-    for (const line of lines.reverse()) {
-      const entry = JSON.parse(line) as { level?: string; msg?: string };
-      if (entry.level === 'error' && entry.msg) return entry.msg;
-    }
-  } catch {
-    // No runc log, or a torn line: fall through to the generic reason.
-  }
-  return 'runc could not start the container';
 }
 
 /** Runs the pod to completion and returns its exit record (already written to exit.json). */
@@ -90,6 +93,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   // Where the address was reserved: known once attached, searched for if attaching failed midway.
   let reservedIn: ReservedIn = 'unrecorded';
   let watcher: NativeChild;
+  let shared: SharedNamespaces | undefined;
   try {
     preparePodCgroup(manifest.uuid, manifest.memoryBytes);
     if (attaching) {
@@ -104,10 +108,23 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       };
       writeFileAtomic(join(podPath, podFiles.network), `${JSON.stringify(network)}\n`);
     }
+    const multiApp = (manifest.sideApps?.length ?? 0) > 0;
+    if (multiApp) {
+      shared = await startSharedNamespaces(manifest);
+      joinSharedNamespaces(podPath, manifest, shared);
+    }
+    mountTmpfsVolumes(podPath, manifest);
     // Both children are started by posix_spawn (native-process.ts), not node's fork-then-exec.
     watcher = spawnNative(
       '/bin/sh',
-      ['-c', watcherScript, 'berth-watcher', dirs.runc, manifest.uuid, podPath],
+      [
+        '-c',
+        watcherScript,
+        'berth-watcher',
+        dirs.runc,
+        podContainerIds(manifest.uuid, manifest).join(' '),
+        podPath,
+      ],
       {
         stdio: ['pipe', 'null', 'null', lockFd],
         newSession: true,
@@ -122,6 +139,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       if (attached) reservedIn = { slice: attached.slice };
     }
     if (manifest.net === 'private') detachNetwork(manifest.uuid, manifest.ports, 'subnet', reservedIn);
+    if (shared) stopSharedNamespaces(shared);
+    unmountTmpfsVolumes(podPath, manifest);
     removePodCgroup(manifest.uuid);
     options.onStarted?.(false);
     return finish({
@@ -130,97 +149,66 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       reason: err instanceof Error ? err.message : String(err),
     });
   }
-  const output = options.output;
-  let runc: NativeChild | undefined;
-  let exited: Promise<ProcessEnd & { error?: Error }>;
-  try {
-    runc = spawnNative(
-      'runc',
-      [
-        '--root',
-        dirs.runc,
-        '--log',
-        join(podPath, 'runc.log'),
-        '--log-format',
-        'json',
-        'run',
-        '--bundle',
-        podPath,
-        '--pid-file',
-        join(podPath, podFiles.pid),
-        '--preserve-fds',
-        '1',
-        manifest.uuid,
-      ],
-      // Own session and process group: terminal signals reach berth, which forwards them once.
-      { stdio: ['null', output, output, lockFd], newSession: true },
-    );
-    exited = runc.exited;
-    const [stdout, stderr] = [runc.pipes.get(1), runc.pipes.get(2)];
-    if (stdout && stderr) options.onOutput?.(stdout, stderr);
-  } catch (err) {
-    exited = Promise.resolve({
-      code: null,
-      signal: null,
-      error: err instanceof Error ? err : new Error(String(err)),
-    });
-  }
+  const apps = podApps(manifest);
+  const runs = apps.map((app) => startApp(dirs, podPath, app, lockFd, options));
   const spawnedAt = new Date().toISOString();
 
-  // runc writes its pid file once the container exists; until then "started" is unknown.
+  // runc writes its pid file once the container exists; until then "started" is unknown. The pod
+  // has started once every app has.
   let appStarted = false;
-  const pidPath = join(podPath, podFiles.pid);
   const noteStarted = (): boolean => {
     if (appStarted) return true;
-    if (!existsSync(pidPath)) return false;
+    if (!runs.every((r) => existsSync(r.pidPath))) return false;
     appStarted = true;
     startedAt = spawnedAt;
     const started: PodStarted = {
       started_at: spawnedAt,
-      pid: Number(readFileSync(pidPath, 'utf8').trim()) || null,
+      pid: Number(readFileSync(runs[0]?.pidPath ?? '', 'utf8').trim()) || null,
     };
     writeFileAtomic(join(podPath, podFiles.started), `${JSON.stringify(started)}\n`);
     options.onStarted?.(true);
     return true;
   };
+  const allExited = Promise.all(runs.map((r) => r.exited));
   const pidWatch = (async () => {
     for (let done = false; !done && !noteStarted(); ) {
       done = await Promise.race([
-        exited.then(() => true),
+        allExited.then(() => true),
         new Promise<boolean>((r) => setTimeout(() => r(false), 5)),
       ]);
     }
   })();
 
   const forward = (signal: NodeJS.Signals) => () => {
-    try {
-      if (runc) process.kill(runc.pid, signal);
-    } catch {
-      // runc has just exited: its end is on its way.
+    for (const run of runs) {
+      try {
+        if (run.runc) process.kill(run.runc.pid, signal);
+      } catch {
+        // runc has just exited: its end is on its way.
+      }
     }
   };
   const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const).map((s) => [s, forward(s)] as const);
   for (const [signal, handler] of handlers) process.on(signal, handler);
 
-  const result = await exited;
+  const ends = await awaitApps(dirs, podPath, manifest, runs);
   await pidWatch;
   for (const [signal, handler] of handlers) process.off(signal, handler);
   // An app that exits within the first poll still started: its pid file is there.
   noteStarted();
 
-  let exit: PodExit;
-  if (result.error) {
-    exit = {
-      exit_code: null,
-      finished_at: new Date().toISOString(),
-      reason: `cannot run runc: ${result.error.message}`,
-    };
-  } else if (!appStarted) {
-    exit = { exit_code: null, finished_at: new Date().toISOString(), reason: readRuncError(podPath) };
-  } else {
-    const code = result.code ?? (result.signal !== null ? 128 + result.signal : null);
-    exit = { exit_code: code, finished_at: new Date().toISOString() };
-  }
+  const single = ends.length === 1 ? ends[0] : undefined;
+  let exit: PodExit = single
+    ? {
+        exit_code: single.exit_code,
+        finished_at: single.finished_at,
+        ...(single.reason !== undefined ? { reason: single.reason } : {}),
+      }
+    : {
+        ...podExitOfApps(apps, ends, manifest.exitOnFirst ?? false),
+        finished_at: new Date().toISOString(),
+        apps: apps.map((a) => ends.find((e) => e.name === a.name) as AppExit),
+      };
   if (podOutOfMemory(manifest.uuid, exit.exit_code))
     exit = {
       ...exit,
@@ -236,6 +224,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       ? detachNetworkInBackground(manifest.uuid, manifest.ports, reservedIn)
       : undefined;
   removePodCgroup(manifest.uuid);
+  if (shared) stopSharedNamespaces(shared);
+  unmountTmpfsVolumes(podPath, manifest);
   if (watcher.stdin !== undefined) endStdin(watcher.stdin, 'done\n');
   await detaching;
   return exit;
