@@ -1,5 +1,6 @@
 import type { CommandEntry, FlagSpecs } from './command.js';
-import { durationFlag, formatFlags, noLegendFlag } from './command-flags.js';
+import { durationFlag, formatFlags, noLegendFlag, serverFlags } from './command-flags.js';
+import { clusterLogFlags } from './stream-command-table.js';
 
 /** Pod commands: this machine, no daemon. Their handlers are pod-commands.ts (the pod bundle). */
 const pods = () => import('./pod-commands.js');
@@ -90,10 +91,20 @@ export const podCommandTable: readonly CommandEntry[] = [
   },
   {
     name: 'logs',
-    summary: "Print a pod's output; with -f keep following until the pod exits.",
-    flags: { follow: { type: 'boolean', short: 'f', description: 'Keep following until the pod exits' } },
-    positionals: uuid,
-    load: pods,
+    summary:
+      "Print a pod's output, or a cluster app's (APP, SYSTEM/SERVICE, --task GUID) from every instance; with -f keep following. NAME is a cluster app when --server or --task is given, it has a /, or it is no pod in --dir.",
+    flags: {
+      follow: {
+        type: 'boolean',
+        short: 'f',
+        description: 'Keep following (a pod: until it exits; an app: across restarts, until Ctrl-C)',
+      },
+      ...clusterLogFlags,
+      ...serverFlags,
+    },
+    positionals: { min: 0, max: 1, names: '[POD|APP|SYSTEM/SERVICE]' },
+    // One row, two worlds: logs-command.ts's handler tells a local pod from a cluster app.
+    load: () => import('./logs-command.js'),
   },
   {
     name: 'enter',
