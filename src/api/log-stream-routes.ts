@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { BbsStore } from '../bbs/index.js';
-import { InstanceIndex, InvalidArgumentError, Name } from '../core/index.js';
+import { InvalidArgumentError, Name } from '../core/index.js';
 import { repLogLines } from '../rep/index.js';
 import {
   type AppRef,
@@ -176,17 +176,27 @@ export function registerLogStreamRoutes(app: FastifyInstance, options: LogStream
           {
             app: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
             task: Type.Optional(Name()),
-            index: Type.Optional(InstanceIndex()),
-            follow: Type.Optional(Type.Boolean()),
-            tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
-            since_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+            // Query values are strings, never coerced (build-app.ts): digits and true/false.
+            index: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+            follow: Type.Optional(Type.String({ pattern: '^(true|false)$' })),
+            tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
+            since_ms: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
           },
           { additionalProperties: false },
         ),
       },
     },
     async (request, reply) => {
-      const q = request.query;
+      const raw = request.query;
+      const number = (text: string | undefined) => (text === undefined ? undefined : Number(text));
+      const q: LogsQuery = {
+        ...(raw.app !== undefined ? { app: raw.app } : {}),
+        ...(raw.task !== undefined ? { task: raw.task } : {}),
+        ...(raw.index !== undefined ? { index: Number(raw.index) } : {}),
+        follow: raw.follow === 'true',
+        ...(raw.tail !== undefined ? { tail: Number(raw.tail) } : {}),
+        ...(raw.since_ms !== undefined ? { since_ms: number(raw.since_ms) ?? 0 } : {}),
+      };
       if ((q.app === undefined) === (q.task === undefined))
         throw new InvalidArgumentError('Name exactly one of app or task', { field: q.app ? 'task' : 'app' });
       const ref: AppRef = q.app !== undefined ? { app: q.app } : { task: q.task ?? '' };

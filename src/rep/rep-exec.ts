@@ -57,9 +57,14 @@ function shellQuote(word: string): string {
 }
 
 /** runc's argv to run `command` in the pod as its app runs: its env, working dir and user. */
-function runcExecArgs(runcRoot: string, found: ContainerPod, command: readonly string[]): string[] {
+function runcExecArgs(
+  runcRoot: string,
+  found: ContainerPod,
+  command: readonly string[],
+  tty: boolean,
+): string[] {
   const app = found.pod.manifest?.app;
-  const args = ['--root', runcRoot, 'exec', '--cwd', app?.cwd ?? '/'];
+  const args = ['--root', runcRoot, 'exec', ...(tty ? ['--tty'] : []), '--cwd', app?.cwd ?? '/'];
   for (const e of app?.env ?? []) args.push('--env', e);
   if (app?.user) args.push('--user', `${app.user.uid}:${app.user.gid}`);
   args.push(found.pod.uuid, ...command);
@@ -67,14 +72,15 @@ function runcExecArgs(runcRoot: string, found: ContainerPod, command: readonly s
 }
 
 /**
- * Starts the command. Without a TTY it is `runc exec` with pipes. With one it is `runc exec`
- * (pass-through stdio) under util-linux `script`, which opens a pty, makes its slave the stdio of
- * the command and copies the master to and from our pipes: the command sees a terminal without
- * `runc exec --tty`'s console socket (receiving the pty master over SCM_RIGHTS, which berth's
- * native addon does not do). The size is set with stty inside the pty before runc starts.
+ * Starts the command. Without a TTY it is `runc exec` with pipes. With one it is `runc exec
+ * --tty` under util-linux `script`: runc in the foreground opens the container's pty itself and
+ * copies it to and from its own stdio, which `script` makes a pty of ours, copied to and from our
+ * pipes. That outer pty carries the size: runc reads it at start and again on each SIGWINCH,
+ * which `stty -F` on it sends (resizeTerminal). No console socket (receiving the pty master over
+ * SCM_RIGHTS, which berth's native addon does not do) is needed.
  */
 function startExec(runcRoot: string, found: ContainerPod, spec: ExecSpec): ChildProcess {
-  const args = runcExecArgs(runcRoot, found, spec.command);
+  const args = runcExecArgs(runcRoot, found, spec.command, spec.tty);
   const stdin = spec.stdin || spec.tty ? 'pipe' : 'ignore';
   if (!spec.tty) return spawn('runc', args, { stdio: [stdin, 'pipe', 'pipe'] });
   const size = spec.size ? `stty rows ${spec.size.rows} cols ${spec.size.cols} 2>/dev/null; ` : '';
@@ -85,7 +91,7 @@ function startExec(runcRoot: string, found: ContainerPod, spec: ExecSpec): Child
   });
 }
 
-/** A TTY exec's new window size: stty on the pty slave, which signals SIGWINCH to its foreground. */
+/** A TTY exec's new window size: stty on script's pty, which signals SIGWINCH to runc there. */
 function resizeTerminal(scriptPid: number | undefined, size: { cols: number; rows: number }): void {
   if (scriptPid === undefined) return;
   const shell = childPids(scriptPid)[0];
