@@ -166,7 +166,7 @@ async function followLog() {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      const lines = (partial + value).split('\n');
+      const lines = (partial + value).split('\\n');
       partial = lines.pop();
       for (const text of lines.filter(Boolean)) {
         const line = JSON.parse(text);

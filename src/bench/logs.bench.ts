@@ -73,10 +73,15 @@ const res = await fetch(`${server.url}/v1/logs?app=printer&follow=true&tail=0`);
 const lines = createInterface({ input: Readable.fromWeb(res.body as never) });
 const latencies: number[] = [];
 const sources = new Set<string>();
+// The first second is the stream's start: the server holds what comes until every instance has
+// sent its backlog (to merge it by time), so lines printed meanwhile wait for the slowest attach.
+let warmUpUntil: number | undefined;
 for await (const text of lines) {
   const line = JSON.parse(text) as { source: string; line?: string };
   const up = /^up ([\d.]+)$/.exec(line.line ?? '')?.[1];
   if (up === undefined) continue;
+  warmUpUntil ??= Date.now() + 1000;
+  if (Date.now() < warmUpUntil) continue;
   latencies.push(uptimeMs() - Number(up) * 1000);
   sources.add(line.source);
   if (latencies.length >= samples) break;
@@ -86,7 +91,7 @@ latencies.sort((a, b) => a - b);
 const pct = (p: number) =>
   latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
 console.log(
-  `berth logs -f, ${latencies.length} lines of ${[...sources].sort().join(', ')}: printed → read by the client p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}, max ${fmt(latencies.at(-1) ?? Number.NaN)} (10 ms resolution; goal < 500 ms)`,
+  `berth logs -f, ${latencies.length} lines of ${[...sources].sort().join(', ')}: printed → read by the client p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}, max ${fmt(latencies.at(-1) ?? Number.NaN)} (10 ms resolution, after a 1 s warm-up; goal < 500 ms)`,
 );
 for (const cell of cells) {
   await cell.close();
