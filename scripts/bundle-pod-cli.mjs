@@ -74,6 +74,9 @@ const heavyCommandModules = [
   './pod-commands.js',
   './volume-commands.js',
   './lrp-desire-command.js',
+  // `logs` may read a local pod (the pod store), `exec` speaks WebSocket (ws).
+  './logs-command.js',
+  './exec-command.js',
   // tar-stream (CommonJS requiring node builtins), for `task outputs` alone.
   './task-output-extract.js',
 ];

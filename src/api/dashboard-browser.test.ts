@@ -78,7 +78,7 @@ services:
     relations: ["/store"]
   /store:
     image: bb:1
-    command: ["/bin/sleep", "100000"]
+    command: ["/bin/sh", "-c", "while true; do echo store-alive; sleep 0.2; done"]
     memory_mb: 16
 `,
     );
@@ -103,6 +103,11 @@ services:
     const timeline = (await page.textContent('#timeline')) ?? '';
     assert.match(timeline, /Running/, timeline);
     assert.match(timeline, /Created/, timeline);
+    // The live log panel (issue 22): a unit's lines as its container prints them.
+    await page.click('li[data-path="/store"] li[data-unit="/store#0"] .unit');
+    await page.waitForSelector('#live-log .log-line:has-text("[site/store/0] store-alive")', {
+      timeout: 30_000,
+    });
     await page.screenshot({ path: join(cluster.root, 'dashboard.png'), fullPage: true });
     if (process.env.BERTH_KEEP_SCREENSHOT)
       writeFileSync(process.env.BERTH_KEEP_SCREENSHOT, await page.screenshot({ fullPage: true }));

@@ -24,6 +24,7 @@ export const dashboardHtml = `<!doctype html>
   table { border-collapse: collapse; width: 100%; }
   td, th { text-align: left; padding: 2px 6px; border-bottom: 1px solid #eef0f2; font-size: 13px; }
   #error { color: #a31f1f; }
+  #live-log { max-height: 320px; overflow: auto; background: #14181c; color: #d7dde3; padding: 8px; font-size: 12px; margin: 0; white-space: pre-wrap; }
 </style>
 </head>
 <body>
@@ -31,6 +32,7 @@ export const dashboardHtml = `<!doctype html>
 <main>
   <section><h2>Systems</h2><div id="systems" class="muted">loading…</div></section>
   <section><h2 id="timeline-title">Container history</h2><div id="timeline" class="muted">Pick a unit to see its container's history.</div></section>
+  <section style="grid-column: 1 / -1"><h2 id="log-title">Live log</h2><pre id="live-log">Pick a unit to follow its log.</pre></section>
 </main>
 <script src="/dashboard.js"></script>
 </body>
@@ -105,9 +107,9 @@ async function renderSystems() {
       const units = el('ul');
       for (const unit of service.units || []) {
         // Keep the selection on this refresh's copy of the unit: its container changes on restarts.
-        if (selected && selected.service.path === service.path && selected.unit.name === unit.name) selected = { service, unit };
+        if (selected && selected.service.path === service.path && selected.unit.name === unit.name) selected = { system: system.name, service, unit };
         const label = 'unit ' + unit.index + (unit.principal ? ' (sidecar of ' + unit.principal + ')' : '');
-        units.append(el('li', { 'data-unit': unit.name || String(unit.index) }, el('span', { class: 'unit', onclick: () => { selected = { service, unit }; renderTimeline(); } }, label), ' ',
+        units.append(el('li', { 'data-unit': unit.name || String(unit.index) }, el('span', { class: 'unit', onclick: () => { selected = { system: system.name, service, unit }; renderTimeline(); followLog(); } }, label), ' ',
           badge(unit.state || unit.life), unit.cell_id ? el('span', { class: 'cell' }, ' on ' + unit.cell_id) : ''));
       }
       const kind = service.kind === 'job' ? ' job' : service.sidecar_of ? ' sidecar of ' + service.sidecar_of : '';
@@ -139,6 +141,43 @@ async function renderTimeline() {
   target.className = '';
   target.replaceChildren(el('p', {}, 'container ', el('code', {}, record.id), ' ', badge(record.status)),
     el('table', { id: 'timeline-table' }, el('tr', {}, el('th', {}, 'time'), el('th', {}, 'status'), el('th', {}, 'by'), el('th', {}, 'exit'), el('th', {}, 'message')), ...rows));
+}
+
+// The selected unit's live log: GET /v1/logs (NDJSON) for its instance, following restarts and
+// moves, the last 500 lines kept. A new selection ends the previous stream.
+let logStream = null;
+async function followLog() {
+  if (logStream) logStream.abort();
+  const { system, service, unit } = selected;
+  const target = document.getElementById('live-log');
+  document.getElementById('log-title').textContent = 'Live log of ' + service.path + ' unit ' + unit.index;
+  target.textContent = '';
+  if (!service.process_guid || service.kind === 'job') { target.textContent = 'This unit has no container (yet).'; return; }
+  const controller = new AbortController();
+  logStream = controller;
+  const token = tokenInput.value.trim();
+  // SYSTEM/SERVICE: the service across its versions, so a rolling update keeps the panel going.
+  const query = new URLSearchParams({ app: system + service.path, index: String(unit.index), follow: 'true', tail: '100' });
+  try {
+    const response = await fetch('/v1/logs?' + query, { headers: token ? { authorization: 'Bearer ' + token } : {}, signal: controller.signal });
+    if (!response.ok) { target.textContent = 'Cannot read the log: HTTP ' + response.status; return; }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let partial = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const lines = (partial + value).split('\\n');
+      partial = lines.pop();
+      for (const text of lines.filter(Boolean)) {
+        const line = JSON.parse(text);
+        target.append(el('div', { class: 'log-line' }, line.ts.slice(11, 23) + ' [' + line.source + '] ' + (line.error !== undefined ? '(' + line.error + ')' : line.line)));
+      }
+      while (target.childElementCount > 500) target.firstElementChild.remove();
+      target.scrollTop = target.scrollHeight;
+    }
+  } catch (err) {
+    if (!controller.signal.aborted) target.append(el('div', {}, 'The log stream ended: ' + String(err.message || err)));
+  }
 }
 
 async function refresh() {

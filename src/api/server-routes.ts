@@ -5,7 +5,9 @@ import { redactsEnv } from './auth/auth-hook.js';
 import { cellRoutes } from './cell-routes.js';
 import { deployHistoryRoutes } from './deploy-history-routes.js';
 import { entityRoutes } from './entity-routes.js';
+import { registerExecRoutes } from './exec-routes.js';
 import { registerHistoryRoutes } from './history-routes.js';
+import { registerLogStreamRoutes } from './log-stream-routes.js';
 import { registerOperationsRoutes } from './operations-routes.js';
 import { type RouteDeps, type RouteModule, servedWith } from './route-module.js';
 import { type OnSystemAction, systemActionHistory } from './system-action-history.js';
@@ -47,6 +49,16 @@ export const serverRoutes: readonly RouteModule[] = [
       systemOfDomain: async (domain) => (await deps.store.ownerOf({ domain })).owner,
     }),
   ),
+  {
+    name: 'logs and exec',
+    register: async (app, deps) => {
+      registerLogStreamRoutes(app, { store: deps.store, onEvents: deps.onEvents });
+      registerExecRoutes(app, {
+        store: deps.store,
+        history: deps.history ? { history: deps.history.history, now: deps.history.now } : undefined,
+      });
+    },
+  },
   {
     name: 'plugins',
     register: async (app, deps) => {

@@ -9,6 +9,7 @@ import type { CommandEntry } from './command.js';
 import { daemonCommandTable } from './daemon-command-table.js';
 import { imageCommandTable } from './image-command-table.js';
 import { podCommandTable } from './pod-command-table.js';
+import { streamCommandTable } from './stream-command-table.js';
 import { volumeCommandTable } from './volume-command-table.js';
 
 /**
@@ -31,7 +32,7 @@ export const commandSections: readonly {
   {
     title:
       'The cluster (talks to a server: --server URL[,URL…], env BERTH_SERVER, default http://127.0.0.1:8889; token: --token, env BERTH_TOKEN, or the local admin.token for a server on this machine)',
-    commands: [...taskCommandTable, ...lrpCommandTable],
+    commands: [...taskCommandTable, ...lrpCommandTable, ...streamCommandTable],
   },
   { title: 'Cluster history', commands: historyCommandTable },
   { title: 'Systems', commands: [...systemCommandTable, ...entityCommandTable] },

@@ -1,6 +1,7 @@
 import type { CommandEntry, FlagSpecs } from './command.js';
-import { durationFlag, formatFlags, noLegendFlag } from './command-flags.js';
+import { durationFlag, formatFlags, noLegendFlag, serverFlags } from './command-flags.js';
 import { appFlags, appSeparator } from './pod-app-flags.js';
+import { clusterLogFlags } from './stream-command-table.js';
 
 /** Pod commands: this machine, no daemon. Their handlers are pod-commands.ts (the pod bundle). */
 const pods = () => import('./pod-commands.js');
@@ -97,13 +98,21 @@ export const podCommandTable: readonly CommandEntry[] = [
   },
   {
     name: 'logs',
-    summary: "Print a pod's output; with -f keep following until the pod exits.",
+    summary:
+      "Print a pod's output, or a cluster app's (APP, SYSTEM/SERVICE, --task GUID) from every instance; with -f keep following. NAME is a cluster app when --server or --task is given, it has a /, or it is no pod in --dir.",
     flags: {
-      follow: { type: 'boolean', short: 'f', description: 'Keep following until the pod exits' },
+      follow: {
+        type: 'boolean',
+        short: 'f',
+        description: 'Keep following (a pod: until it exits; an app: across restarts, until Ctrl-C)',
+      },
       ...appFlag,
+      ...clusterLogFlags,
+      ...serverFlags,
     },
-    positionals: uuid,
-    load: pods,
+    positionals: { min: 0, max: 1, names: '[POD|APP|SYSTEM/SERVICE]' },
+    // One row, two worlds: logs-command.ts's handler tells a local pod from a cluster app.
+    load: () => import('./logs-command.js'),
   },
   {
     name: 'enter',

@@ -43,6 +43,13 @@ export {
 export { formatDuration, parseDuration } from './duration.js';
 export { redactEnv, redactedEnvValue } from './env-redaction.js';
 export {
+  checkTerminalSize,
+  type ExecChannel,
+  execChannel,
+  execFrame,
+  parseExecFrame,
+} from './exec-channels.js';
+export {
   describeFetchError,
   HttpJsonClient,
   type HttpJsonClientOptions,

@@ -118,7 +118,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     ...(options.taskOutputs ? { taskOutputs: options.taskOutputs } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
-  const app = buildRepApp(rep, { token });
+  const app = buildRepApp(rep, { token }, { executor });
   await app.listen({ host, port: Number(portText) });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : Number(portText);

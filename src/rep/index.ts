@@ -12,6 +12,7 @@ export {
   shouldRestartCrashed,
   validateCrashPolicy,
 } from './crash-policy.js';
+export type { LogLine } from './log-lines.js';
 export {
   containerVanishedReason,
   type LRPActualCase,
@@ -45,5 +46,7 @@ export { Rep, type RepOptions } from './rep.js';
 export type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
 export { type RepApi, RepClient, type RepClientOptions, repClientForCell } from './rep-client.js';
 export type { TaskOutputUploader } from './rep-context.js';
+export type { ExecSpec } from './rep-exec.js';
 export { buildRepApp } from './rep-server.js';
+export { openRepExec, type RepLogQuery, repLogLines } from './rep-stream-client.js';
 export { deliverTaskOutputs } from './task-output-delivery.js';

@@ -13,8 +13,11 @@ import {
   NameOrEmpty,
   PlacementTags,
 } from '../core/index.js';
+import type { Executor } from '../executor/index.js';
 import type { Rep } from './rep.js';
 import type { RepStopRequest, RepWork } from './rep-api.js';
+import { attachRepExec } from './rep-exec.js';
+import { registerRepLogRoute } from './rep-log-route.js';
 
 // What the auctioneer sends (rep-api.ts), bounded as the BBS bounds it (src/core/limits.ts).
 const work = {
@@ -34,7 +37,12 @@ const TaskWorkSchema = Type.Object({ task_guid: Name(), ...work });
  * with its presence (issue 17): anyone who can reach the port, a container on the bridge included,
  * could otherwise evacuate the cell or start work on it.
  */
-export function buildRepApp(rep: Rep, auth: { readonly token: string }): FastifyInstance {
+export function buildRepApp(
+  rep: Rep,
+  auth: { readonly token: string },
+  /** Serves container logs and exec (issue 22) when given the cell's executor. */
+  streams?: { readonly executor: Executor },
+): FastifyInstance {
   if (auth.token.length < 32) throw new Error('The rep needs a token of at least 32 characters');
   const app = Fastify({ logger: false, bodyLimit: 8 * 1024 * 1024 });
   const expected = digest(auth.token);
@@ -92,6 +100,14 @@ export function buildRepApp(rep: Rep, auth: { readonly token: string }): Fastify
     void rep.evacuate();
     return reply.status(202).send({ evacuating: true });
   });
+  if (streams) {
+    registerRepLogRoute(app, streams.executor);
+    // An upgrade skips the onRequest hook above: the exec WebSocket checks the token itself.
+    attachRepExec(app, streams.executor, (req) => {
+      const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+      return presented !== undefined && timingSafeEqual(digest(presented), expected);
+    });
+  }
   return app;
 }
 

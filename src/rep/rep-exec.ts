@@ -1,0 +1,231 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { type WebSocket, WebSocketServer } from 'ws';
+import {
+  BerthError,
+  checkTerminalSize,
+  execChannel,
+  execFrame,
+  httpStatusByCode,
+  InvalidArgumentError,
+  isBerthError,
+  limits,
+  parseExecFrame,
+} from '../core/index.js';
+import type { Executor } from '../executor/index.js';
+import { type ContainerPod, runningContainerPod } from './container-pods.js';
+import { childPids, killTree, stdinTerminal } from './process-tree.js';
+
+/** What one exec asks for: the rep's `/v1/exec` query (the server builds it from `POST /v1/exec`). */
+export interface ExecSpec {
+  readonly guid: string;
+  readonly command: readonly string[];
+  readonly tty: boolean;
+  readonly stdin: boolean;
+  readonly size?: { readonly cols: number; readonly rows: number } | undefined;
+}
+
+/** The rep's exec query: `guid`, `arg` (repeated, the argv), `tty=1`, `stdin=1`, `cols`, `rows`. */
+export function execQuery(spec: ExecSpec): string {
+  const q = new URLSearchParams({ guid: spec.guid });
+  for (const arg of spec.command) q.append('arg', arg);
+  if (spec.tty) q.set('tty', '1');
+  if (spec.stdin) q.set('stdin', '1');
+  if (spec.size) {
+    q.set('cols', String(spec.size.cols));
+    q.set('rows', String(spec.size.rows));
+  }
+  return q.toString();
+}
+
+export function parseExecQuery(q: URLSearchParams): ExecSpec {
+  const guid = q.get('guid') ?? '';
+  const command = q.getAll('arg');
+  if (!/^[A-Za-z0-9._:-]{1,256}$/.test(guid))
+    throw new InvalidArgumentError('Invalid exec guid', { field: 'guid' });
+  if (command.length === 0 || command.length > limits.maxArgs)
+    throw new InvalidArgumentError('An exec needs a command (1 or more "arg")', { field: 'arg' });
+  const size = checkTerminalSize(Number(q.get('cols')), Number(q.get('rows')));
+  return { guid, command, tty: q.get('tty') === '1', stdin: q.get('stdin') === '1', size };
+}
+
+/** `'a b'` → `'a b'` quoted for /bin/sh: script(1) runs its command through a shell. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** runc's argv to run `command` in the pod as its app runs: its env, working dir and user. */
+function runcExecArgs(
+  runcRoot: string,
+  found: ContainerPod,
+  command: readonly string[],
+  tty: boolean,
+): string[] {
+  const app = found.pod.manifest?.app;
+  const args = ['--root', runcRoot, 'exec', ...(tty ? ['--tty'] : []), '--cwd', app?.cwd ?? '/'];
+  for (const e of app?.env ?? []) args.push('--env', e);
+  if (app?.user) args.push('--user', `${app.user.uid}:${app.user.gid}`);
+  args.push(found.pod.uuid, ...command);
+  return args;
+}
+
+/**
+ * Starts the command. Without a TTY it is `runc exec` with pipes. With one it is `runc exec
+ * --tty` under util-linux `script`: runc in the foreground opens the container's pty itself and
+ * copies it to and from its own stdio, which `script` makes a pty of ours, copied to and from our
+ * pipes. That outer pty carries the size: runc reads it at start and again on each SIGWINCH,
+ * which `stty -F` on it sends (resizeTerminal). No console socket (receiving the pty master over
+ * SCM_RIGHTS, which berth's native addon does not do) is needed.
+ */
+function startExec(runcRoot: string, found: ContainerPod, spec: ExecSpec): ChildProcess {
+  const args = runcExecArgs(runcRoot, found, spec.command, spec.tty);
+  const stdin = spec.stdin || spec.tty ? 'pipe' : 'ignore';
+  if (!spec.tty) return spawn('runc', args, { stdio: [stdin, 'pipe', 'pipe'] });
+  const size = spec.size ? `stty rows ${spec.size.rows} cols ${spec.size.cols} 2>/dev/null; ` : '';
+  const inner = `${size}exec runc ${args.map(shellQuote).join(' ')}`;
+  return spawn('script', ['-qfec', inner, '/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, SHELL: '/bin/sh' },
+  });
+}
+
+/** A TTY exec's new window size: stty on script's pty, which signals SIGWINCH to runc there. */
+function resizeTerminal(scriptPid: number | undefined, size: { cols: number; rows: number }): void {
+  if (scriptPid === undefined) return;
+  const shell = childPids(scriptPid)[0];
+  const tty = shell === undefined ? undefined : stdinTerminal(shell);
+  if (!tty) return;
+  spawnSync('stty', ['-F', tty, 'rows', String(size.rows), 'cols', String(size.cols)], { stdio: 'ignore' });
+}
+
+/** Runs one exec over an accepted WebSocket until the command exits or the client goes. */
+function runExec(ws: WebSocket, child: ChildProcess, spec: ExecSpec, sessions: Set<() => void>): void {
+  let exited = false;
+  const end = () => {
+    if (!exited && child.pid !== undefined) killTree(child.pid);
+  };
+  sessions.add(end);
+  const send = (channel: typeof execChannel.stdout | typeof execChannel.stderr) => (chunk: Buffer) => {
+    if (ws.readyState !== ws.OPEN) return;
+    ws.send(execFrame(channel, chunk));
+    // A client slower than the command: stop reading its output until the socket drains.
+    if (ws.bufferedAmount > 1024 * 1024) {
+      child.stdout?.pause();
+      child.stderr?.pause();
+      const resume = setInterval(() => {
+        if (ws.bufferedAmount > 256 * 1024 && ws.readyState === ws.OPEN) return;
+        clearInterval(resume);
+        child.stdout?.resume();
+        child.stderr?.resume();
+      }, 20);
+    }
+  };
+  child.stdout?.on('data', send(execChannel.stdout));
+  child.stderr?.on('data', send(execChannel.stderr));
+  child.stdin?.on('error', () => {}); // the command closed its stdin: later input has nowhere to go
+  const outputsDone = Promise.all(
+    [child.stdout, child.stderr].map((s) => (s ? new Promise((r) => s.once('close', r)) : undefined)),
+  );
+  child.once('error', (err) => {
+    exited = true;
+    sessions.delete(end);
+    if (ws.readyState === ws.OPEN) {
+      ws.send(execFrame(execChannel.error, JSON.stringify({ code: 'internal', message: err.message })));
+      ws.close();
+    }
+  });
+  child.once('exit', (code, signal) => {
+    exited = true;
+    sessions.delete(end);
+    const exitCode = code ?? 128 + (signal ? (osSignals[signal] ?? 9) : 9);
+    void outputsDone.then(() => {
+      if (ws.readyState !== ws.OPEN) return;
+      ws.send(execFrame(execChannel.exit, JSON.stringify({ exit_code: exitCode })));
+      ws.close(1000);
+    });
+  });
+  ws.on('message', (data: Buffer) => {
+    const frame = parseExecFrame(data);
+    if (!frame) return;
+    if (frame.channel === execChannel.stdin) child.stdin?.write(frame.payload);
+    else if (frame.channel === execChannel.stdinEnd) child.stdin?.end();
+    else if (frame.channel === execChannel.resize && spec.tty) {
+      const size = parseSize(frame.payload);
+      if (size) resizeTerminal(child.pid, size);
+    }
+  });
+  // The client went (or the server's relay did): the command and everything it started go too.
+  ws.once('close', () => {
+    sessions.delete(end);
+    end();
+  });
+  ws.on('error', () => ws.terminate());
+}
+
+function parseSize(payload: Buffer): { cols: number; rows: number } | undefined {
+  try {
+    const body = JSON.parse(payload.toString('utf8')) as { cols?: unknown; rows?: unknown };
+    return checkTerminalSize(body.cols, body.rows);
+  } catch {
+    return undefined; // catch-all: a malformed resize is ignored, as a terminal ignores a bad size
+  }
+}
+
+const osSignals: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGKILL: 9,
+  SIGTERM: 15,
+  SIGPIPE: 13,
+};
+
+/** An upgrade refused before the handshake: a plain HTTP answer with berth's error body. */
+export function refuseUpgrade(socket: Duplex, err: BerthError): void {
+  const body = JSON.stringify(err.toJSON());
+  const status = httpStatusByCode[err.code];
+  socket.end(
+    `HTTP/1.1 ${status} ${err.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * The rep's `GET /v1/exec` WebSocket (frames: core/exec-channels.ts): runs a command in a running
+ * container of this cell. Checked before the handshake, so a missing container is a plain 404 and
+ * a stopped one 409, with berth's error body. The caller is the server (`POST /v1/exec` there
+ * checks the user's role and records the exec in the container's history) with the rep's token.
+ */
+export function attachRepExec(
+  app: FastifyInstance,
+  executor: Executor,
+  authorized: (req: IncomingMessage) => boolean,
+): void {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  const sessions = new Set<() => void>();
+  app.addHook('onClose', async () => {
+    for (const end of [...sessions]) end();
+    wss.close();
+  });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://rep');
+    if (url.pathname !== '/v1/exec')
+      return refuseUpgrade(socket, new BerthError('not_found', 'No such WebSocket'));
+    if (!authorized(req))
+      return refuseUpgrade(socket, new BerthError('unauthenticated', 'Invalid rep token'));
+    let spec: ExecSpec;
+    let found: ContainerPod;
+    try {
+      spec = parseExecQuery(url.searchParams);
+      found = runningContainerPod(executor, spec.guid);
+    } catch (err) {
+      if (!isBerthError(err)) throw err;
+      return refuseUpgrade(socket, err);
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('error', () => ws.terminate());
+      runExec(ws, startExec(executor.runtime.store.dirs.runc, found, spec), spec, sessions);
+    });
+  });
+}
