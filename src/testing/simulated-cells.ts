@@ -52,7 +52,6 @@ export async function startSimulatedCells(
   log: (message: string) => void = () => {},
 ): Promise<SimulatedCellHost> {
   const auth = config.token ? { token: config.token } : {};
-  const bbs = new BbsClient(config.serverUrl, auth);
   const history = new HistoryClient(config.serverUrl, auth);
   const stops: (() => Promise<void>)[] = [];
   const cells = await Promise.all(
@@ -66,6 +65,8 @@ export async function startSimulatedCells(
         ...(config.behaviour ? { behaviour: config.behaviour } : {}),
       });
       const cellLog = (message: string) => log(`${id}: ${message}`);
+      // One client per cell, as each `berth cell` has its own (its requests in flight are bounded per client).
+      const bbs = new BbsClient(config.serverUrl, auth);
       const journal = config.history ? new CellHistory(dataDir, id, executor, cellLog) : undefined;
       journal?.start(async (batch) => {
         await history.ingest(batch);
@@ -137,6 +138,8 @@ export async function spawnSimulatedCells(config: SimulatedCellsConfig): Promise
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
+    // BERTH_SIM_LOG=1: the cells' logs go on to this process's stderr, for a run being debugged.
+    if (process.env.BERTH_SIM_LOG === '1') process.stderr.write(chunk);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
