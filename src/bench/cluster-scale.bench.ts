@@ -99,7 +99,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     });
     const { server } = cluster;
     const pid = server.child.pid ?? 0;
-    const bbs = new BbsClient(server.url);
+    const bbs = new BbsClient(server.url, { timeoutMs: 120_000 });
     process.stdout.write(
       `${backend.name}: ${size.cells} cells in ${cluster.hosts.length} processes up in ${fmt(Date.now() - started)}\n`,
     );
