@@ -192,6 +192,12 @@ process.stdout.write(
 for (const backend of await benchBackends()) {
   try {
     figures.push(await runBackend(backend));
+  } catch (err) {
+    // One backend that does not finish (a stall the harness found) still lets the other run.
+    process.stdout.write(
+      `${backend.name}: did not finish: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
+    process.exitCode = 1;
   } finally {
     await backend.cleanup();
   }
