@@ -65,7 +65,9 @@ export async function startSimulatedCluster(options: SimulatedClusterOptions): P
       configs.push({
         serverUrl: server.url,
         cellIds: ids,
-        zones: options.zones ?? ['z1', 'z2', 'z3'],
+        // Rotated so zones go round robin over the whole cluster, not restart in each process:
+        // uneven zones made the auction refuse instances ("no room in zone z3") in a 10-cell run.
+        zones: rotate(options.zones ?? ['z1', 'z2', 'z3'], first),
         dataDir: join(options.dir, 'cells'),
         capacity: options.capacity,
         ...(options.behaviour ? { behaviour: options.behaviour } : {}),
@@ -91,6 +93,11 @@ export async function startSimulatedCluster(options: SimulatedClusterOptions): P
       await server.exited;
     },
   };
+}
+
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const k = by % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
 }
 
 /** The server's BBS record counts as its /metrics gauge `berth_bbs_records` reports them. */
