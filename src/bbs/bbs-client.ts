@@ -2,9 +2,13 @@ import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrl
 import type { BbsEvent, BbsStore } from './bbs-store.js';
 import { CasConflictError } from './cas-conflict-error.js';
 import { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
+import { RequestGate } from './request-gate.js';
 
 /** The per-request timeout defaults to 30 s; a timeout is an `unavailable` error (retryable). */
-export type BbsClientOptions = PeerClientOptions;
+export interface BbsClientOptions extends PeerClientOptions {
+  /** Requests in flight at once (default 16); the rest wait their turn (`RequestGate`). */
+  readonly maxInFlight?: number;
+}
 
 /**
  * The BBS over HTTP, implementing the same BbsStore as the SQL store: a component written against
@@ -13,9 +17,12 @@ export type BbsClientOptions = PeerClientOptions;
  */
 export class BbsClient implements BbsStore {
   readonly #http: HttpJsonClient;
+  readonly #gate: RequestGate;
 
   constructor(baseUrl: ServerUrls, options: BbsClientOptions = {}) {
-    this.#http = new HttpJsonClient(baseUrl, { ...options, peer: 'the BBS', mapError: withCasCurrent });
+    const { maxInFlight = 16, ...peer } = options;
+    this.#http = new HttpJsonClient(baseUrl, { ...peer, peer: 'the BBS', mapError: withCasCurrent });
+    this.#gate = new RequestGate(maxInFlight);
   }
 
   /** The server requests go to now (several given: the one that answered last). */
@@ -90,7 +97,7 @@ export class BbsClient implements BbsStore {
    */
   #operation<K extends BbsOperationName>(operation: K): BbsStore[K] {
     const path = bbsOperationPaths[operation];
-    const call = (req: unknown = {}) => this.#http.request('POST', path, { body: req });
+    const call = (req: unknown = {}) => this.#gate.run(() => this.#http.request('POST', path, { body: req }));
     return call as BbsStore[K];
   }
 }

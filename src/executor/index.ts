@@ -1,3 +1,4 @@
+export type { CellExecutor } from './cell-executor.js';
 export {
   assertContainerTransition,
   type ContainerResource,

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Executor, ExecutorContainer } from '../executor/index.js';
+import type { CellExecutor, ExecutorContainer } from '../executor/index.js';
 import {
   CellEventJournal,
   collectFinalization,
@@ -25,10 +25,10 @@ export class CellHistory {
 
   readonly #dataDir: string;
   readonly #cellId: string;
-  readonly #executor: Executor;
+  readonly #executor: CellExecutor;
   readonly #log: (message: string) => void;
 
-  constructor(dataDir: string, cellId: string, executor: Executor, log: (message: string) => void) {
+  constructor(dataDir: string, cellId: string, executor: CellExecutor, log: (message: string) => void) {
     this.#dataDir = dataDir;
     this.#cellId = cellId;
     this.#executor = executor;
@@ -129,7 +129,7 @@ export class CellHistory {
       message: container.result?.reason ? `${container.result.reason}${foundNote}` : null,
       entity_type: found ? 'service' : 'event',
     });
-    let logs: ReturnType<Executor['readLog']> | Error;
+    let logs: ReturnType<CellExecutor['readLog']> | Error;
     try {
       // Now, while the pod is still there; bounded, so a flooding app cannot take the cell down.
       logs = this.#executor.readLog(container.guid);

@@ -8,7 +8,7 @@ import {
   type DesiredLRP,
 } from '../bbs/index.js';
 import { isNotFound, isSuperseded, orAbsent, runLoop } from '../core/index.js';
-import type { ContainerRunSpec, Executor } from '../executor/index.js';
+import type { CellExecutor, ContainerRunSpec } from '../executor/index.js';
 import { type CrashPolicy, defaultCrashPolicy } from './crash-policy.js';
 import { runEvacuation } from './evacuation.js';
 import { actualFor, applyLRPActions } from './lrp-actions.js';
@@ -20,7 +20,7 @@ import { reconcileLostTask, reconcileTaskContainer } from './rep-tasks.js';
 
 export interface RepOptions {
   readonly bbs: BbsStore;
-  readonly executor: Executor;
+  readonly executor: CellExecutor;
   readonly cellId: string;
   readonly zone: string;
   /** The URL the auctioneer reaches this rep's API on; registered in the presence record. */
@@ -219,7 +219,7 @@ export class Rep {
   /** Reserves a container for work; false when the cell is evacuating or the work does not fit. */
   #reserve(
     guid: string,
-    tags: Parameters<Executor['reserve']>[1],
+    tags: Parameters<CellExecutor['reserve']>[1],
     work: { readonly memory_mb: number; readonly disk_mb: number },
   ): boolean {
     if (this.#evacuating) return false;

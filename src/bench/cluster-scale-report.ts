@@ -1,0 +1,76 @@
+/** What one backend's run of `npm run bench cluster-scale` measured. */
+export interface ScaleFigures {
+  readonly backend: string;
+  readonly total: number;
+  readonly cells: number;
+  /** Until the last desire request was answered. */
+  readonly desiredMs: number;
+  /** From the first desire request until every instance was RUNNING. */
+  readonly burstMs: number;
+  /** The server process's CPU time (user + system) over the burst. */
+  readonly burstCpuSeconds: number;
+  readonly peakRssBytes: number;
+  readonly spreadMax: number;
+  readonly spreadMin: number;
+  /** The server's CPU over the idle window, in % of one core. */
+  readonly idleCpuPercent: number;
+  readonly killedCells: number;
+  readonly lostInstances: number;
+  /** From the kill -9 until the killed cells held nothing and every instance was RUNNING again. */
+  readonly replaceMs: number;
+  readonly presenceTtlMs: number;
+}
+
+const goals = {
+  burstSeconds: 60,
+  placementsPerSecond: 1_700,
+  spread: 1.2,
+  idleCpuPercent: 10,
+  replaceBeyondTtlSeconds: 10,
+};
+
+/** One row per figure, one column per backend, and the issue's goal beside it. */
+export function printScaleFigures(figures: readonly ScaleFigures[]): void {
+  const rows: [string, (f: ScaleFigures) => string, string][] = [
+    ['instances / cells', (f) => `${f.total} / ${f.cells}`, ''],
+    ['all desired (API answered)', (f) => seconds(f.desiredMs), ''],
+    ['burst: all RUNNING', (f) => seconds(f.burstMs), `<= ${goals.burstSeconds} s`],
+    ['placements/s', (f) => ((f.total * 1000) / f.burstMs).toFixed(0), `>= ${goals.placementsPerSecond}`],
+    [
+      'server CPU over the burst',
+      (f) =>
+        `${f.burstCpuSeconds.toFixed(1)} s (${((100 * f.burstCpuSeconds * 1000) / f.burstMs).toFixed(0)} %)`,
+      '',
+    ],
+    // The machine is shared: the CPU one placement costs says more than the wall time of a
+    // starved run, and bounds what one free core could place.
+    ['server CPU per placement', (f) => `${((f.burstCpuSeconds * 1e3) / f.total).toFixed(2)} ms`, ''],
+    [
+      'placements/s one free core allows',
+      (f) => (f.burstCpuSeconds > 0 ? (f.total / f.burstCpuSeconds).toFixed(0) : '-'),
+      `>= ${goals.placementsPerSecond}`,
+    ],
+    ['server peak RSS', (f) => `${(f.peakRssBytes / 2 ** 20).toFixed(0)} MiB`, ''],
+    [
+      'spread max/min per cell',
+      (f) => `${f.spreadMax}/${f.spreadMin} = ${(f.spreadMax / Math.max(1, f.spreadMin)).toFixed(2)}`,
+      `<= ${goals.spread}`,
+    ],
+    ['idle server CPU', (f) => `${f.idleCpuPercent.toFixed(1)} % of a core`, `< ${goals.idleCpuPercent} %`],
+    ['cells killed (-9) / instances lost', (f) => `${f.killedCells} / ${f.lostInstances}`, ''],
+    [
+      'lost instances RUNNING elsewhere',
+      (f) => `${seconds(f.replaceMs)} (TTL ${seconds(f.presenceTtlMs)})`,
+      `<= TTL + ${goals.replaceBeyondTtlSeconds} s`,
+    ],
+  ];
+  const header = ['', ...figures.map((f) => f.backend), 'goal'];
+  const table = [header, ...rows.map(([name, cell, goal]) => [name, ...figures.map(cell), goal])];
+  const widths = header.map((_, c) => Math.max(...table.map((row) => (row[c] ?? '').length)));
+  for (const row of table)
+    process.stdout.write(`${row.map((v, c) => v.padEnd(widths[c] ?? 0)).join('  ')}\n`);
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}

@@ -1,0 +1,205 @@
+// `npm run bench cluster-scale`: a real `berth server` (SQLite, then PostgreSQL) and simulated cells
+// in separate processes (src/testing/simulated-cells.ts: the real rep over a simulated executor).
+// Measures a burst of desired instances to all RUNNING, the idle server at that size, and the
+// replacement of the instances of cells killed with -9. Sizes come from the environment (below);
+// the defaults are the issue's: 1,000 LRPs x 100 instances over 1,000 cells, 50 killed.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BbsClient } from '../bbs/index.js';
+import { desiredDefinition } from '../testing/bbs-fixtures.js';
+import {
+  bbsRecordCounts,
+  processUsage,
+  type SimulatedCluster,
+  startSimulatedCluster,
+  waitUntil,
+} from '../testing/simulated-cluster.js';
+import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
+import { fmt } from './bench-util.js';
+import { printScaleFigures, type ScaleFigures } from './cluster-scale-report.js';
+
+function envInt(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got ${text}`);
+  return value;
+}
+
+const size = {
+  cells: envInt('SCALE_CELLS', 1_000),
+  cellsPerProcess: envInt('SCALE_CELLS_PER_PROCESS', 50),
+  lrps: envInt('SCALE_LRPS', 1_000),
+  instances: envInt('SCALE_INSTANCES', 100),
+  killCells: envInt('SCALE_KILL_CELLS', 50),
+  idleSeconds: envInt('SCALE_IDLE_S', 20),
+  presenceTtlMs: envInt('SCALE_PRESENCE_TTL_MS', 10_000),
+  pollIntervalMs: envInt('SCALE_POLL_MS', 5_000),
+  startDelayMs: envInt('SCALE_START_DELAY_MS', 50),
+  timeoutMs: envInt('SCALE_TIMEOUT_S', 600) * 1000,
+  history: process.env.SCALE_HISTORY !== '0',
+};
+const total = size.lrps * size.instances;
+// Room for 1.5 x the even share, so a cell's capacity never decides the spread.
+const perCell = Math.ceil((1.5 * total) / size.cells) + 1;
+const memoryMb = 16;
+
+async function running(url: string): Promise<number> {
+  return (await bbsRecordCounts(url)).get('actual_lrp:RUNNING') ?? 0;
+}
+
+/** `fn` over `items`, `width` at a time. */
+async function eachLimited<T, R>(
+  items: readonly T[],
+  width: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await fn(items[i] as T);
+      }
+    }),
+  );
+  return results;
+}
+
+async function instancesPerCell(bbs: BbsClient, cellIds: readonly string[]): Promise<Map<string, number>> {
+  const counts = await eachLimited(
+    cellIds,
+    16,
+    async (id) => (await bbs.listActualLRPs({ cell_id: id })).length,
+  );
+  return new Map(cellIds.map((id, i) => [id, counts[i] ?? 0]));
+}
+
+async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-scale-'));
+  const profileDir = process.env.SCALE_CPU_PROF;
+  let cluster: SimulatedCluster | undefined;
+  try {
+    const started = Date.now();
+    cluster = await startSimulatedCluster({
+      dir,
+      db: backend.db,
+      cells: size.cells,
+      cellsPerProcess: size.cellsPerProcess,
+      capacity: { memory_mb: perCell * memoryMb, disk_mb: 1_000_000, containers: perCell },
+      behaviour: { startDelayMs: size.startDelayMs },
+      pollIntervalMs: size.pollIntervalMs,
+      presenceTtlMs: size.presenceTtlMs,
+      history: size.history,
+      serverArgs: (process.env.SCALE_SERVER_ARGS ?? '').split(' ').filter(Boolean),
+      ...(profileDir ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+    });
+    const { server } = cluster;
+    const pid = server.child.pid ?? 0;
+    const bbs = new BbsClient(server.url, { timeoutMs: 120_000 });
+    process.stdout.write(
+      `${backend.name}: ${size.cells} cells in ${cluster.hosts.length} processes up in ${fmt(Date.now() - started)}\n`,
+    );
+
+    // Burst: every LRP desired at once (16 requests in flight), timed until all instances RUN.
+    const before = processUsage(pid);
+    let peakRss = before.rssBytes;
+    const t0 = Date.now();
+    const lrpGuids = Array.from({ length: size.lrps }, (_, i) => `scale-${i}`);
+    await eachLimited(lrpGuids, 16, (guid) =>
+      bbs.desireLRP(desiredDefinition(guid, size.instances, { memory_mb: memoryMb })),
+    );
+    const desiredMs = Date.now() - t0;
+    let lastReport = Date.now();
+    await waitUntil(
+      `${total} instances RUNNING`,
+      async () => {
+        peakRss = Math.max(peakRss, processUsage(pid).rssBytes);
+        const counts = await bbsRecordCounts(server.url);
+        const n = counts.get('actual_lrp:RUNNING') ?? 0;
+        if (Date.now() - lastReport > 10_000) {
+          lastReport = Date.now();
+          const states = [...counts].filter(([k, v]) => k.startsWith('actual_lrp') && v > 0);
+          process.stdout.write(
+            `  ${fmt(Date.now() - t0)}: ${states.map(([k, v]) => `${k.slice(11)} ${v}`).join(', ')}\n`,
+          );
+        }
+        return n >= total;
+      },
+      size.timeoutMs,
+      500,
+    );
+    const burstMs = Date.now() - t0;
+    const afterBurst = processUsage(pid);
+    const spread = await instancesPerCell(
+      bbs,
+      cluster.hosts.flatMap((h) => h.cellIds),
+    );
+
+    // Steady state: nothing changes; the server's CPU over the window.
+    await sleep(5_000);
+    const idleFrom = processUsage(pid);
+    await sleep(size.idleSeconds * 1000);
+    const idleTo = processUsage(pid);
+
+    // Cells killed with -9: whole processes of them, until none of theirs is left and all RUN.
+    const victims = cluster.hosts.slice(0, Math.max(1, Math.round(size.killCells / size.cellsPerProcess)));
+    const deadCells = victims.flatMap((h) => h.cellIds);
+    const lost = deadCells.reduce((sum, id) => sum + (spread.get(id) ?? 0), 0);
+    const tKill = Date.now();
+    await Promise.all(victims.map((h) => h.kill()));
+    await waitUntil(
+      `the ${lost} instances of ${deadCells.length} killed cells RUNNING elsewhere`,
+      async () =>
+        (await running(server.url)) >= total &&
+        [...(await instancesPerCell(bbs, deadCells)).values()].every((n) => n === 0),
+      size.timeoutMs,
+      500,
+    );
+    const replaceMs = Date.now() - tKill;
+    const counts = [...spread.values()];
+    return {
+      backend: backend.name,
+      total,
+      cells: size.cells,
+      desiredMs,
+      burstMs,
+      burstCpuSeconds: afterBurst.cpuSeconds - before.cpuSeconds,
+      peakRssBytes: peakRss,
+      spreadMax: Math.max(...counts),
+      spreadMin: Math.min(...counts),
+      idleCpuPercent: (100 * (idleTo.cpuSeconds - idleFrom.cpuSeconds)) / size.idleSeconds,
+      killedCells: deadCells.length,
+      lostInstances: lost,
+      replaceMs,
+      presenceTtlMs: size.presenceTtlMs,
+    };
+  } finally {
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const figures: ScaleFigures[] = [];
+process.stdout.write(
+  `cluster-scale: ${size.lrps} LRPs x ${size.instances} = ${total} instances over ${size.cells} simulated cells ` +
+    `(${size.cellsPerProcess} per process, rep poll ${size.pollIntervalMs} ms, presence TTL ${size.presenceTtlMs} ms, ` +
+    `start delay ${size.startDelayMs} ms, history ${size.history ? 'on' : 'off'})\n`,
+);
+for (const backend of await benchBackends()) {
+  try {
+    figures.push(await runBackend(backend));
+  } catch (err) {
+    // One backend that does not finish (a stall the harness found) still lets the other run.
+    process.stdout.write(
+      `${backend.name}: did not finish: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  } finally {
+    await backend.cleanup();
+  }
+}
+printScaleFigures(figures);
