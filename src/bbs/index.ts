@@ -116,6 +116,15 @@ export {
   type TaskOutputRoutesOptions,
   taskOutputPaths,
 } from './http/task-output-routes.js';
+export {
+  type HttpRoute,
+  httpRoutesKey,
+  httpRoutesOf,
+  isRouteHostname,
+  normalizeRoutes,
+  type RoutesInput,
+  validateHttpRoutes,
+} from './http-routes.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
