@@ -207,7 +207,8 @@ describe('the router proxy (in front of local backends)', () => {
       ['c', 10],
     ]);
     // Sequential requests reuse the router's connections to each backend.
-    backends.forEach((b, i) => assert.ok(b.connections() - (before[i] ?? 0) <= 1, `${b.connections()}`));
+    for (const [i, b] of backends.entries())
+      assert.ok(b.connections() - (before[i] ?? 0) <= 1, `${b.connections()} connections`);
     const kept = JSON.parse((await send(port, { headers: { 'x-request-id': 'mine-1' } })).text);
     assert.equal(kept.headers['x-request-id'], 'mine-1');
   });
