@@ -1,4 +1,4 @@
-export { type Balance, createProxyServer, hostOf, type ProxyOptions } from './proxy.js';
+export { type Balance, createProxyServer, hostOf, type ProxyOptions, type ProxyServer } from './proxy.js';
 export { followRoutes, type RouteFeedOptions, type RouteSource, storeRouteSource } from './route-feed.js';
 export { type Endpoint, type RoutePool, type RouteSnapshot, RouteTable } from './route-table.js';
 export {

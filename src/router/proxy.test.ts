@@ -145,7 +145,7 @@ describe('the router proxy (in front of local backends)', () => {
   let deadPort = 0;
 
   const start = async (balance: Balance = 'round-robin') => {
-    const server = createProxyServer({ lookup: (h, p) => table.lookup(h, p), metrics, balance });
+    const { server } = createProxyServer({ lookup: (h, p) => table.lookup(h, p), metrics, balance });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return server;
   };

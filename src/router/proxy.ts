@@ -20,10 +20,25 @@ export type Balance = 'round-robin' | 'least-connections';
 
 export interface ProxyOptions {
   readonly lookup: (host: string, path: string) => RoutePool | undefined;
+  /** Every route, for `GET /routes` on a Host that is no route (gorouter's /routes). */
+  readonly routes?: () => readonly RoutePool[];
   readonly metrics: RouterMetrics;
   readonly balance?: Balance;
   /** Idle keep-alive connections kept per backend (default 64). */
   readonly maxFreeSockets?: number;
+  /** A connect to an instance that takes longer fails (and an idempotent request retries); default 5 s. */
+  readonly connectTimeoutMs?: number;
+}
+
+/** The proxy's server, and the sweep of connections to instances that left the table. */
+export interface ProxyServer {
+  readonly server: Server;
+  /**
+   * Closes every connection to a backend `address:port` not in `live`: a killed container's
+   * socket never answers (no RST comes from a namespace that is gone), so a request in flight on
+   * it fails now, and retries on another instance if it may, instead of waiting out TCP.
+   */
+  sweep(live: ReadonlySet<string>): void;
 }
 
 // Hop-by-hop headers (RFC 9110 7.6.1) are the client's connection's, never forwarded.
@@ -46,23 +61,58 @@ const idempotent = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
  * answer streams back, bodies never buffered. An idempotent request without a body whose connect
  * fails goes to another instance once. No route: 404; a route without a running instance: 503
  * naming the route. `Upgrade` requests (WebSockets) are piped as raw sockets once the backend is
- * connected. `/metrics` and `/healthz` answer on a Host that is no route.
+ * connected. `/metrics`, `/healthz` and `/routes` answer on a Host that is no route.
  */
-export function createProxyServer(options: ProxyOptions): Server {
+export function createProxyServer(options: ProxyOptions): ProxyServer {
   const agent = new Agent({
     keepAlive: true,
     maxFreeSockets: options.maxFreeSockets ?? 64,
     scheduling: 'lifo',
   });
   const picker = new Picker(options.balance ?? 'round-robin');
+  const sockets = new Map<string, Set<Socket>>();
+  const track = (target: string, socket: Socket) => {
+    let set = sockets.get(target);
+    if (!set) {
+      set = new Set();
+      sockets.set(target, set);
+    }
+    if (set.has(socket)) return;
+    set.add(socket);
+    const tracked = set;
+    socket.once('close', () => {
+      tracked.delete(socket);
+      if (tracked.size === 0 && sockets.get(target) === tracked) sockets.delete(target);
+    });
+  };
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  const onSocket = (target: string, socket: Socket) => {
+    track(target, socket);
+    if (!socket.connecting) return;
+    const timer = setTimeout(
+      () => socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
+      connectTimeoutMs,
+    );
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  };
   const server = createServer({ keepAlive: true }, (req, res) => {
-    void handleRequest(req, res, options, agent, picker);
+    void handleRequest(req, res, options, agent, picker, onSocket);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
     handleUpgrade(req, socket as Socket, head, options, picker),
   );
   server.on('close', () => agent.destroy());
-  return server;
+  return {
+    server,
+    sweep(live) {
+      for (const [target, set] of sockets) {
+        if (live.has(target)) continue;
+        for (const socket of set) socket.destroy();
+        sockets.delete(target);
+      }
+    },
+  };
 }
 
 async function handleRequest(
@@ -71,6 +121,7 @@ async function handleRequest(
   options: ProxyOptions,
   agent: Agent,
   picker: Picker,
+  onSocket: (target: string, socket: Socket) => void,
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -78,7 +129,7 @@ async function handleRequest(
   const url = req.url ?? '/';
   const pool = options.lookup(host, pathOf(url));
   if (!pool) {
-    if (url === '/metrics' || url === '/healthz') return serveOwn(url, res, options.metrics);
+    if (url === '/metrics' || url === '/healthz' || url === '/routes') return serveOwn(url, res, options);
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
     res.end(`berth router: no route for host "${host}"\n`);
     options.metrics.observe(noRoute, 404, seconds());
@@ -115,6 +166,7 @@ async function handleRequest(
       headers,
     });
     const finish = once(() => picker.finished(endpoint));
+    upstream.on('socket', (socket) => onSocket(`${endpoint.address}:${endpoint.port}`, socket as Socket));
     upstream.on('response', (answer) => {
       answered = true;
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
@@ -292,7 +344,13 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-async function serveOwn(url: string, res: ServerResponse, metrics: RouterMetrics): Promise<void> {
+async function serveOwn(url: string, res: ServerResponse, options: ProxyOptions): Promise<void> {
+  const { metrics } = options;
+  if (url === '/routes') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ routes: options.routes?.() ?? [] }));
+    return;
+  }
   if (url === '/healthz') {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end('ok\n');

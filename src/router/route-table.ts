@@ -63,6 +63,7 @@ export class RouteTable {
   readonly #pools = new Map<string, RoutePool>();
   /** hostname → its routes' names, longest path first. */
   readonly #byHost = new Map<string, { path: string; route: string }[]>();
+  #version = 0;
 
   /** Rebuilds everything from a snapshot (the first sync, and every resync). */
   reset(snapshot: RouteSnapshot, nowMs: number): void {
@@ -146,6 +147,19 @@ export class RouteTable {
     }
   }
 
+  /** Counts changes of the pools, so a reader can tell whether anything changed since it looked. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** `address:port` of every routable instance. */
+  liveTargets(): Set<string> {
+    const out = new Set<string>();
+    for (const pool of this.#pools.values())
+      for (const e of pool.endpoints) out.add(`${e.address}:${e.port}`);
+    return out;
+  }
+
   /** Every route, sorted by name (for status pages and tests). */
   routes(): RoutePool[] {
     return [...this.#pools.values()].sort((a, b) => a.route.localeCompare(b.route));
@@ -227,6 +241,7 @@ export class RouteTable {
   }
 
   #rebuildPool(name: string, hint: readonly HttpRoute[]): void {
+    this.#version += 1;
     const members = this.#members.get(name);
     const previous = this.#pools.get(name);
     if (!members || members.size === 0) {

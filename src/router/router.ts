@@ -34,11 +34,13 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
   const { host, port } = parseRouterListen(options.listen);
   const table = new RouteTable();
   const metrics = new RouterMetrics();
-  const server = createProxyServer({
+  const proxy = createProxyServer({
     lookup: (h, path) => table.lookup(h, path),
+    routes: () => table.routes(),
     metrics,
     ...(options.balance ? { balance: options.balance } : {}),
   });
+  const { server } = proxy;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -58,6 +60,14 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.cellPollMs !== undefined ? { cellPollMs: options.cellPollMs } : {}),
   });
+  // Connections to instances that left the table are closed within a sweep (proxy.ts: sweep).
+  let sweptAt = -1;
+  const sweeper = setInterval(() => {
+    if (table.version === sweptAt) return;
+    sweptAt = table.version;
+    proxy.sweep(table.liveTargets());
+  }, 200);
+  sweeper.unref();
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`,
@@ -68,6 +78,7 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
     close: () => {
       closing ??= (async () => {
         stop.abort();
+        clearInterval(sweeper);
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
