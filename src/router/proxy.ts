@@ -87,6 +87,8 @@ export function createProxyServer(options: ProxyOptions): ProxyServer {
   };
   const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   const onSocket = (target: string, socket: Socket) => {
+    // Small requests and answers go out at once (no Nagle wait on a proxied round trip).
+    socket.setNoDelay(true);
     track(target, socket);
     if (!socket.connecting) return;
     const timer = setTimeout(
