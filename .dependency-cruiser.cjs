@@ -3,6 +3,9 @@
  * only through its index.ts. `npm run deps` (and scripts/test) fail on a violation.
  */
 const order = ['core', 'db', 'runtime', 'bbs', 'history', 'executor', 'rep', 'auctioneer', 'converger', 'registry', 'model', 'api', 'cli'];
+// The router (issue 22) reads the BBS (core, bbs) and is run by the cli; it never imports the server
+// (api) or anything between bbs and api, and nothing but the cli imports it.
+const routerMayImport = ['core', 'bbs'];
 const forbidden = [];
 order.forEach((layer, i) => {
   const upper = order.slice(i + 1);
@@ -28,6 +31,20 @@ const startupEntries = [
   '^src/runtime/pod-log-reader[.]ts$',
   '^src/runtime/pod-runtime[.]ts$',
 ];
+forbidden.push({
+  name: 'router-imports-core-and-bbs-only',
+  severity: 'error',
+  comment: `the router layer imports only ${routerMayImport.join(', ')} (through their index)`,
+  from: { path: '^src/router/', pathNot: '(\\.test\\.ts$)' },
+  to: { path: '^src/[^/]+/', pathNot: [`^src/(router|${routerMayImport.join('|')})/`] },
+});
+forbidden.push({
+  name: 'only-the-cli-imports-the-router',
+  severity: 'error',
+  comment: 'the router is its own process or a part the cli starts beside the server: only cli imports it',
+  from: { path: '^src/', pathNot: ['^src/(router|cli|bench|testing)/', '\\.test\\.ts$'] },
+  to: { path: '^src/router/' },
+});
 forbidden.push({
   name: 'other-layers-only-through-their-index',
   severity: 'error',

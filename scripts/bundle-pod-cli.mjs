@@ -70,6 +70,8 @@ const heavyCommandModules = [
   './server-command.js',
   './up-command.js',
   './cell-command.js',
+  // The router (prom-client, CommonJS requiring node builtins).
+  './router-command.js',
   './image-commands.js',
   './pod-commands.js',
   './volume-commands.js',

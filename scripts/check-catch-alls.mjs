@@ -23,6 +23,7 @@ export const checkedLayers = [
   'src/history',
   'src/api',
   'src/model',
+  'src/router',
 ];
 
 const constant = String.raw`(?:undefined|null|false|true|0|''|""|\[\s*\]|\{\s*\}|void 0)`;

@@ -13,6 +13,7 @@ import type {
   TaskDefinition,
   TaskState,
 } from './bbs-types.js';
+import type { RoutesInput } from './http-routes.js';
 
 /**
  * The one interface of the BBS. The SQL store implements it over SQLite and PostgreSQL; the HTTP
@@ -110,7 +111,10 @@ export interface BbsStore {
 }
 
 /** What a consumer gives to desire an LRP; the store adds `created_at` and the tag. */
-export type DesiredLRPDefinition = Omit<DesiredLRP, 'created_at' | 'modification_tag'>;
+export type DesiredLRPDefinition = Omit<DesiredLRP, 'created_at' | 'modification_tag' | 'routes'> & {
+  /** Stored as the map; the plain array of HTTP routes is accepted too (http-routes.ts). */
+  readonly routes: RoutesInput;
+};
 
 export interface ProcessGuidRequest {
   readonly process_guid: string;

@@ -1,3 +1,4 @@
+import type { RoutesInput } from './http-routes.js';
 import type { TaskOutputDeclaration } from './task-output-types.js';
 /**
  * The records of the BBS (seed 002, DESIGN.md "cluster"). These types are the contract between
@@ -48,6 +49,10 @@ export interface DesiredLRP {
   readonly disk_mb: number;
   /** Container ports; each instance gets a host port per container port. */
   readonly ports: readonly number[];
+  /**
+   * Diego's opaque map by route kind; the router reads `http`: [{hostname, port, path?}]
+   * (http-routes.ts). Given as that array alone, it is stored as `{ http: [...] }`.
+   */
   readonly routes: Readonly<Record<string, unknown>>;
   readonly annotation: string;
   readonly monitor?: Monitor;
@@ -61,7 +66,8 @@ export interface DesiredLRP {
 /** Only these may change in place; any other change is a new DesiredLRP. */
 export interface DesiredLRPUpdate {
   readonly instances?: number;
-  readonly routes?: Readonly<Record<string, unknown>>;
+  /** The map or the plain array of HTTP routes, as on desire. */
+  readonly routes?: RoutesInput;
   readonly annotation?: string;
 }
 

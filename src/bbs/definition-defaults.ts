@@ -1,6 +1,7 @@
 import { InvalidArgumentError, limits } from '../core/index.js';
 import type { DesiredLRPDefinition } from './bbs-store.js';
 import type { Monitor, TaskDefinition } from './bbs-types.js';
+import { normalizeRoutes, validateHttpRoutes } from './http-routes.js';
 import { monitorTimingOf, validateMonitorTiming } from './monitor-timing.js';
 import { validateTaskOutputs } from './task-output-types.js';
 
@@ -11,27 +12,29 @@ import { validateTaskOutputs } from './task-output-types.js';
  * meet, so an optional field left out is stored as its default on SQLite and PostgreSQL alike
  * (never a NOT NULL violation), and no caller can desire past a bound.
  */
-export function desiredWithDefaults(req: DesiredLRPDefinition): DesiredLRPDefinition {
+export function desiredWithDefaults(
+  req: DesiredLRPDefinition,
+): DesiredLRPDefinition & { readonly routes: Readonly<Record<string, unknown>> } {
   // Over HTTP's internal route the optional fields may be absent whatever the type says.
   const given = Object.fromEntries(
     Object.entries(req).filter(([, v]) => v !== undefined),
   ) as Partial<DesiredLRPDefinition> &
     Pick<DesiredLRPDefinition, 'process_guid' | 'domain' | 'instances' | 'image'>;
   const monitor = given.monitor !== undefined ? withMonitorDefaults(given.monitor) : undefined;
-  const desired: DesiredLRPDefinition = {
+  const desired = {
     ...given,
     env: given.env ?? {},
     memory_mb: given.memory_mb ?? 0,
     disk_mb: given.disk_mb ?? 0,
     ports: given.ports ?? [],
-    routes: given.routes ?? {},
+    routes: normalizeRoutes(given.routes ?? {}),
     annotation: given.annotation ?? '',
     start_timeout_s: given.start_timeout_s ?? 60,
     placement_tags: given.placement_tags ?? [],
     ...(monitor !== undefined ? { monitor } : {}),
   };
   validateInstances(desired.instances);
-  validateRoutes(desired.routes);
+  validateRoutes(desired.routes, desired.ports);
   return desired;
 }
 
@@ -70,8 +73,11 @@ export function validateInstances(instances: number): void {
   }
 }
 
-/** Diego's rule: the routes of one LRP are at most 128 KiB of JSON. */
-export function validateRoutes(routes: Readonly<Record<string, unknown>>): void {
+/**
+ * Diego's rule: the routes of one LRP are at most 128 KiB of JSON. With the LRP's `ports`, its
+ * HTTP routes are checked too (DNS hostnames, exposed ports: http-routes.ts).
+ */
+export function validateRoutes(routes: Readonly<Record<string, unknown>>, ports?: readonly number[]): void {
   let size: number;
   try {
     size = Buffer.byteLength(JSON.stringify(routes));
@@ -85,4 +91,5 @@ export function validateRoutes(routes: Readonly<Record<string, unknown>>): void 
       limit: limits.maxRoutesBytes,
     });
   }
+  if (ports !== undefined) validateHttpRoutes(routes, ports);
 }

@@ -119,6 +119,15 @@ export {
   taskOutputPaths,
 } from './http/task-output-routes.js';
 export {
+  type HttpRoute,
+  httpRoutesKey,
+  httpRoutesOf,
+  isRouteHostname,
+  normalizeRoutes,
+  type RoutesInput,
+  validateHttpRoutes,
+} from './http-routes.js';
+export {
   type MonitorTimingProblem,
   monitorTimingBounds,
   monitorTimingDefaults,

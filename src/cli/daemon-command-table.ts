@@ -1,6 +1,17 @@
 import type { CommandEntry, FlagSpecs } from './command.js';
 import { durationFlag } from './command-flags.js';
 
+/** The router a server (and `berth up`) runs beside itself (issue 22). */
+const routerFlags: FlagSpecs = {
+  'router-listen': {
+    type: 'string',
+    valueName: 'HOST:PORT',
+    default: '127.0.0.1:8890 (port 0 when --listen has port 0)',
+    description: 'Where the router beside the server listens: apps at http://HOSTNAME:PORT/ by their routes',
+  },
+  'no-router': { type: 'boolean', description: 'Run no router beside the server (run `berth router` apart)' },
+};
+
 const crashBackoffFlags: FlagSpecs = {
   'crash-backoff-base': durationFlag('First restart delay of a crashing instance (doubles per crash)', '30s'),
   'crash-backoff-max': durationFlag('Longest restart delay of a crashing instance', '16m'),
@@ -58,9 +69,43 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       'callback-backoff-base': durationFlag('First retry delay of a task callback', '1s'),
       'callback-backoff-max': durationFlag('Longest retry delay of a task callback', '30s'),
       'callback-timeout': durationFlag('Timeout of one task callback delivery', '10s'),
+      ...routerFlags,
     },
     longRunning: true,
     load: () => import('./server-command.js'),
+  },
+  {
+    name: 'router',
+    summary:
+      "Run a router: the HTTP routes of every LRP from a server's BBS events, and the proxy that sends each request to a running instance (round robin, WebSockets, /metrics).",
+    flags: {
+      bbs: {
+        type: 'string',
+        valueName: 'URL',
+        default: '$BERTH_SERVER or http://127.0.0.1:8889',
+        description: 'The berth server whose BBS the router follows',
+      },
+      token: {
+        type: 'string',
+        valueName: 'TOKEN',
+        default: '$BERTH_TOKEN, else <dir>/admin.token for a server on this machine only',
+        description: 'Bearer token for the server (a viewer token is enough)',
+      },
+      listen: {
+        type: 'string',
+        valueName: 'HOST:PORT',
+        default: '127.0.0.1:8890',
+        description: 'Address to listen on (port 0: any; the URL is the first stdout line)',
+      },
+      balance: {
+        type: 'string',
+        valueName: 'round-robin|least-connections',
+        default: 'round-robin',
+        description: "How an instance is picked from a route's pool",
+      },
+    },
+    longRunning: true,
+    load: () => import('./router-command.js'),
   },
   {
     name: 'cell',
@@ -159,6 +204,7 @@ export const daemonCommandTable: readonly CommandEntry[] = [
         default: 'tokens',
         description: 'Require bearer tokens',
       },
+      ...routerFlags,
       verbose: {
         type: 'boolean',
         short: 'v',

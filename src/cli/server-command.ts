@@ -11,6 +11,7 @@ import {
   stringOption,
   untilStopSignal,
 } from './command.js';
+import { startServerRouter } from './server-router.js';
 
 const server: CommandHandler = {
   name: 'server',
@@ -60,9 +61,21 @@ const server: CommandHandler = {
       taskCallbacks: taskCallbackConfigFromFlags(ctx.values),
       allowPrivateCallbacks: ctx.values['allow-private-callbacks'] === true,
     });
+    const listen = stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889';
+    let router: Awaited<ReturnType<typeof startServerRouter>>;
+    try {
+      router = await startServerRouter(ctx.values, running.store, listen, (line) =>
+        ctx.stderr.write(`${line}\n`),
+      );
+    } catch (err) {
+      await running.close();
+      throw err;
+    }
     // The first line on stdout is the URL, so scripts (and tests) using port 0 can find it.
     ctx.stdout.write(`${running.url}\n`);
+    if (router) ctx.stdout.write(`router: ${router.url}\n`);
     await untilStopSignal();
+    await router?.close();
     await running.close();
     return 0;
   },

@@ -18,6 +18,7 @@ import { makeBusyboxRootfs } from '../runtime/index.js';
 import { fingerprintCapacity, readMachineTotals } from './capacity-fingerprint.js';
 import { optionalPositiveInt } from './cell-command.js';
 import { type CommandHandler, dataDir, stringOption, untilStopSignal } from './command.js';
+import { startServerRouter } from './server-router.js';
 import { narrateEvents } from './up-narrator.js';
 
 /** The example system `berth up` deploys (also in examples/shop.yaml). */
@@ -62,17 +63,24 @@ const up: CommandHandler = {
     ctx.stdout.write(
       `berth up: server logs in ${logFile}${ctx.values.verbose === true ? ' and on stderr' : ' (--verbose: also on stderr)'}\n`,
     );
+    const listen = stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889';
     const server = await startBbsServer({
       logger,
       db,
       dataDir: dir,
       auth,
-      listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
+      listen,
       registry: { dataDir: dir },
       systems: true,
       plugins: [dashboardPlugin],
       singletons: (store) =>
         clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
+    });
+    const router = await startServerRouter(ctx.values, server.store, listen, (line) =>
+      ctx.stdout.write(`  ${line}\n`),
+    ).catch(async (err: unknown) => {
+      await server.close();
+      throw err;
     });
     const tokenFile = join(dir, 'admin.token');
     const cellToken = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
@@ -118,6 +126,7 @@ const up: CommandHandler = {
     ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
     ctx.stdout.write(`  cell "local" joined: ${cell.url}\n`);
+    if (router) ctx.stdout.write(`  router: ${router.url} (apps by their routes' hostnames)\n`);
     // From here on, a line per event that matters: instances running or crashing, deploys ending.
     const stop = new AbortController();
     const say = (line: string) => ctx.stdout.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
@@ -134,6 +143,7 @@ const up: CommandHandler = {
         ctx.stdout.write(
           `  example system "shop" deploying (deploy ${action.id}): berth system status shop\n`,
         );
+        if (router) ctx.stdout.write(`  example app: ${exampleAppUrl(router.port)}\n`);
         deployWatch = watchAction(client, action, say, stop.signal);
       } catch (err) {
         ctx.stdout.write(
@@ -146,10 +156,20 @@ const up: CommandHandler = {
     await Promise.all([narrator, deployWatch]);
     // Containers keep running (no daemon owns them); the next `berth up` adopts them.
     await cell.close();
+    await router?.close();
     await server.close();
     return 0;
   },
 };
+
+/**
+ * The URL of the example system's web service (its route in examples/shop.yaml) on the router:
+ * `*.localhost` resolves to 127.0.0.1 in browsers and curl, so it opens as printed.
+ */
+export function exampleAppUrl(routerPort: number): string {
+  return `http://${exampleHostname}${routerPort === 80 ? '' : `:${routerPort}`}/`;
+}
+const exampleHostname = 'web.shop.berth.localhost';
 
 /** Says how a deploy or teardown ended, once it has. */
 async function watchAction(

@@ -56,10 +56,31 @@ export const ExitCode = () => Type.Integer({ minimum: limits.minInt32, maximum: 
  * their depth is bounded for every body, and their serialized size by the store (maxRoutesBytes).
  */
 export const Routes = () =>
-  Type.Record(Type.String(), Type.Unknown(), {
-    maxProperties: limits.maxRouteKeys,
-    propertyNames: { maxLength: limits.maxNameLength },
-  });
+  Type.Union(
+    [
+      Type.Record(Type.String(), Type.Unknown(), {
+        maxProperties: limits.maxRouteKeys,
+        propertyNames: { maxLength: limits.maxNameLength },
+      }),
+      // The plain array of HTTP routes (issue 22), stored as `{ "http": [...] }`. Hostnames and
+      // ports are checked by the store, which names the entry's field (bbs/http-routes.ts).
+      Type.Array(
+        Type.Object(
+          {
+            hostname: Type.String({ maxLength: 253 }),
+            port: Type.Integer({ minimum: 1, maximum: 65535 }),
+            path: Type.Optional(Type.String({ maxLength: 1024 })),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: limits.maxRouteKeys },
+      ),
+    ],
+    {
+      description:
+        'Routes: [{hostname, port, path?}] (HTTP routes to container ports), or the map by route kind as stored ({"http": [...]})',
+    },
+  );
 
 /**
  * `limit` + `cursor` of every list route (docs/bbs.md, Paging), as strings with their bounds:

@@ -2,7 +2,12 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { parseDocument } from 'yaml';
 import type { Monitor } from '../bbs/index.js';
-import { monitorTimingProblems, monitorTimingProperties, validateRoutes } from '../bbs/index.js';
+import {
+  monitorTimingProblems,
+  monitorTimingProperties,
+  normalizeRoutes,
+  validateRoutes,
+} from '../bbs/index.js';
 import {
   ArgString,
   Argv as BoundedArgv,
@@ -370,9 +375,11 @@ function sizeProblems(services: ReadonlyMap<string, RawService>): DefinitionProb
     units += principal?.instances ?? definitionDefaults.instances;
     if (svc.routes !== undefined) {
       try {
-        validateRoutes(svc.routes);
+        validateRoutes(normalizeRoutes(svc.routes), svc.ports ?? []);
       } catch (err) {
-        out.push({ path, field: 'routes', message: (err as Error).message.replace(/^routes /, '') });
+        // The field names the route entry (routes.http[0].hostname) when one is wrong.
+        const field = err instanceof InvalidArgumentError ? String(err.details.field ?? 'routes') : 'routes';
+        out.push({ path, field, message: (err as Error).message.replace(/^\S+ /, '') });
       }
     }
   }
@@ -422,7 +429,7 @@ function normalizeService(path: string, s: RawService): ServiceDefinition {
     ...(s.monitor ? { monitor: s.monitor } : {}),
     memory_mb: s.memory_mb ?? definitionDefaults.memory_mb,
     disk_mb: s.disk_mb ?? definitionDefaults.disk_mb,
-    routes: s.routes ?? {},
+    routes: normalizeRoutes(s.routes ?? {}),
     annotation: s.annotation ?? '',
     relations: [...new Set(s.relations ?? [])].sort(),
     ...(s.subordinate_to !== undefined ? { subordinate_to: s.subordinate_to } : {}),

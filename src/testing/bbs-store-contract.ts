@@ -174,9 +174,11 @@ export function describeBbsStoreContract(
         const updated = await store.updateDesiredLRP({
           process_guid: d.process_guid,
           expected: d.modification_tag,
-          update: { annotation: 'v2', routes: { http: ['a.example'] } },
+          // The `http` routes are checked since issue 22: a hostname to a port the LRP exposes.
+          update: { annotation: 'v2', routes: { http: [{ hostname: 'a.example', port: 8080 }] } },
         });
         assert.equal(updated.annotation, 'v2');
+        assert.deepEqual(updated.routes, { http: [{ hostname: 'a.example', port: 8080 }] });
         assert.deepEqual(updated.modification_tag, { epoch: d.modification_tag.epoch, index: 1 });
         await assert.rejects(
           store.updateDesiredLRP({

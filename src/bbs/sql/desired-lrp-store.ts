@@ -9,6 +9,7 @@ import type {
 } from '../bbs-store.js';
 import type { ActualLRP, DesiredLRP, ModificationTag } from '../bbs-types.js';
 import { desiredWithDefaults, validateInstances, validateRoutes } from '../definition-defaults.js';
+import { normalizeRoutes } from '../http-routes.js';
 import { loadActualsOf, retire } from './actual-lrp-records.js';
 import { listDesired, loadDesired, requireDesired, validateDesired } from './desired-lrp-records.js';
 import { recordStartRequests } from './request-outbox.js';
@@ -83,13 +84,16 @@ export class DesiredLrpStore {
   async updateDesiredLRP(req: UpdateDesiredLRPRequest): Promise<DesiredLRP> {
     const { update } = req;
     if (update.instances !== undefined) validateInstances(update.instances);
-    if (update.routes !== undefined) validateRoutes(update.routes);
+    const routes = update.routes !== undefined ? normalizeRoutes(update.routes) : undefined;
+    if (routes !== undefined) validateRoutes(routes);
     return this.#ctx.mutate('updateDesiredLRP', async (tx) => {
       const before = await requireDesired(tx, req.process_guid, req.expected);
+      // The ports are the stored LRP's: a route may only name one it exposes.
+      if (routes !== undefined) validateRoutes(routes, before.ports);
       const after: DesiredLRP = {
         ...before,
         ...(update.instances !== undefined ? { instances: update.instances } : {}),
-        ...(update.routes !== undefined ? { routes: update.routes } : {}),
+        ...(routes !== undefined ? { routes } : {}),
         ...(update.annotation !== undefined ? { annotation: update.annotation } : {}),
         modification_tag: nextTag(before.modification_tag),
       };

@@ -1,0 +1,28 @@
+/**
+ * The part of autocannon's API the benchmarks use (the package ships no types, and @types/autocannon
+ * is not installed): one run's options and the numbers read from its result.
+ */
+declare module 'autocannon' {
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    overallRate?: number;
+    headers?: Record<string, string>;
+  }
+  interface Histogram {
+    average: number;
+    total: number;
+    p50: number;
+    p99: number;
+  }
+  interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    non2xx: number;
+    errors: number;
+    '5xx': number;
+  }
+  function autocannon(options: Options): Promise<Result>;
+  export default autocannon;
+}

@@ -1,0 +1,171 @@
+/**
+ * `npm run bench router [SECONDS] [CONNECTIONS]`: berth's router and Debian's nginx side by side as
+ * the same reverse proxy (one route, three tiny node backends, keep-alive to them), loaded by
+ * autocannon for SECONDS (default 10) with CONNECTIONS (default 50): requests/s at full load, then
+ * p99 latency at half of each proxy's own full-load rate, less the backends' own p99 at that rate
+ * (the added latency). nginx runs one worker (berth's router is one process), non-daemon, with
+ * its config in a temp dir. Then the route-churn case: 1,000 more routes changing 50 times a
+ * second under full load, counting 5xx answers (none is the goal: every route keeps a healthy
+ * instance). Goal (issue 22): ≥ 1/2 of nginx's requests/s, p99 added latency < 2 ms at half load.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { hasCommand } from './bench-util.js';
+import { benchHost } from './router-bench-parts.js';
+
+const seconds = Number(process.argv[2] ?? 10);
+const connections = Number(process.argv[3] ?? 50);
+const parts = fileURLToPath(new URL('./router-bench-parts.js', import.meta.url));
+const children: ChildProcess[] = [];
+
+function startPart(args: string[]): Promise<string> {
+  const child = spawn(process.execPath, [parts, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let text = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      text += c.toString();
+      if (text.includes('\n')) resolve(text.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited ${code}`)));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startNginx(backendPorts: readonly number[]): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-nginx-'));
+  const port = await freePort();
+  const conf = `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream app { ${backendPorts.map((p) => `server 127.0.0.1:${p};`).join(' ')} keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    server_name ${benchHost};
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Request-Id $request_id;
+    }
+  }
+}
+`;
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const child = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    stdio: 'inherit',
+  });
+  children.push(child);
+  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  // Up once it answers.
+  for (let i = 0; i < 50; i++) {
+    const r = await load(port, 1, 0.2).catch(() => undefined);
+    if (r && r.non2xx === 0 && r.requests > 0) return port;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('nginx did not start');
+}
+
+interface Load {
+  readonly rps: number;
+  readonly p99: number;
+  readonly p50: number;
+  readonly requests: number;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly fivexx: number;
+}
+
+async function load(port: number, conns: number, duration: number, rate?: number): Promise<Load> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    headers: { host: benchHost },
+    connections: conns,
+    duration,
+    ...(rate !== undefined ? { overallRate: Math.max(1, Math.round(rate)) } : {}),
+  });
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    p50: result.latency.p50,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    fivexx: result['5xx'],
+  };
+}
+
+async function main(): Promise<void> {
+  const backendPorts = (await startPart(['backends', '3'])).split(',').map(Number);
+  const direct = backendPorts[0] ?? 0;
+  const routerPort = Number(await startPart(['router', backendPorts.join(',')]));
+  const nginx = hasCommand('nginx') ? await startNginx(backendPorts) : undefined;
+  if (nginx === undefined) console.log('nginx is not installed (apt-get install nginx): berth alone');
+
+  // Warm up both (JIT, connection pools), then full load.
+  await load(routerPort, connections, 2);
+  if (nginx) await load(nginx, connections, 2);
+  const routerFull = await load(routerPort, connections, seconds);
+  const nginxFull = nginx ? await load(nginx, connections, seconds) : undefined;
+
+  // Half load: each proxy at half its own full rate; the backend alone at the same rates.
+  const half = async (port: number, full: Load) => {
+    const rate = full.rps / 2;
+    const through = await load(port, connections, seconds, rate);
+    const alone = await load(direct, connections, seconds, rate);
+    return { rate, through, alone, added: through.p99 - alone.p99 };
+  };
+  const routerHalf = await half(routerPort, routerFull);
+  const nginxHalf = nginx && nginxFull ? await half(nginx, nginxFull) : undefined;
+
+  const row = (name: string, full: Load, h: Awaited<ReturnType<typeof half>>) =>
+    `${name.padEnd(14)} ${full.rps.toFixed(0).padStart(9)} ${String(full.p99).padStart(8)} ${h.rate.toFixed(0).padStart(10)} ${String(h.through.p99).padStart(9)} ${String(h.alone.p99).padStart(10)} ${h.added.toFixed(1).padStart(9)} ${String(full.non2xx + full.errors).padStart(6)}`;
+  console.log(`router bench: ${seconds} s per run, ${connections} connections, 3 backends, one route`);
+  console.log(
+    `${'proxy'.padEnd(14)} ${'req/s'.padStart(9)} ${'p99 ms'.padStart(8)} ${'half req/s'.padStart(10)} ${'p99 half'.padStart(9)} ${'p99 direct'.padStart(10)} ${'added ms'.padStart(9)} ${'fails'.padStart(6)}`,
+  );
+  console.log(row('berth router', routerFull, routerHalf));
+  if (nginxFull && nginxHalf) {
+    console.log(row('nginx (1 wkr)', nginxFull, nginxHalf));
+    const ratio = routerFull.rps / nginxFull.rps;
+    console.log(
+      `berth/nginx requests/s: ${ratio.toFixed(2)} (goal ≥ 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'}); berth p99 added at half load: ${routerHalf.added.toFixed(1)} ms (goal < 2 ms: ${routerHalf.added < 2 ? 'met' : 'NOT met'}; autocannon's latencies are whole ms)`,
+    );
+  }
+
+  // Route churn: a fresh router with 1,000 more routes changing 50 times a second, under full load.
+  const churnPort = Number(await startPart(['churn', backendPorts.join(',')]));
+  await load(churnPort, connections, 1);
+  const churn = await load(churnPort, connections, seconds);
+  console.log(
+    `route churn (1,000 routes, 50 changes/s): ${churn.rps.toFixed(0)} req/s, p99 ${churn.p99} ms, ${churn.requests} requests, 5xx ${churn.fivexx}, errors ${churn.errors} (goal: no 5xx)`,
+  );
+}
+
+try {
+  await main();
+} finally {
+  for (const child of children) child.kill('SIGTERM');
+}

@@ -1,0 +1,11 @@
+export { type Balance, createProxyServer, hostOf, type ProxyOptions, type ProxyServer } from './proxy.js';
+export { followRoutes, type RouteFeedOptions, type RouteSource, storeRouteSource } from './route-feed.js';
+export { type Endpoint, type RoutePool, type RouteSnapshot, RouteTable } from './route-table.js';
+export {
+  parseBalance,
+  parseRouterListen,
+  type RouterOptions,
+  type RunningRouter,
+  startRouter,
+} from './router.js';
+export { noRoute, RouterMetrics } from './router-metrics.js';
