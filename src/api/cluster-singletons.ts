@@ -1,4 +1,4 @@
-import { AuctioneerService } from '../auctioneer/index.js';
+import { AuctioneerService, StopPusher } from '../auctioneer/index.js';
 import type { BbsStore } from '../bbs/index.js';
 import { ConvergerService, defaultConvergenceConfig } from '../converger/index.js';
 import { type CrashPolicy, defaultCrashPolicy, repClientForCell } from '../rep/index.js';
@@ -16,17 +16,36 @@ export interface ClusterTimings {
   readonly repTimeoutMs?: number;
 }
 
+/** The server's store, which may announce committed events in-process (`SqlBbsStore.onEvents`). */
+type ClusterStore = BbsStore & {
+  onEvents?(listener: (types: readonly string[]) => void): () => void;
+};
+
 /**
- * The auctioneer and the converger, each a singleton under a lease in the store: whichever
- * server holds the lease places work and heals the cluster; the others stand by.
+ * The auctioneer, the stop pusher and the converger, each a singleton under a lease in the
+ * store: whichever server holds the lease places work, delivers stops and heals the cluster; the
+ * others stand by. The auctioneer and the stop pusher wake on the store's events, so work moves
+ * at once; their intervals (and the converger's) are the safety net.
  */
-export function clusterSingletons(store: BbsStore, timings: ClusterTimings = {}): Singleton[] {
+export function clusterSingletons(store: ClusterStore, timings: ClusterTimings = {}): Singleton[] {
   const repClientFor = (cell: Parameters<typeof repClientForCell>[0]) =>
     repClientForCell(cell, timings.repTimeoutMs !== undefined ? { timeoutMs: timings.repTimeoutMs } : {});
+  const onStoreEvents = store.onEvents
+    ? (listener: (types: readonly string[]) => void) => store.onEvents?.(listener) ?? (() => {})
+    : undefined;
   const auctioneer = new AuctioneerService({
     bbs: store,
     repClientFor,
     config: { batchIntervalMs: timings.auctionIntervalMs ?? 500 },
+    ...(onStoreEvents ? { onStoreEvents } : {}),
+  });
+  const stopPusher = new StopPusher({
+    bbs: store,
+    repClientFor,
+    ...(onStoreEvents ? { onStoreEvents } : {}),
+    ...(timings.auctionIntervalMs !== undefined
+      ? { intervalMs: Math.max(timings.auctionIntervalMs, 1_000) }
+      : {}),
   });
   const converger = new ConvergerService({
     bbs: store,
@@ -44,5 +63,5 @@ export function clusterSingletons(store: BbsStore, timings: ClusterTimings = {})
       ...(timings.taskCompletedTtlMs !== undefined ? { taskCompletedTtlMs: timings.taskCompletedTtlMs } : {}),
     },
   });
-  return [auctioneer, converger];
+  return [auctioneer, stopPusher, converger];
 }

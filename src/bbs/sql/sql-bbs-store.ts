@@ -74,8 +74,11 @@ export class SqlBbsStore implements BbsStore {
     return this.database.backend;
   }
 
-  /** In-process wake-up after events committed on this database (SSE streams use it to skip a poll). */
-  onEvents(listener: () => void): () => void {
+  /**
+   * In-process wake-up after events committed on this database, told their types (SSE streams use
+   * it to skip a poll; the auctioneer to start a batch at once).
+   */
+  onEvents(listener: (types: readonly string[]) => void): () => void {
     return this.database.events.onEvents(listener);
   }
 
