@@ -117,6 +117,8 @@ export class SqlBbsStore implements BbsStore {
   ackTaskStartRequests: BbsStore['ackTaskStartRequests'] = (req) => this.#outbox.ackTaskStartRequests(req);
   takeStopRequests: BbsStore['takeStopRequests'] = (req) => this.#outbox.takeStopRequests(req);
   ackStopRequests: BbsStore['ackStopRequests'] = (req) => this.#outbox.ackStopRequests(req);
+  /** Start requests not yet acknowledged, counted up to `limit` (the API's admission check). */
+  countPendingStarts = (limit: number): Promise<number> => this.#outbox.countPendingStarts(limit);
 
   // TaskStore
   desireTask: BbsStore['desireTask'] = (req) => this.#tasks.desireTask(req);
