@@ -67,7 +67,9 @@ export class StopPusher {
         signal: context.signal,
         intervalMs: this.#options.intervalMs ?? 5_000,
         wakeup: this.#wakeup,
-        minGapMs: 5,
+        // Every task and instance move wakes it (a stop hides among them): rounds, each one outbox
+        // transaction, are at least this far apart; the first after a quiet spell runs at once.
+        minGapMs: 50,
         logger: this.#logger,
         round: async () => {
           const taken = await this.pushOnce();
