@@ -16,8 +16,8 @@ import { fmt } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
-/** Per cell: the CLI's default (`berth cell --containers 100`), so memory, not a count, bounds a cell. */
-const containersPerCell = 100;
+/** Per cell: more at once only adds CPU contention on a small machine (300 at once took a 2-core host to a load of 300). */
+const containersPerCell = 16;
 
 async function measure(backend: BenchBackend): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
