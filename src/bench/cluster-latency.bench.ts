@@ -17,8 +17,8 @@ import { BbsClient } from '../bbs/index.js';
 import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { benchBackends } from './bbs-bench-backends.js';
-import { fmt } from './bench-util.js';
+import { onEachBackend } from './bbs-bench-backends.js';
+import { closeCells, fmt } from './bench-util.js';
 
 const tries = Number(process.argv[2] ?? 50);
 
@@ -166,20 +166,10 @@ async function measure(backend: { name: string; db: string }): Promise<void> {
     line('task → COMPLETED', task);
     line('  of which submit → task RUNNING', taskPlaced);
   } finally {
-    if (cell) {
-      await cell.close();
-      for (const c of cell.executor.list()) await cell.executor.deleteContainer(c.guid);
-    }
+    await closeCells(cell ? [cell] : []);
     await server.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
 
-for (const backend of await benchBackends()) {
-  try {
-    await measure(backend);
-  } finally {
-    await backend.cleanup();
-  }
-}
-process.exit(0);
+await onEachBackend(measure);

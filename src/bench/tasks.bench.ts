@@ -11,8 +11,8 @@ import { clusterSingletons, startBbsServer } from '../api/index.js';
 import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
-import { fmt } from './bench-util.js';
+import { type BenchBackend, onEachBackend } from './bbs-bench-backends.js';
+import { closeCells, fmt } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
@@ -88,20 +88,10 @@ async function measure(backend: BenchBackend): Promise<void> {
       `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}`,
     );
   } finally {
-    for (const cell of cells) {
-      await cell.close();
-      for (const c of cell.executor.list()) await cell.executor.deleteContainer(c.guid);
-    }
+    await closeCells(cells);
     await server.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
 
-for (const backend of await benchBackends()) {
-  try {
-    await measure(backend);
-  } finally {
-    await backend.cleanup();
-  }
-}
-process.exit(0);
+await onEachBackend(measure);
