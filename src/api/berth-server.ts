@@ -52,6 +52,11 @@ export interface BbsServerOptions {
   readonly allowPrivateCallbacks?: boolean;
   /** Serve the OCI registry of this image store under `/v2/`. */
   readonly registry?: RegistryRoutesOptions;
+  /**
+   * Back-pressure: at this many start requests waiting to be placed, creating LRPs and tasks is
+   * answered 429 with `Retry-After` (src/api/admission-control.ts). Absent: no bound.
+   */
+  readonly maxPendingStarts?: number;
 }
 
 export interface BbsServer {
@@ -135,6 +140,14 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     ...(options.plugins ? { plugins: options.plugins } : {}),
     ...(systems ? { systems } : {}),
     ...(options.registry ? { registry: options.registry } : {}),
+    ...(options.maxPendingStarts !== undefined
+      ? {
+          admission: {
+            maxPendingStarts: options.maxPendingStarts,
+            pendingStarts: (limit: number) => store.countPendingStarts(limit),
+          },
+        }
+      : {}),
   });
   try {
     await app.listen({ host, port });

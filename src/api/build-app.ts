@@ -8,6 +8,7 @@ import {
   limits,
   redactEnv,
 } from '../core/index.js';
+import { type AdmissionOptions, installAdmissionControl } from './admission-control.js';
 import { ApiMetrics } from './api-metrics.js';
 import { type AppAuth, installAuth, redactsEnv } from './auth/auth-hook.js';
 import type { RouteDeps, RouteModule } from './route-module.js';
@@ -29,6 +30,8 @@ export interface AppDeps
   readonly auth?: AppAuth;
   /** The route modules to serve (default: all of src/api/server-routes.ts). */
   readonly routes?: readonly RouteModule[];
+  /** Back-pressure on creates while too many starts wait (src/api/admission-control.ts); absent: none. */
+  readonly admission?: AdmissionOptions;
 }
 
 /**
@@ -66,6 +69,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before any route: the hooks then guard every route, including later layers' plugins.
   installRequestGuards(app);
   if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
+  if (deps.admission) installAdmissionControl(app, deps.admission);
   // One place for every route's JSON answer: a viewer sees env names, not values (docs/auth.md).
   app.addHook('preSerialization', async (request, _reply, payload) =>
     redactsEnv(request) ? redactEnv(payload) : payload,
@@ -103,7 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
   });
-  const { logger: _logger, auth: _auth, routes = serverRoutes, ...parts } = deps;
+  const { logger: _logger, auth: _auth, admission: _admission, routes = serverRoutes, ...parts } = deps;
   const routeDeps = { ...parts, metrics, allowPrivateCallbacks: deps.allowPrivateCallbacks === true };
   for (const module of routes) await module.register(app, routeDeps);
   return app;

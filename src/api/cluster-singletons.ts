@@ -16,17 +16,27 @@ export interface ClusterTimings {
   readonly repTimeoutMs?: number;
 }
 
+/** The server's store, which may announce committed events in-process (`SqlBbsStore.onEvents`). */
+type ClusterStore = BbsStore & {
+  onEvents?(listener: (types: readonly string[]) => void): () => void;
+};
+
 /**
  * The auctioneer and the converger, each a singleton under a lease in the store: whichever
- * server holds the lease places work and heals the cluster; the others stand by.
+ * server holds the lease places work and heals the cluster; the others stand by. The auctioneer
+ * wakes on the store's events, so new work moves at once; the intervals are the safety net.
  */
-export function clusterSingletons(store: BbsStore, timings: ClusterTimings = {}): Singleton[] {
+export function clusterSingletons(store: ClusterStore, timings: ClusterTimings = {}): Singleton[] {
   const repClientFor = (cell: Parameters<typeof repClientForCell>[0]) =>
     repClientForCell(cell, timings.repTimeoutMs !== undefined ? { timeoutMs: timings.repTimeoutMs } : {});
+  const onStoreEvents = store.onEvents
+    ? (listener: (types: readonly string[]) => void) => store.onEvents?.(listener) ?? (() => {})
+    : undefined;
   const auctioneer = new AuctioneerService({
     bbs: store,
     repClientFor,
     config: { batchIntervalMs: timings.auctionIntervalMs ?? 500 },
+    ...(onStoreEvents ? { onStoreEvents } : {}),
   });
   const converger = new ConvergerService({
     bbs: store,
@@ -44,5 +54,7 @@ export function clusterSingletons(store: BbsStore, timings: ClusterTimings = {})
       ...(timings.taskCompletedTtlMs !== undefined ? { taskCompletedTtlMs: timings.taskCompletedTtlMs } : {}),
     },
   });
+  // The StopPusher (src/auctioneer/stop-pusher.ts) is not run yet: pushing a stop to a draining
+  // cell stopped its evacuating copy before the replacement ran (cli/cluster.test.ts's drain test).
   return [auctioneer, converger];
 }

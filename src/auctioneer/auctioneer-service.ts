@@ -10,6 +10,7 @@ import {
   type ServiceLogger,
   type SingletonContext,
   silentLogger,
+  Wakeup,
 } from '../core/index.js';
 import type { RepApi, RepLRPWork, RepTaskWork, RepWork } from '../rep/index.js';
 import {
@@ -47,7 +48,33 @@ export interface AuctioneerServiceOptions {
   readonly config: AuctioneerConfig;
   readonly now?: () => Date;
   readonly logger?: ServiceLogger;
+  /**
+   * In-process news of committed BBS events by type (`SqlBbsStore.onEvents`): new work starts a
+   * batch at once instead of after `batchIntervalMs`, which stays as the safety net (a start
+   * request written by another server, a cell that came back).
+   */
+  readonly onStoreEvents?: (listener: (types: readonly string[]) => void) => () => void;
 }
+
+/**
+ * Events whose transaction may have written a start request: a desire or a scale-up, a new or
+ * unclaimed (crashed, re-emitted, evacuated) instance, a new task. Claims and starts are
+ * `actual_lrp_changed` too, so a busy cluster wakes the auctioneer often; `minBatchGapMs` bounds that.
+ */
+const startRequestEvents: ReadonlySet<string> = new Set([
+  'desired_lrp_created',
+  'desired_lrp_changed',
+  'actual_lrp_created',
+  'actual_lrp_changed',
+  'task_created',
+]);
+
+/**
+ * Woken batches start at least this far apart, so a storm of events still batches its work: each
+ * batch costs two outbox transactions and a state call to every cell. An idle cluster's first
+ * wake-up runs at once (the gap counts from the previous batch's start).
+ */
+const minBatchGapMs = 20;
 
 /** What one batch did, for logs, metrics and tests. */
 export interface AuctionBatchReport {
@@ -112,6 +139,7 @@ export class AuctioneerService {
   readonly #open = new Set<Delivery>();
   #serial: Promise<unknown> = Promise.resolve();
   readonly #loop = new LocalLoop();
+  readonly #wakeup = new Wakeup();
 
   constructor(options: AuctioneerServiceOptions) {
     this.#options = options;
@@ -135,6 +163,7 @@ export class AuctioneerService {
     for (const start of req.lrps ?? [])
       for (const w of lrpWorkFromStartRequest(start)) this.#add(w, undefined);
     for (const task of req.tasks ?? []) this.#add(taskAuctionWork(task), undefined);
+    if ((req.lrps?.length ?? 0) + (req.tasks?.length ?? 0) > 0) this.#wakeup.wake();
   }
 
   /** One batch, now. Batches never overlap: a call while one runs waits for it. */
@@ -145,23 +174,43 @@ export class AuctioneerService {
     return result;
   }
 
-  /** Batches until `signal` aborts; errors are logged and retried with back-off. */
-  run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
+  /**
+   * Starts the next batch at once (or right after the one running: what arrives during a batch
+   * waits for the next, which takes it all). The converger's task kick and the store's events call it.
+   */
+  wake(): void {
+    this.#wakeup.wake();
+  }
+
+  /**
+   * Batches until `signal` aborts: woken by new work, else every `batchIntervalMs`; errors are
+   * logged and retried with back-off.
+   */
+  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { batchIntervalMs } = this.#options.config;
     const batchSize = this.#options.config.batchSize ?? 1000;
-    return runLoop({
-      name: 'auction batch',
-      signal: context.signal,
-      intervalMs: batchIntervalMs,
-      backoff: { initialMs: 250, capMs: Math.max(batchIntervalMs, 250) },
-      logger: this.#logger,
-      round: async (signal) => {
-        const report = await this.runOnce(signal);
-        if (report.auctioned > 0) this.#logger.info({ ...report }, 'auction batch');
-        // A full take means more is waiting: go again without the pause.
-        return report.taken >= batchSize ? { nextInMs: 0 } : undefined;
-      },
+    const unsubscribe = this.#options.onStoreEvents?.((types) => {
+      if (types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
     });
+    try {
+      await runLoop({
+        name: 'auction batch',
+        signal: context.signal,
+        intervalMs: batchIntervalMs,
+        wakeup: this.#wakeup,
+        minGapMs: Math.min(minBatchGapMs, batchIntervalMs),
+        backoff: { initialMs: 250, capMs: Math.max(batchIntervalMs, 250) },
+        logger: this.#logger,
+        round: async (signal) => {
+          const report = await this.runOnce(signal);
+          if (report.auctioned > 0) this.#logger.info({ ...report }, 'auction batch');
+          // A full take means more is waiting: go again without the pause.
+          return report.taken >= batchSize ? { nextInMs: 0 } : undefined;
+        },
+      });
+    } finally {
+      unsubscribe?.();
+    }
   }
 
   /** Runs the batch loop without a lease (a single-server setup or a test). */

@@ -21,3 +21,4 @@ export {
   AuctioneerService,
   type AuctioneerServiceOptions,
 } from './auctioneer-service.js';
+export { StopPusher, type StopPusherOptions } from './stop-pusher.js';

@@ -46,3 +46,15 @@ export function median(values: readonly number[]): number {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/** Runs `measure` on each backend in turn, cleaning each up after its run, then exits. */
+export async function onEachBackend(measure: (backend: BenchBackend) => Promise<void>): Promise<never> {
+  for (const backend of await benchBackends()) {
+    try {
+      await measure(backend);
+    } finally {
+      await backend.cleanup();
+    }
+  }
+  process.exit(0);
+}

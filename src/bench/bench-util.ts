@@ -34,3 +34,16 @@ export function runOrThrow(cmd: string, args: readonly string[], env: Record<str
 export function fmt(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;
 }
+
+/** Stops in-process cells and deletes what their executors still hold (pods, networks, mounts). */
+export async function closeCells(
+  cells: readonly {
+    close(): Promise<void>;
+    readonly executor: { list(): { guid: string }[]; deleteContainer(guid: string): Promise<void> };
+  }[],
+): Promise<void> {
+  for (const cell of cells) {
+    await cell.close();
+    for (const c of cell.executor.list()) await cell.executor.deleteContainer(c.guid);
+  }
+}

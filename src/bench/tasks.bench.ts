@@ -1,96 +1,97 @@
 /**
  * `npm run bench tasks [COUNT] [CELLS]`: COUNT (default 1,000) tiny tasks (`/bin/true`) end to end
  * on CELLS (default 3) local cells with real runc containers: throughput and the PENDING →
- * COMPLETED latency (created_at → first_completed_at) at p50 and p99.
+ * COMPLETED latency (created_at → first_completed_at) at p50 and p99, on SQLite and PostgreSQL
+ * (`BENCH_BACKENDS=sqlite` for one). Server and cells share this process and its event loop.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, startBbsServer } from '../api/index.js';
-import { startCell } from '../rep/index.js';
+import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
-import { fmt } from './bench-util.js';
+import { type BenchBackend, onEachBackend } from './bbs-bench-backends.js';
+import { closeCells, fmt } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
-const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
+/** Per cell: more at once only adds CPU contention on a small machine (300 at once took a 2-core host to a load of 300). */
+const containersPerCell = 16;
 
-const server = await startBbsServer({
-  db: join(root, 'bbs.sqlite3'),
-  listen: '127.0.0.1:0',
-  logger: false,
-  auth: 'none',
-  // COMPLETED tasks are kept for the whole run (the default TTL of 2 min would delete them before
-  // a 1,000-task run ends, and the bench reads their timestamps).
-  singletons: (store) =>
-    clusterSingletons(store, {
-      convergenceIntervalMs: 5000,
-      auctionIntervalMs: 100,
-      taskCompletedTtlMs: 3_600_000,
-    }),
-});
-const cells = [];
-for (let i = 0; i < cellCount; i++) {
-  const dir = join(root, `cell${i}`);
-  const images = openImageStore(dir);
-  await images.importRootfs(makeBusyboxRootfs(join(dir, 'rootfs-src')), 'bb:1');
-  cells.push(
-    await startCell({
-      bbs: server.store,
-      cellId: `cell${i}`,
-      zone: `z${i % 3}`,
-      dataDir: dir,
-      capacity: { memory_mb: 4096, disk_mb: 65536, containers: 16 },
-      images,
-      listen: '127.0.0.1:0',
-      address: '127.0.0.1',
-      pollIntervalMs: 1000,
-      presenceTtlMs: 10_000,
-    }),
-  );
-}
-const started = Date.now();
-for (let i = 0; i < count; i++) {
-  await server.store.desireTask({
-    task_guid: `bench-${i}`,
-    domain: 'bench',
-    image: 'bb:1',
-    command: ['/bin/true'],
-    env: {},
-    memory_mb: 8,
-    disk_mb: 8,
-    result_file: '',
-    completion_callback_url: '',
-    placement_tags: [],
+async function measure(backend: BenchBackend): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
+  const server = await startBbsServer({
+    db: backend.db,
+    listen: '127.0.0.1:0',
+    logger: false,
+    auth: 'none',
+    // COMPLETED tasks are kept for the whole run (the default TTL of 2 min would delete them before
+    // a 1,000-task run ends, and the bench reads their timestamps). Other intervals are the
+    // defaults: new work wakes the auctioneer, finished containers report at once.
+    singletons: (store) => clusterSingletons(store, { taskCompletedTtlMs: 3_600_000 }),
   });
-}
-let done = 0;
-const latencies: number[] = [];
-while (done < count) {
-  await new Promise((r) => setTimeout(r, 500));
-  const tasks = await server.store.listTasks({ domain: 'bench' });
-  const completed = tasks.filter((t) => t.state === 'COMPLETED');
-  done = completed.length;
-  if (done === count) {
-    for (const t of completed)
-      latencies.push(Date.parse(t.first_completed_at ?? t.updated_at) - Date.parse(t.created_at));
-    const failed = completed.filter((t) => t.failed).length;
-    if (failed > 0) console.log(`${failed} tasks failed: ${completed.find((t) => t.failed)?.failure_reason}`);
+  const cells: RunningCell[] = [];
+  try {
+    for (let i = 0; i < cellCount; i++) {
+      const dir = join(root, `cell${i}`);
+      const images = openImageStore(dir);
+      await images.importRootfs(makeBusyboxRootfs(join(dir, 'rootfs-src')), 'bb:1');
+      cells.push(
+        await startCell({
+          bbs: server.store,
+          cellId: `cell${i}`,
+          zone: `z${i % 3}`,
+          dataDir: dir,
+          capacity: { memory_mb: 4096, disk_mb: 65536, containers: containersPerCell },
+          images,
+          listen: '127.0.0.1:0',
+          address: '127.0.0.1',
+        }),
+      );
+    }
+    const started = Date.now();
+    for (let i = 0; i < count; i++) {
+      await server.store.desireTask({
+        task_guid: `bench-${i}`,
+        domain: 'bench',
+        image: 'bb:1',
+        command: ['/bin/true'],
+        env: {},
+        memory_mb: 8,
+        disk_mb: 8,
+        result_file: '',
+        completion_callback_url: '',
+        placement_tags: [],
+      });
+    }
+    let done = 0;
+    const latencies: number[] = [];
+    while (done < count) {
+      await new Promise((r) => setTimeout(r, 500));
+      const tasks = await server.store.listTasks({ domain: 'bench' });
+      const completed = tasks.filter((t) => t.state === 'COMPLETED');
+      done = completed.length;
+      if (done === count) {
+        for (const t of completed)
+          latencies.push(Date.parse(t.first_completed_at ?? t.updated_at) - Date.parse(t.created_at));
+        const failed = completed.filter((t) => t.failed).length;
+        if (failed > 0)
+          console.log(`${failed} tasks failed: ${completed.find((t) => t.failed)?.failure_reason}`);
+      }
+    }
+    const elapsed = Date.now() - started;
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
+    console.log(
+      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}`,
+    );
+  } finally {
+    await closeCells(cells);
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
   }
 }
-const elapsed = Date.now() - started;
-latencies.sort((a, b) => a - b);
-const pct = (p: number) =>
-  latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
-console.log(
-  `${count} tasks on ${cellCount} cells (16 containers each): ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s`,
-);
-console.log(`PENDING → COMPLETED: p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}`);
-for (const cell of cells) {
-  await cell.close();
-  for (const c of cell.executor.list()) await cell.executor.deleteContainer(c.guid);
-}
-await server.close();
-rmSync(root, { recursive: true, force: true });
-process.exit(0);
+
+await onEachBackend(measure);

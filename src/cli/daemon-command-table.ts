@@ -55,6 +55,13 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       'task-kick-interval': durationFlag('How often pending tasks are offered again', '30s'),
       'task-pending-limit': durationFlag('A task pending this long fails', '30m'),
       'task-completed-ttl': durationFlag('A completed task nobody resolves is deleted after this', '2m'),
+      'max-pending-starts': {
+        type: 'string',
+        valueName: 'N',
+        default: '1000000',
+        description:
+          'Start requests (LRP instances, tasks) waiting to be placed at which creates are answered 429 with Retry-After',
+      },
       'allow-private-callbacks': {
         type: 'boolean',
         description:

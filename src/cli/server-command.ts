@@ -46,6 +46,7 @@ const server: CommandHandler = {
       });
     const running = await startBbsServer({
       singletons,
+      maxPendingStarts: maxPendingStarts(ctx.values),
       plugins: [dashboardPlugin],
       db,
       auth,
@@ -84,6 +85,16 @@ const server: CommandHandler = {
 export const commands: readonly CommandHandler[] = [server];
 
 /** The server's callback settings from its flags; only what was given (the rest keeps defaults). */
+/** `--max-pending-starts`: at least 1 (default one million, far above any burst the auctioneer places in a minute). */
+function maxPendingStarts(values: OptionValues): number {
+  const bound = intOption(values, 'max-pending-starts') ?? 1_000_000;
+  if (bound < 1)
+    throw new InvalidArgumentError(`--max-pending-starts must be at least 1, got ${bound}`, {
+      flag: 'max-pending-starts',
+    });
+  return bound;
+}
+
 export function taskCallbackConfigFromFlags(values: OptionValues): {
   maxAttempts?: number;
   backoffBaseMs?: number;

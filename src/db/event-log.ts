@@ -18,7 +18,7 @@ const insertEventSql = 'INSERT INTO events (type, data, created_at) VALUES (?, ?
  */
 export class EventLog {
   readonly #backend: SqlBackend;
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<CommittedEventsListener>();
   readonly #insertOne: string;
 
   constructor(backend: SqlBackend) {
@@ -26,8 +26,11 @@ export class EventLog {
     this.#insertOne = insertEventSqlFor(backend.kind);
   }
 
-  /** In-process wake-up after a commit that appended events. */
-  onEvents(listener: () => void): () => void {
+  /**
+   * In-process wake-up after a commit that appended events; the listener is told their types, so
+   * a service that acts on a few (the auctioneer on new work) ignores the rest.
+   */
+  onEvents(listener: CommittedEventsListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -41,25 +44,27 @@ export class EventLog {
     clock: () => Date,
     fn: (tx: Kysely<DbTables>, at: Date, events: E[]) => Promise<T>,
   ): Promise<T> {
-    let appended = false;
+    let types: string[] = [];
     const result = await this.#backend.write(async (tx) => {
       const at = clock();
       const events: E[] = [];
       const value = await fn(tx, at, events);
-      appended = await this.#insert(tx, events, at.toISOString());
+      await this.#insert(tx, events, at.toISOString());
+      // A retried transaction replaces what an aborted attempt pushed.
+      types = events.map((e) => e.type);
       return value;
     });
-    if (appended) for (const listener of this.#listeners) listener();
+    if (types.length > 0) for (const listener of this.#listeners) listener(types);
     return result;
   }
 
-  async #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<boolean> {
-    if (events.length === 0) return false;
+  async #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
+    if (events.length === 0) return;
     if (events.length === 1) {
       // The common case, one event per CAS: constant SQL, a prepared statement on PostgreSQL.
       const { type, ...data } = events[0]!;
       await tx.executeQuery(CompiledQuery.raw(this.#insertOne, [type, JSON.stringify(data), createdAt]));
-      return true;
+      return;
     }
     for (let i = 0; i < events.length; i += insertChunk) {
       await tx
@@ -72,9 +77,11 @@ export class EventLog {
         )
         .execute();
     }
-    return true;
   }
 }
+
+/** Told after a commit which event types it appended (in order, repeats kept). */
+export type CommittedEventsListener = (types: readonly string[]) => void;
 
 export function insertEventSqlFor(kind: SqlBackend['kind']): string {
   return kind === 'postgres' ? numbered(insertEventSql) : insertEventSql;

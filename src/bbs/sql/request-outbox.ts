@@ -88,6 +88,17 @@ export class RequestOutbox {
     await this.#ackRequests('stop_requests', undefined, req);
   }
 
+  /**
+   * Start requests not yet acknowledged (work not placed yet, taken or not), counted up to
+   * `limit` only: the API's admission check asks on every create, so its cost must not grow
+   * with the backlog it guards against.
+   */
+  async countPendingStarts(limit: number): Promise<number> {
+    const sql = 'SELECT COUNT(*) FROM (SELECT 1 FROM start_requests LIMIT ?) AS pending';
+    const rows = await this.#ctx.backend.readRows((query) => query(sql, [limit], (row) => Number(row[0])));
+    return rows[0] ?? 0;
+  }
+
   async #takeStartRows(kind: 'lrp' | 'task', req: TakeRequestsRequest) {
     validateTake(req);
     return this.#ctx.mutate('takeStartRequests', async (tx) => {

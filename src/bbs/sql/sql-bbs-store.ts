@@ -74,8 +74,11 @@ export class SqlBbsStore implements BbsStore {
     return this.database.backend;
   }
 
-  /** In-process wake-up after events committed on this database (SSE streams use it to skip a poll). */
-  onEvents(listener: () => void): () => void {
+  /**
+   * In-process wake-up after events committed on this database, told their types (SSE streams use
+   * it to skip a poll; the auctioneer to start a batch at once).
+   */
+  onEvents(listener: (types: readonly string[]) => void): () => void {
     return this.database.events.onEvents(listener);
   }
 
@@ -114,6 +117,8 @@ export class SqlBbsStore implements BbsStore {
   ackTaskStartRequests: BbsStore['ackTaskStartRequests'] = (req) => this.#outbox.ackTaskStartRequests(req);
   takeStopRequests: BbsStore['takeStopRequests'] = (req) => this.#outbox.takeStopRequests(req);
   ackStopRequests: BbsStore['ackStopRequests'] = (req) => this.#outbox.ackStopRequests(req);
+  /** Start requests not yet acknowledged, counted up to `limit` (the API's admission check). */
+  countPendingStarts = (limit: number): Promise<number> => this.#outbox.countPendingStarts(limit);
 
   // TaskStore
   desireTask: BbsStore['desireTask'] = (req) => this.#tasks.desireTask(req);
