@@ -58,6 +58,20 @@ forbidden.push({
     pathNot: ['^src/$1/', '^src/[^/]+/index[.]ts$', '^src/[^/]+/[^/]+/index[.]ts$', ...startupEntries],
   },
 });
+// The console (src/console) runs in the browser: from the server's layers it takes types only (the
+// wire shapes), never code, and no server layer loads it.
+forbidden.push({
+  name: 'console-takes-only-types-from-the-server',
+  severity: 'error',
+  from: { path: '^src/console/', pathNot: '\\.test\\.ts$' },
+  to: { path: '^src/(?!console/)', dependencyTypesNot: ['type-only'] },
+});
+forbidden.push({
+  name: 'the-server-does-not-import-the-console',
+  severity: 'error',
+  from: { path: '^src/(?!console/)' },
+  to: { path: '^src/console/' },
+});
 forbidden.push({
   name: 'no-circular',
   severity: 'error',

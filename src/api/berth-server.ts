@@ -131,6 +131,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     logger: logger || false,
     ...(options.eventPollMs !== undefined ? { eventPollMs: options.eventPollMs } : {}),
     onEvents: (listener) => store.onEvents(listener),
+    headEventId: () => store.headEventId(),
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
     auth: tokens.auth,
     allowPrivateCallbacks,

@@ -14,6 +14,7 @@ export {
 export { type BbsServer, type BbsServerOptions, parseListen, startBbsServer } from './berth-server.js';
 export { type AppDeps, buildApp } from './build-app.js';
 export { type ClusterTimings, clusterSingletons } from './cluster-singletons.js';
+export { consolePlugin } from './console-routes.js';
 export { dashboardPlugin } from './dashboard-routes.js';
 export { type HistoryRoutesOptions, type IngestBodyType, registerHistoryRoutes } from './history-routes.js';
 export {

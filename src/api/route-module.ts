@@ -13,6 +13,8 @@ export interface RouteDeps {
   readonly allowPrivateCallbacks: boolean;
   readonly eventPollMs?: number;
   readonly onEvents?: (listener: () => void) => () => void;
+  /** The newest event's id, for streams that start from now (`GET /v1/events?after=now`). */
+  readonly headEventId?: () => Promise<string>;
   /** Extra facts for `/healthz` (e.g. which singletons this server holds). */
   readonly health?: () => Record<string, unknown>;
   /** The OCI registry under `/v2/` (issue 7), serving this data dir's image store. */

@@ -29,6 +29,7 @@ export const serverRoutes: readonly RouteModule[] = [
         redactsEnv,
         ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
+        ...(deps.headEventId ? { headEventId: deps.headEventId } : {}),
         ...(deps.history ? { onUserWrite: userWriteHistory(deps.history.history, deps.history.now) } : {}),
       }),
   },

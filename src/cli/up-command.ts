@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterSingletons, dashboardPlugin, startBbsServer } from '../api/index.js';
+import { clusterSingletons, consolePlugin, dashboardPlugin, startBbsServer } from '../api/index.js';
 import { TaskOutputClient } from '../bbs/index.js';
 import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
@@ -72,7 +72,7 @@ const up: CommandHandler = {
       listen,
       registry: { dataDir: dir },
       systems: true,
-      plugins: [dashboardPlugin],
+      plugins: [dashboardPlugin, consolePlugin],
       singletons: (store) =>
         clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
     });

@@ -68,6 +68,16 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
         ORDER BY txid, id LIMIT ${limit}`.execute(tx);
       return result.rows;
     },
+    async headEvent(tx) {
+      // The same visibility rule as readEvents: every transaction still running has a txid at or
+      // past the snapshot's xmin, so each of its events sorts after the head returned here.
+      const result = await sql<{ txid: string; id: string }>`
+        SELECT txid, id FROM events
+        WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+        ORDER BY txid DESC, id DESC LIMIT 1`.execute(tx);
+      const row = result.rows[0];
+      return row ? { txid: Number(row.txid), id: Number(row.id) } : undefined;
+    },
     async readRows(fn) {
       const client = await pool.connect();
       try {

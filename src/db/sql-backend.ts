@@ -56,6 +56,8 @@ export interface SqlBackend {
   migrate(apply: (tx: Kysely<DbTables>) => Promise<unknown>): Promise<void>;
   /** Events after (txid, id) in the order their transactions committed; only finished ones. */
   readEvents(tx: Kysely<DbTables>, afterTxid: number, afterId: number, limit: number): Promise<RawEventRow[]>;
+  /** The last event readEvents can return now (undefined: none kept); reading after it waits for new ones. */
+  headEvent(tx: Kysely<DbTables>): Promise<{ readonly txid: number; readonly id: number } | undefined>;
   /**
    * A consistent read-only snapshot whose queries return positional rows (arrays), bypassing the
    * query builder: the convergence read of 250,000 ActualLRPs spends its time creating values, and

@@ -62,6 +62,15 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
         .limit(limit)
         .execute();
     },
+    async headEvent(tx) {
+      const row = await tx
+        .selectFrom('events')
+        .select(['id', 'txid'])
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return row ? { txid: Number(row.txid), id: Number(row.id) } : undefined;
+    },
     readRows: (fn) =>
       inTransaction('BEGIN', async () =>
         // Holding kysely's connection (its mutex) makes direct use of the handle safe here.

@@ -32,6 +32,11 @@ declare module 'fastify' {
  */
 const openPaths: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/', '/dashboard.js']);
 
+/** The console's page, script and stylesheet: static like the dashboard's, its data comes with the user's token. */
+function isConsolePage(method: string, path: string): boolean {
+  return (method === 'GET' || method === 'HEAD') && (path === '/console' || path.startsWith('/console/'));
+}
+
 /** The BBS's RPC-style internal routes are all POST; the ones that only read are for viewers too. */
 const readOnlyPosts: ReadonlySet<string> = new Set(
   Object.entries(bbsOperationPaths)
@@ -120,7 +125,7 @@ export function installAuth(
   registerRegistryTokenRoute(app, registryTokens);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
-    if (openPaths.has(path)) return;
+    if (openPaths.has(path) || isConsolePage(request.method, path)) return;
     const registry = isRegistryPath(path);
     const header = request.headers.authorization;
     const token = tokenOf(header, registry);

@@ -9,6 +9,8 @@ export interface BbsRoutesOptions {
   readonly eventPollMs?: number;
   /** In-process wake-up when this server's store committed events. */
   readonly onEvents?: (listener: () => void) => () => void;
+  /** The newest event's id ('' when none), for `GET /v1/events?after=now`. */
+  readonly headEventId?: () => Promise<string>;
   /** Completion-callback delivery log shown on `GET /v1/tasks/{guid}`; default: the SQL store's own. */
   readonly taskDeliveries?: TaskDeliveryLog;
   /**

@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { redactEnv } from '../../core/index.js';
+import { InvalidArgumentError, redactEnv } from '../../core/index.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 
 const batch = 1000;
@@ -31,7 +31,13 @@ export function registerEventRoutes(
         tags: ['events'],
         summary: 'Server-Sent Events of DesiredLRP, ActualLRP and Task changes; resumable with Last-Event-ID',
         querystring: Type.Object(
-          { after: Type.Optional(Type.String({ description: 'Resume after this event id' })) },
+          {
+            after: Type.Optional(
+              Type.String({
+                description: 'Resume after this event id; `now`: only events written from now on',
+              }),
+            ),
+          },
           { additionalProperties: false },
         ),
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String()) }),
@@ -39,6 +45,13 @@ export function registerEventRoutes(
     },
     async (request, reply) => {
       let cursor = request.headers['last-event-id'] ?? request.query.after;
+      // A watcher that lists first and then follows (the console, routers) starts from the head,
+      // not from the oldest event kept: a day of events replayed to be thrown away.
+      if (cursor === 'now') {
+        if (!options.headEventId)
+          throw new InvalidArgumentError('after=now is not served by this store', { field: 'after' });
+        cursor = await options.headEventId();
+      }
       // Read once before answering so a bad cursor is a plain 400, not a broken stream.
       let pending = await options.store.readEvents({ ...(cursor ? { after: cursor } : {}), limit: batch });
       reply.hijack();

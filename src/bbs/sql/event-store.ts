@@ -24,6 +24,12 @@ export class EventStore {
     });
   }
 
+  /** The id of the newest readable event ('' when none is kept): `after` it means "from now on". */
+  async headEventId(): Promise<string> {
+    const head = await this.#ctx.backend.read((db) => this.#ctx.backend.headEvent(db));
+    return head ? `${head.txid}-${head.id}` : '';
+  }
+
   async pruneEvents(req: PruneEventsRequest): Promise<number> {
     return this.#ctx.mutate('pruneEvents', async (tx) => {
       // Ids grow with time, so the first event young enough to keep bounds what goes; no index on

@@ -155,5 +155,7 @@ export class SqlBbsStore implements BbsStore {
 
   // EventStore
   readEvents: BbsStore['readEvents'] = (req) => this.#events.readEvents(req);
+  /** The newest event's id, for streams that start from now (`GET /v1/events?after=now`). */
+  headEventId = (): Promise<string> => this.#events.headEventId();
   pruneEvents: BbsStore['pruneEvents'] = (req) => this.#events.pruneEvents(req);
 }

@@ -1,0 +1,30 @@
+// Builds the console (src/console/ui, Preact + TSX) into dist/console/: a type check with its own
+// tsconfig (DOM and JSX, which the server's tsconfig leaves out), then one esbuild bundle, then the
+// page and stylesheet beside it. Everything is served by berth itself; nothing loads from a CDN.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { build } from 'esbuild';
+
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'src/console/tsconfig.json'], {
+  stdio: 'inherit',
+});
+mkdirSync('dist/console/assets', { recursive: true });
+const result = await build({
+  entryPoints: ['src/console/ui/main.tsx'],
+  outfile: 'dist/console/assets/app.js',
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  sourcemap: true,
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  legalComments: 'linked',
+  metafile: true,
+  logLevel: 'warning',
+});
+copyFileSync('src/console/ui/index.html', 'dist/console/index.html');
+copyFileSync('src/console/ui/console.css', 'dist/console/assets/console.css');
+const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
+console.log(`build-console: dist/console/assets/app.js (${Math.round(bytes / 1024)} KiB with its map)`);

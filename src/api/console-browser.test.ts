@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+
+/**
+ * Issue 24's console in a real browser: Debian's headless Chromium driven by playwright-core,
+ * against a real `berth server` (token auth) and a real cell. Every view is opened by its URL and
+ * through the navigation; the actions (deploy, scale, destroy a unit, teardown) are done from the
+ * page, and a viewer's page has no action buttons. Screenshots of each view at 1366×768 go to the
+ * test's temp dir (and to BERTH_CONSOLE_SCREENSHOTS when set, to look at).
+ */
+const cluster = new TestCluster('berth-console-');
+let serverUrl = '';
+let adminToken = '';
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+/** What the page threw: checked after each test, so a failure names the test that caused it. */
+const pageErrors: string[] = [];
+const shots = process.env.BERTH_CONSOLE_SCREENSHOTS ?? join(cluster.root, 'screenshots');
+
+async function api(method: string, path: string, body?: unknown, token = adminToken): Promise<Response> {
+  return fetch(`${serverUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+}
+
+async function shot(name: string, on: Page = page): Promise<void> {
+  await on.screenshot({ path: join(shots, `${name}.png`) });
+}
+
+const siteYaml = `system: site
+services:
+  /web:
+    image: bb:1
+    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/"]
+    instances: 1
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 16
+`;
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  serverUrl = await cluster.startServer('server', '1s', ['--auth', 'tokens']);
+  adminToken = readFileSync(join(cluster.root, 'server', 'admin.token'), 'utf8').trim();
+  await cluster.startCell('k1', 'z1', 63500, serverUrl, ['--token', adminToken]);
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+  // Generous bounds, not expectations: a loaded CI machine starts containers slowly.
+  context.setDefaultTimeout(120_000);
+  page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(err.stack ?? err.message));
+});
+
+afterEach(() => {
+  const thrown = pageErrors.splice(0);
+  assert.deepEqual(thrown, [], 'the page threw');
+});
+
+after(async () => {
+  await browser?.close();
+  await cluster.cleanup();
+});
+
+describe('the console in headless Chromium', { timeout: 420_000 }, () => {
+  it('asks for a token, names a wrong one, and takes one from the fragment', async () => {
+    await page.goto(`${serverUrl}/console/`);
+    await page.waitForSelector('#sign-in-reason:has-text("needs an API token")');
+    await page.fill('#token', 'not-a-token');
+    await page.press('#token', 'Enter');
+    await page.waitForSelector('#sign-in-reason:has-text("invalid or revoked")');
+    await page.goto('about:blank');
+    await page.goto(`${serverUrl}/console/cells#token=${adminToken}`);
+    await page.waitForSelector('#feed-status:has-text("live")');
+    // The token left the address bar; the deep link kept its view.
+    assert.equal(page.url(), `${serverUrl}/console/cells`);
+    await page.waitForSelector('#cell-table tr[data-cell="k1"]');
+    assert.match((await page.textContent('#who')) ?? '', /admin/);
+    await shot('cells');
+  });
+
+  it('refuses an invalid definition pasted in the page, each problem at its line, and deploys nothing', async () => {
+    await page.click('nav a:has-text("Systems")');
+    await page.waitForSelector('#systems');
+    await page.click('#deploy-link');
+    const bad = siteYaml
+      .replace('ports: [8080]', 'ports: [8080, 8080]')
+      .replace('monitor: {tcp: 8080}', 'monitor: {tcp: 9090}');
+    await page.fill('#definition', bad);
+    await page.click('#deploy-submit');
+    await page.waitForSelector('#deploy-problems');
+    const items = await page.$$eval('#deploy-problems li[data-line]', (lis) =>
+      lis.map((li) => [li.getAttribute('data-line'), li.textContent ?? '']),
+    );
+    assert.ok(
+      items.some(([line, text]) => line === '7' && /8080 is listed twice/.test(text)),
+      JSON.stringify(items),
+    );
+    assert.ok(
+      items.some(([line, text]) => line === '8' && /9090 is not in ports/.test(text)),
+      JSON.stringify(items),
+    );
+    await shot('deploy-problems');
+    const systems = (await (await api('GET', '/v1/systems')).json()) as { systems: unknown[] };
+    assert.equal(systems.systems.length, 0, 'nothing was deployed');
+  });
+
+  it('deploys from the page and shows the system roll out, its unit on its cell with its port', async () => {
+    await page.fill('#definition', siteYaml);
+    await page.click('#deploy-submit');
+    await page.waitForURL(`${serverUrl}/console/systems/site`);
+    await page.waitForSelector('#system .state[data-state="stable"]', { timeout: 180_000 });
+    await page.waitForSelector('li[data-path="/web"] li[data-unit] :text("on k1")');
+    assert.match((await page.textContent('li[data-path="/web"]')) ?? '', /ports 8080→\d+/);
+    await page.waitForSelector('#deploy-table :text("succeeded")');
+    await shot('system');
+  });
+
+  it('scales a service from the page; the overview and the instance table follow live', async () => {
+    page.once('dialog', (dialog) => void dialog.accept('3'));
+    await page.click('button[data-scale="/web"]');
+    await page.waitForSelector('#system-message:has-text("accepted")');
+    await waitFor('three units on the page', async () =>
+      (await page.$$('li[data-path="/web"] li[data-unit]')).length === 3 ? true : undefined,
+    );
+    await page.click('nav a:has-text("Overview")');
+    await page.waitForSelector('#cluster .stat:has-text("running") .stat-value:text-is("3")', {
+      timeout: 120_000,
+    });
+    await shot('overview');
+
+    await page.click('nav a:has-text("Instances")');
+    await page.waitForSelector('#instance-count:has-text("3 of 3")');
+    await page.fill('#instance-filter', 'site k1');
+    await page.waitForSelector('#instance-count:has-text("3 of 3")');
+    await page.fill('#instance-filter', 'no-such-thing');
+    await page.waitForSelector('#instance-count:has-text("0 of 3")');
+    // The filter is in the URL: the back button and a reload keep it.
+    assert.match(page.url(), /\/console\/instances\?q=no-such-thing$/);
+    await page.fill('#instance-filter', '');
+    await page.click('#instance-table button[data-sort="index"]');
+    await page.click('#instance-table button[data-sort="index"]');
+    const indexes = await page.$$eval('#instance-table tbody tr[data-key]', (rows) =>
+      rows.map((r) => r.querySelectorAll('td')[1]?.textContent),
+    );
+    assert.deepEqual(indexes, ['2', '1', '0']);
+    await shot('instances');
+
+    await page.click('#instance-table tr[data-key$="/0"] a');
+    await page.waitForSelector('#history-table :text("Running")');
+    assert.match(page.url(), /\/console\/instances\/[^/]+\/0$/);
+    await shot('instance');
+    await page.goBack();
+    await page.waitForSelector('#instance-table');
+  });
+
+  it('destroys a unit from the page, and shows the events of the cluster live', async () => {
+    await page.goto(`${serverUrl}/console/events`);
+    await page.waitForSelector('#feed-status:has-text("live")');
+    await page.goto(`${serverUrl}/console/systems/site`);
+    await page.waitForSelector('li[data-path="/web"] li[data-unit]');
+    const units = await page.$$eval('li[data-path="/web"] li[data-unit]', (lis) =>
+      lis.map((li) => li.getAttribute('data-unit')),
+    );
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click(`button[data-destroy-unit="${units.at(-1)}"]`);
+    await page.waitForSelector('#system-message:has-text("accepted")');
+    await waitFor(
+      'two units left',
+      async () => ((await page.$$('li[data-path="/web"] li[data-unit]')).length === 2 ? true : undefined),
+      180_000,
+    );
+    await page.click('nav a:has-text("Events")');
+    await page.waitForSelector('#event-list li[data-event^="actual_lrp"]');
+    await page.fill('#event-system', 'site');
+    await page.waitForSelector('#event-list li');
+    await page.fill('#event-system', 'another-system');
+    await page.waitForSelector('#event-list li', { state: 'detached' });
+    await page.fill('#event-system', '');
+    await shot('events');
+  });
+
+  it('shows tasks and a task page', async () => {
+    const res = await api('POST', '/v1/tasks', {
+      task_guid: 'console-task',
+      domain: 'console',
+      image: 'bb:1',
+      command: ['/bin/sh', '-c', 'echo hi > /tmp/r'],
+      result_file: '/tmp/r',
+      memory_mb: 8,
+    });
+    assert.equal(res.status, 201, await res.text());
+    await page.click('nav a:has-text("Tasks")');
+    await page.waitForSelector('#task-table a:has-text("console-task")');
+    await page.click('#task-table a:has-text("console-task")');
+    await page.waitForSelector('#task .state[data-state="COMPLETED"]', { timeout: 120_000 });
+    assert.match((await page.textContent('#task')) ?? '', /hi/);
+    await shot('task');
+  });
+
+  it('a viewer sees every view and no action; a revoked token returns to sign-in keeping what was typed', async () => {
+    const created = (await (await api('POST', '/v1/tokens', { role: 'viewer', name: 'watcher' })).json()) as {
+      token: string;
+      id: string;
+    };
+    const viewer = await context.browser()!.newContext({ viewport: { width: 1366, height: 768 } });
+    const viewerPage = await viewer.newPage();
+    await viewerPage.goto(`${serverUrl}/console/systems/site#token=${created.token}`);
+    await viewerPage.waitForSelector('#service-tree li[data-path="/web"]');
+    assert.match((await viewerPage.textContent('#who')) ?? '', /viewer/);
+    for (const selector of ['#teardown', '#rollback', 'button[data-scale]', 'button[data-destroy-unit]'])
+      assert.equal(await viewerPage.$(selector), null, `a viewer has no ${selector}`);
+    await viewerPage.goto(`${serverUrl}/console/systems`);
+    await viewerPage.waitForSelector('#system-table');
+    assert.equal(await viewerPage.$('#deploy-link'), null);
+    await viewerPage.goto(`${serverUrl}/console/cells/k1`);
+    await viewerPage.waitForSelector('#cell');
+    assert.equal(await viewerPage.$('#drain-cell'), null);
+    await shot('viewer-system', viewerPage);
+    await viewer.close();
+
+    // An operator token revoked while its user types a definition.
+    const operator = (await (
+      await api('POST', '/v1/tokens', { role: 'operator', name: 'typist' })
+    ).json()) as {
+      token: string;
+      id: string;
+    };
+    const typist = await context.browser()!.newContext({ viewport: { width: 1366, height: 768 } });
+    const typistPage = await typist.newPage();
+    await typistPage.goto(`${serverUrl}/console/deploy#token=${operator.token}`);
+    await typistPage.waitForSelector('#definition');
+    const draft = siteYaml.replace('system: site', 'system: draft');
+    await typistPage.fill('#definition', draft);
+    assert.equal((await api('DELETE', `/v1/tokens/${operator.id}`)).status, 204);
+    await typistPage.click('#deploy-submit');
+    await typistPage.waitForSelector('#sign-in-reason:has-text("invalid or revoked")');
+    await typistPage.fill('#token', adminToken);
+    await typistPage.press('#token', 'Enter');
+    await typistPage.waitForSelector('#sign-in', { state: 'detached' });
+    assert.equal(await typistPage.inputValue('#definition'), draft, 'the draft survived the sign-in');
+    await typist.close();
+  });
+
+  it('tears the system down from the page after its name is typed', async () => {
+    await page.goto(`${serverUrl}/console/systems/site`);
+    await page.waitForSelector('#teardown');
+    page.once('dialog', (dialog) => void dialog.accept('wrong'));
+    await page.click('#teardown');
+    await page.waitForSelector('#system-message:has-text("Not torn down")');
+    page.once('dialog', (dialog) => void dialog.accept('site'));
+    await page.click('#teardown');
+    await page.waitForSelector('#system-message:has-text("accepted")');
+    await waitFor('the system gone', async () => {
+      const res = await api('GET', '/v1/systems');
+      const body = (await res.json()) as { systems: { name: string }[] };
+      return body.systems.some((s) => s.name === 'site') ? undefined : true;
+    });
+    await page.goto(`${serverUrl}/console/systems`);
+    await page.waitForSelector('#systems :text("No systems yet")');
+    if (process.env.BERTH_CONSOLE_SCREENSHOTS) writeFileSync(join(shots, 'done'), 'ok\n');
+  });
+});

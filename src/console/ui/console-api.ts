@@ -1,0 +1,119 @@
+import type { ActualLRP, CellPresence, DesiredLRP, Task } from '../../bbs/index.js';
+import type { ContainerWithHistory } from '../../history/index.js';
+import type { ClusterSnapshot } from '../model/cluster-view.js';
+
+/** A refusal for want of a (valid) token: the console shows its sign-in, keeping the page's state. */
+export class SignInNeeded extends Error {}
+
+/** An API error with the server's own message (berth's error body: `{ code, message }`). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface Principal {
+  readonly user: string;
+  readonly role: 'viewer' | 'operator' | 'admin';
+}
+
+const tokenKey = 'berth-token';
+
+/**
+ * The token lives in sessionStorage: an admin token should not outlive the tab. `berth up` prints
+ * the console's URL with the token in the fragment, which browsers never send; it is moved into
+ * storage and dropped from the address bar at load.
+ */
+export function adoptTokenFromFragment(): void {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (!fromHash) return;
+  sessionStorage.setItem(tokenKey, fromHash);
+  history.replaceState(history.state, '', location.pathname + location.search);
+}
+
+export const token = {
+  get: (): string => sessionStorage.getItem(tokenKey) ?? '',
+  set: (value: string): void => sessionStorage.setItem(tokenKey, value.trim()),
+  clear: (): void => sessionStorage.removeItem(tokenKey),
+};
+
+export function authHeaders(): Record<string, string> {
+  const value = token.get();
+  return value ? { authorization: `Bearer ${value}` } : {};
+}
+
+async function failure(response: Response, path: string): Promise<Error> {
+  if (response.status === 401)
+    return new SignInNeeded(
+      token.get() ? 'This token is invalid or revoked.' : 'This server needs an API token.',
+    );
+  const body = (await response.json().catch(() => ({}))) as {
+    message?: string;
+    details?: Record<string, unknown>;
+  };
+  return new ApiError(
+    response.status,
+    body.message ?? `${path}: HTTP ${response.status}`,
+    body.details ?? {},
+  );
+}
+
+export async function apiGet<T>(path: string, signal?: AbortSignal): Promise<T> {
+  const response = await fetch(path, { headers: authHeaders(), ...(signal ? { signal } : {}) });
+  if (!response.ok) throw await failure(response, path);
+  return (await response.json()) as T;
+}
+
+export async function apiSend<T>(
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const response = await fetch(path, {
+    method,
+    headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!response.ok) throw await failure(response, path);
+  const text = await response.text();
+  return (text === '' ? undefined : JSON.parse(text)) as T;
+}
+
+/** Every page of a list route (limit 1000 a page, the routes' maximum). */
+async function listAll<T>(path: string, key: string, signal?: AbortSignal): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const query = new URLSearchParams({ limit: '1000', ...(cursor ? { cursor } : {}) });
+    const page = await apiGet<Record<string, unknown>>(`${path}?${query}`, signal);
+    out.push(...((page[key] as T[] | undefined) ?? []));
+    cursor = typeof page.next_cursor === 'string' ? page.next_cursor : undefined;
+  } while (cursor);
+  return out;
+}
+
+export function listCells(signal?: AbortSignal): Promise<CellPresence[]> {
+  return listAll<CellPresence>('/v1/cells', 'cells', signal);
+}
+
+export async function readSnapshot(signal?: AbortSignal): Promise<ClusterSnapshot> {
+  const [desired, actual, tasks, cells] = await Promise.all([
+    listAll<DesiredLRP>('/v1/desired_lrps', 'desired_lrps', signal),
+    listAll<ActualLRP>('/v1/actual_lrps', 'actual_lrps', signal),
+    listAll<Task>('/v1/tasks', 'tasks', signal),
+    listCells(signal),
+  ]);
+  return { desired, actual, tasks, cells };
+}
+
+export function whoami(): Promise<Principal> {
+  return apiGet<Principal>('/v1/whoami');
+}
+
+export function containerHistory(instanceGuid: string): Promise<ContainerWithHistory> {
+  return apiGet<ContainerWithHistory>(`/v1/containers/${encodeURIComponent(instanceGuid)}`);
+}

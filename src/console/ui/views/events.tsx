@@ -1,0 +1,133 @@
+import type { BbsEvent } from '../../../bbs/index.js';
+import { systemOfDomain } from '../../model/cluster-summary.js';
+import { useClusterFeed } from '../cluster-feed.js';
+import { useTableQuery } from '../table-state.js';
+import { StateBadge } from '../widgets.js';
+
+interface EventFacts {
+  readonly id: string;
+  readonly type: string;
+  readonly subject: string;
+  readonly system: string;
+  readonly cell_id: string;
+  readonly state: string;
+  readonly created_at: string;
+}
+
+/** What an event is about, in the fields the view filters on. */
+export function eventFacts(event: BbsEvent): EventFacts {
+  const base = { id: event.id, type: event.type, created_at: event.created_at };
+  switch (event.type) {
+    case 'desired_lrp_created':
+    case 'desired_lrp_removed':
+      return {
+        ...base,
+        subject: event.desired_lrp.process_guid,
+        system: systemOfDomain(event.desired_lrp.domain),
+        cell_id: '',
+        state: `${event.desired_lrp.instances} wanted`,
+      };
+    case 'desired_lrp_changed':
+      return {
+        ...base,
+        subject: event.after.process_guid,
+        system: systemOfDomain(event.after.domain),
+        cell_id: '',
+        state: `${event.after.instances} wanted`,
+      };
+    case 'actual_lrp_created':
+    case 'actual_lrp_removed': {
+      const a = event.actual_lrp;
+      return {
+        ...base,
+        subject: `${a.process_guid}/${a.index}`,
+        system: systemOfDomain(a.domain),
+        cell_id: a.cell_id,
+        state: a.state,
+      };
+    }
+    case 'actual_lrp_changed': {
+      const a = event.after;
+      return {
+        ...base,
+        subject: `${a.process_guid}/${a.index}`,
+        system: systemOfDomain(a.domain),
+        cell_id: a.cell_id,
+        state: a.state,
+      };
+    }
+    case 'task_created':
+    case 'task_removed':
+      return {
+        ...base,
+        subject: event.task.task_guid,
+        system: systemOfDomain(event.task.domain),
+        cell_id: event.task.cell_id,
+        state: event.task.state,
+      };
+    case 'task_changed':
+      return {
+        ...base,
+        subject: event.after.task_guid,
+        system: systemOfDomain(event.after.domain),
+        cell_id: event.after.cell_id,
+        state: event.after.state,
+      };
+  }
+}
+
+const defaults = { text: '', equals: {}, sortBy: 'created_at' as const, direction: 'desc' as const };
+
+/** The live event stream since the page opened, newest first, filterable by system, cell and status. */
+export function Events() {
+  const feed = useClusterFeed();
+  const [query, setQuery] = useTableQuery<EventFacts>(
+    defaults,
+    ['created_at'],
+    ['system', 'cell_id', 'state'],
+  );
+  const input = (field: 'system' | 'cell_id' | 'state', label: string) => (
+    <label>
+      {label}{' '}
+      <input
+        type="search"
+        id={`event-${field}`}
+        value={query.equals[field] ?? ''}
+        onInput={(e) =>
+          setQuery({ ...query, equals: { ...query.equals, [field]: (e.target as HTMLInputElement).value } })
+        }
+      />
+    </label>
+  );
+  const shown = feed.events
+    .map(eventFacts)
+    .filter((f) =>
+      (['system', 'cell_id', 'state'] as const).every((k) => !query.equals[k] || f[k] === query.equals[k]),
+    )
+    .slice(0, 200);
+  return (
+    <div class="table-page">
+      <div class="toolbar">
+        {input('system', 'System')}
+        {input('cell_id', 'Cell')}
+        {input('state', 'Status')}
+        <span class="muted" aria-live="polite">
+          {shown.length} shown of {feed.events.length} since this page opened
+        </span>
+      </div>
+      <ol class="event-list" id="event-list">
+        {shown.map((f) => (
+          <li key={f.id} data-event={f.type}>
+            <time dateTime={f.created_at}>{f.created_at.slice(11, 23)}</time>{' '}
+            <span class="event-type">{f.type}</span> <strong>{f.subject}</strong>{' '}
+            <StateBadge state={f.state} /> {f.cell_id ? <span class="muted">on {f.cell_id}</span> : null}
+            {f.system ? <span class="muted"> · {f.system}</span> : null}
+          </li>
+        ))}
+      </ol>
+      {shown.length === 0 && (
+        <p class="muted empty">No events yet: they appear here as the cluster changes.</p>
+      )}
+    </div>
+  );
+}
