@@ -123,7 +123,9 @@ const up: CommandHandler = {
       auth === 'tokens' && existsSync(tokenPath) ? readFileSync(tokenPath, 'utf8').trim() : '';
     ctx.stdout.write(`berth is up: ${server.url} (server listening)\n`);
     // The token rides in the fragment, which browsers never send to the server.
-    ctx.stdout.write(`  dashboard: ${server.url}/${adminToken ? `#token=${adminToken}` : ''}\n`);
+    const fragment = adminToken ? `#token=${adminToken}` : '';
+    ctx.stdout.write(`  console: ${server.url}/console/${fragment}\n`);
+    ctx.stdout.write(`  dashboard: ${server.url}/${fragment}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
     ctx.stdout.write(`  cell "local" joined: ${cell.url}\n`);
     if (router) ctx.stdout.write(`  router: ${router.url} (apps by their routes' hostnames)\n`);
