@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { BerthError } from '../core/index.js';
 import { Executor } from '../executor/index.js';
 import { PodRuntime } from '../runtime/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
@@ -79,6 +80,47 @@ describe('Rep', () => {
     await rep.perform({ lrps: [work(1)], tasks: [] });
     await until(() => asked.length === 2);
     assert.deepEqual(asked, ['old-image', 'new-image']);
+  });
+
+  it('a claim whose DesiredLRP cannot be read leaves no reservation: the next pass gives the instance back', async () => {
+    await bbs.desireLRP(desiredDefinition('p1', 1));
+    // The BBS answers the claim but not the read of the definition after it (a timeout under load).
+    let failReads = 1;
+    const flaky = new Proxy(bbs, {
+      get(target, name, receiver) {
+        if (name === 'getDesiredLRP' && failReads > 0) {
+          failReads--;
+          return async () => {
+            throw new BerthError('unavailable', 'the BBS did not answer in time');
+          };
+        }
+        const value = Reflect.get(target, name, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const flakyRep = new Rep({
+      bbs: flaky,
+      executor,
+      cellId: 'cell-1',
+      zone: 'z1',
+      repUrl: 'http://127.0.0.1:1',
+      pollIntervalMs: 20,
+      evacuationTimeoutMs: 60 * 60_000,
+      now: () => new Date(clockMs),
+    });
+    try {
+      await flakyRep.perform({ lrps: [work(0)], tasks: [] });
+      await until(
+        async () => (await bbs.getActualLRP({ process_guid: 'p1', index: 0 })).instance?.state === 'CLAIMED',
+      );
+      // Kept RESERVED, the container would hold the record CLAIMED for good (RESERVED / ANY: Do Nothing).
+      await until(() => executor.list().length === 0);
+      await flakyRep.poll();
+      const record = (await bbs.getActualLRP({ process_guid: 'p1', index: 0 })).instance;
+      assert.equal(record?.state, 'UNCLAIMED', 'No Container / CLAIMED by A: given back to the auction');
+    } finally {
+      flakyRep.stop();
+    }
   });
 
   it('evacuation fails a task still running here once the deadline passes on the rep clock', async () => {

@@ -260,15 +260,23 @@ export class Rep {
       if (!isSuperseded(err)) throw err;
       return;
     }
-    const desired = await this.#desired(lrp.process_guid);
-    if (!desired) {
-      await executor.deleteContainer(guid);
-      return;
+    try {
+      const desired = await this.#desired(lrp.process_guid);
+      if (!desired) {
+        await executor.deleteContainer(guid);
+        return;
+      }
+      await executor.run(
+        guid,
+        runSpecOfLRP(desired, await this.#options.relations?.startSpec(lrp.process_guid, lrp.index)),
+      );
+    } catch (err) {
+      // Claimed but never started (the DesiredLRP unreadable, the start refused before it began): a
+      // reservation left RESERVED keeps the record CLAIMED for good ("RESERVED / ANY: Do Nothing").
+      // Without it the next pass sees "No Container / CLAIMED by A" and gives the instance back.
+      if (executor.get(guid)?.state === 'RESERVED') await executor.deleteContainer(guid);
+      throw err;
     }
-    await executor.run(
-      guid,
-      runSpecOfLRP(desired, await this.#options.relations?.startSpec(lrp.process_guid, lrp.index)),
-    );
   }
 
   #desired(processGuid: string): Promise<DesiredLRP | undefined> {
