@@ -172,10 +172,10 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
   });
 
   it('destroys a unit from the page, and shows the events of the cluster live', async () => {
-    await page.goto(`${serverUrl}/console/events`);
-    await page.waitForSelector('#feed-status:has-text("live")');
     await page.goto(`${serverUrl}/console/systems/site`);
     await page.waitForSelector('li[data-path="/web"] li[data-unit]');
+    // The events view shows what happens while the page follows the stream: wait until it does.
+    await page.waitForSelector('#feed-status:has-text("live")');
     const units = await page.$$eval('li[data-path="/web"] li[data-unit]', (lis) =>
       lis.map((li) => li.getAttribute('data-unit')),
     );
