@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { BbsEvent } from '../../bbs/index.js';
 import { ClusterView } from '../model/cluster-view.js';
+import { type ConsoleEvent, isBbsEvent } from '../model/event-facts.js';
 import { SseParser } from '../model/sse-parser.js';
 import { authGate } from './auth-gate.js';
 import { authHeaders, listCells, readSnapshot, SignInNeeded } from './console-api.js';
@@ -24,7 +24,7 @@ const keptEvents = 500;
  */
 export class ClusterFeed {
   readonly view = new ClusterView();
-  readonly events: BbsEvent[] = [];
+  readonly events: ConsoleEvent[] = [];
   status: FeedStatus = { kind: 'connecting' };
   #listeners = new Set<() => void>();
   #abort: AbortController | undefined;
@@ -103,11 +103,13 @@ export class ClusterFeed {
           if (done) break;
           for (const message of parser.feed(value)) {
             if (message.id !== null) lastId = message.id;
-            const event = JSON.parse(message.data) as BbsEvent;
+            const event = JSON.parse(message.data) as ConsoleEvent;
+            this.events.unshift(event);
+            this.#notify();
+            if (!isBbsEvent(event)) continue;
             const movedCell =
               event.type === 'actual_lrp_changed' && event.before.cell_id !== event.after.cell_id;
-            if (this.view.apply(event)) this.#notify();
-            this.events.unshift(event);
+            this.view.apply(event);
             if (this.events.length > keptEvents) this.events.length = keptEvents;
             if (movedCell) void this.#refreshCells();
           }

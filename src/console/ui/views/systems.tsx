@@ -142,6 +142,7 @@ function ServiceNode(props: {
               )}
               {unit.principal ? <span class="muted"> (sidecar of {unit.principal})</span> : null}{' '}
               <StateBadge state={unit.state || unit.life} />
+              {unit.life !== 'alive' ? <span class="muted life"> {unit.life}</span> : null}
               {unit.cell_id ? <span class="muted"> on {unit.cell_id}</span> : null}
               {ports ? <span class="muted"> · ports {ports}</span> : null}
               {props.canAct ? (
