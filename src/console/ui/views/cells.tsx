@@ -5,6 +5,7 @@ import { runTableQuery, type TableQuery } from '../../model/table-query.js';
 import { useClusterFeed } from '../cluster-feed.js';
 import { apiSend } from '../console-api.js';
 import { useSession } from '../session.js';
+import { TextFilter } from '../table-filters.js';
 import { toggleSort, useTableQuery } from '../table-state.js';
 import { Section, UsageBar } from '../widgets.js';
 
@@ -50,15 +51,7 @@ export function Cells() {
   return (
     <div class="table-page">
       <div class="toolbar">
-        <label>
-          Filter{' '}
-          <input
-            type="search"
-            id="cell-filter"
-            value={query.text}
-            onInput={(e) => setQuery({ ...query, text: (e.target as HTMLInputElement).value })}
-          />
-        </label>
+        <TextFilter id="cell-filter" query={query} setQuery={setQuery} />
         <span class="muted">{rows.length} cells</span>
       </div>
       <div class="table-scroller">

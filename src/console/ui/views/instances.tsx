@@ -3,6 +3,7 @@ import { type InstanceRow, instanceRows } from '../../model/cluster-summary.js';
 import { runTableQuery, type TableQuery } from '../../model/table-query.js';
 import { useClusterFeed } from '../cluster-feed.js';
 import { type Column, DataTable } from '../data-table.js';
+import { TextFilter, ValueFilter } from '../table-filters.js';
 import { toggleSort, useTableQuery } from '../table-state.js';
 import { Age, StateBadge } from '../widgets.js';
 
@@ -82,39 +83,24 @@ export function Instances() {
     },
     { key: 'since', label: 'since', width: '9%', render: (r) => <Age at={r.since} now={now} /> },
   ];
-  const states = ['', 'UNCLAIMED', 'CLAIMED', 'RUNNING', 'CRASHED'];
+  const states = ['UNCLAIMED', 'CLAIMED', 'RUNNING', 'CRASHED'];
   return (
     <div class="table-page">
       <div class="toolbar">
-        <label>
-          Filter{' '}
-          <input
-            id="instance-filter"
-            type="search"
-            value={query.text}
-            placeholder="LRP, system, cell, reason…"
-            onInput={(e) => setQuery({ ...query, text: (e.target as HTMLInputElement).value })}
-          />
-        </label>
-        <label>
-          State{' '}
-          <select
-            id="instance-state"
-            value={query.equals.state ?? ''}
-            onChange={(e) =>
-              setQuery({
-                ...query,
-                equals: { ...query.equals, state: (e.target as HTMLSelectElement).value },
-              })
-            }
-          >
-            {states.map((s) => (
-              <option key={s} value={s}>
-                {s === '' ? 'any' : s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <TextFilter
+          id="instance-filter"
+          query={query}
+          setQuery={setQuery}
+          placeholder="LRP, system, cell, reason…"
+        />
+        <ValueFilter
+          id="instance-state"
+          label="State"
+          field="state"
+          values={states}
+          query={query}
+          setQuery={setQuery}
+        />
         {query.equals.cell_id ? (
           <span class="chip">
             cell {query.equals.cell_id}{' '}

@@ -6,6 +6,7 @@ import { useClusterFeed } from '../cluster-feed.js';
 import { apiSend } from '../console-api.js';
 import { type Column, DataTable } from '../data-table.js';
 import { useSession } from '../session.js';
+import { TextFilter, ValueFilter } from '../table-filters.js';
 import { toggleSort, useTableQuery } from '../table-state.js';
 import { Age, Section, StateBadge } from '../widgets.js';
 
@@ -70,34 +71,15 @@ export function Tasks() {
   return (
     <div class="table-page">
       <div class="toolbar">
-        <label>
-          Filter{' '}
-          <input
-            type="search"
-            id="task-filter"
-            value={query.text}
-            onInput={(e) => setQuery({ ...query, text: (e.target as HTMLInputElement).value })}
-          />
-        </label>
-        <label>
-          State{' '}
-          <select
-            id="task-state"
-            value={query.equals.state ?? ''}
-            onChange={(e) =>
-              setQuery({
-                ...query,
-                equals: { ...query.equals, state: (e.target as HTMLSelectElement).value },
-              })
-            }
-          >
-            {['', 'PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING'].map((s) => (
-              <option key={s} value={s}>
-                {s === '' ? 'any' : s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <TextFilter id="task-filter" query={query} setQuery={setQuery} />
+        <ValueFilter
+          id="task-state"
+          label="State"
+          field="state"
+          values={['PENDING', 'RUNNING', 'COMPLETED', 'RESOLVING']}
+          query={query}
+          setQuery={setQuery}
+        />
         <span class="muted">
           {rows.length} of {all.length} tasks
         </span>
