@@ -2,16 +2,22 @@
 // tsconfig (DOM and JSX, which the server's tsconfig leaves out), then one esbuild bundle, then the
 // page and stylesheet beside it. Everything is served by berth itself; nothing loads from a CDN.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'src/console/tsconfig.json'], {
   stdio: 'inherit',
 });
+// Cleared first: chunk names carry a content hash, and the server serves every file in the folder.
+rmSync('dist/console/assets', { recursive: true, force: true });
 mkdirSync('dist/console/assets', { recursive: true });
 const result = await build({
   entryPoints: ['src/console/ui/main.tsx'],
-  outfile: 'dist/console/assets/app.js',
+  // Split so the terminal (xterm.js, loaded only when one opens) stays out of the first paint.
+  outdir: 'dist/console/assets',
+  entryNames: 'app',
+  chunkNames: 'chunk-[hash]',
+  splitting: true,
   bundle: true,
   format: 'esm',
   platform: 'browser',
@@ -26,5 +32,6 @@ const result = await build({
 });
 copyFileSync('src/console/ui/index.html', 'dist/console/index.html');
 copyFileSync('src/console/ui/console.css', 'dist/console/assets/console.css');
+copyFileSync('node_modules/@xterm/xterm/css/xterm.css', 'dist/console/assets/xterm.css');
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
 console.log(`build-console: dist/console/assets/app.js (${Math.round(bytes / 1024)} KiB with its map)`);

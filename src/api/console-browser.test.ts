@@ -38,7 +38,7 @@ const siteYaml = `system: site
 services:
   /web:
     image: bb:1
-    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/"]
+    command: ["/bin/sh", "-c", "httpd -p 8080 -h / && i=0 && while true; do echo tick $i; i=$((i+1)); sleep 1; done"]
     instances: 1
     ports: [8080]
     monitor: {tcp: 8080}
@@ -171,6 +171,55 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await page.waitForSelector('#instance-table');
   });
 
+  it("follows an instance's log as it prints, and runs commands in its terminal", async () => {
+    await page.click('#instance-table tr[data-key$="/1"] a');
+    await page.waitForSelector('#log-status:has-text("following")');
+    // The container prints "tick N" every second: the panel must show new lines without a reload.
+    const ticks = async () =>
+      Math.max(
+        -1,
+        ...(await page.$$eval('#log-lines .log-line', (lines) => lines.map((l) => l.textContent ?? ''))).map(
+          (text) => Number(/tick (\d+)/.exec(text)?.[1] ?? -1),
+        ),
+      );
+    const first = await waitFor('a tick in the log', async () =>
+      (await ticks()) >= 0 ? ticks() : undefined,
+    );
+    await waitFor('a later tick, printed while the page watched', async () =>
+      (await ticks()) > first ? true : undefined,
+    );
+    assert.match((await page.textContent('#log-lines')) ?? '', /\[site\.web\.[^/\]]+\/1\] tick \d+/);
+    await page.click('#log-pause');
+    await page.waitForSelector('#log-status:has-text("paused")');
+    await page.click('#log-pause');
+    await page.waitForSelector('#log-status:has-text("following")');
+
+    await page.click('#exec-open');
+    await page.waitForSelector('#exec-state:has-text("connected to")');
+    await page.waitForSelector('#exec-terminal .xterm-rows');
+    await page.keyboard.type('echo exec-$((6*7)) in $(hostname)\n');
+    await waitFor('the command echoed in the terminal', async () =>
+      /exec-42 in /.test((await page.textContent('#exec-terminal .xterm-rows')) ?? '') ? true : undefined,
+    );
+    await page.locator('#exec').scrollIntoViewIfNeeded();
+    await shot('instance-terminal');
+    await page.keyboard.type('exit 3\n');
+    await page.waitForSelector('#exec-state:has-text("exited with code 3")');
+    // The exec is the admin's action in the container's history.
+    const guid = (await page.textContent('#instance code'))?.trim() ?? '';
+    const history = (await (await api('GET', `/v1/containers/${guid}`)).json()) as {
+      history: { status: string; entity_type: string; message?: string }[];
+    };
+    assert.ok(
+      history.history.some(
+        (h) => h.status === 'exec_start' && h.entity_type === 'user' && /\/bin\/sh/.test(h.message ?? ''),
+      ),
+      'the exec is in the history',
+    );
+    await page.goBack();
+    await page.waitForSelector('#instance-table');
+  });
+
   it('destroys a unit from the page, and shows the events of the cluster live', async () => {
     await page.goto(`${serverUrl}/console/systems/site`);
     await page.waitForSelector('li[data-path="/web"] li[data-unit]');
@@ -236,6 +285,11 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await viewerPage.goto(`${serverUrl}/console/cells/k1`);
     await viewerPage.waitForSelector('#cell');
     assert.equal(await viewerPage.$('#drain-cell'), null);
+    // A viewer reads an instance's live log but gets no terminal.
+    await viewerPage.goto(`${serverUrl}/console/instances`);
+    await viewerPage.click('#instance-table tr[data-key$="/0"] a');
+    await viewerPage.waitForSelector('#log-lines .log-line');
+    assert.equal(await viewerPage.$('#exec-open'), null, 'a viewer has no terminal');
     await shot('viewer-system', viewerPage);
     await viewer.close();
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The built console's files (scripts/build-console.mjs), beside dist/api/ and dist/cli/ alike. */
@@ -18,6 +18,23 @@ function readAsset(name: string, type: string): Asset | undefined {
   }
 }
 
+const assetTypes: Readonly<Record<string, string>> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.map': 'application/json',
+  '.css': 'text/css; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/** The built assets: the page's bundle, the chunks it loads later (the terminal), stylesheets. */
+function assetNames(): string[] {
+  try {
+    return readdirSync(new URL('assets/', consoleDir));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
 /**
  * The console (issue 24): one page for every path under /console/ (the page routes in the
  * browser, so a deep link or a reload lands on the right view), and its assets. Read once at
@@ -27,12 +44,9 @@ function readAsset(name: string, type: string): Asset | undefined {
 export async function consolePlugin(app: FastifyInstance): Promise<void> {
   const page = readAsset('index.html', 'text/html; charset=utf-8');
   const assets = new Map<string, Asset>();
-  for (const [name, type] of [
-    ['app.js', 'text/javascript; charset=utf-8'],
-    ['app.js.map', 'application/json'],
-    ['console.css', 'text/css; charset=utf-8'],
-  ] as const) {
-    const asset = readAsset(`assets/${name}`, type);
+  for (const name of assetNames()) {
+    const type = assetTypes[name.slice(name.lastIndexOf('.'))];
+    const asset = type ? readAsset(`assets/${name}`, type) : undefined;
     if (asset) assets.set(name, asset);
   }
   const security = {

@@ -117,3 +117,39 @@ export function whoami(): Promise<Principal> {
 export function containerHistory(instanceGuid: string): Promise<ContainerWithHistory> {
   return apiGet<ContainerWithHistory>(`/v1/containers/${encodeURIComponent(instanceGuid)}`);
 }
+
+/**
+ * Reads a streaming GET (the logs' NDJSON) as decoded text pieces until it ends or `signal`
+ * aborts. A 401 is the sign-in, as everywhere; other refusals carry the server's message.
+ */
+export async function streamText(
+  path: string,
+  onText: (text: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const response = await fetch(path, { headers: authHeaders(), signal });
+  if (!response.ok || !response.body) throw await failure(response, path);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    onText(value);
+  }
+}
+
+export interface ExecTicket {
+  readonly ticket: string;
+  readonly path: string;
+  readonly instance: string;
+}
+
+/** `POST /v1/exec` for a terminal into one instance: a one-time ticket for its WebSocket. */
+export function startExec(request: {
+  readonly app: string;
+  readonly index: number;
+  readonly command: readonly string[];
+  readonly cols: number;
+  readonly rows: number;
+}): Promise<ExecTicket> {
+  return apiSend<ExecTicket>('POST', '/v1/exec', { ...request, tty: true, stdin: true });
+}

@@ -2,6 +2,9 @@ import { useRoute } from 'preact-iso';
 import { actualKey } from '../../model/cluster-view.js';
 import { useClusterFeed } from '../cluster-feed.js';
 import { containerHistory } from '../console-api.js';
+import { ExecTerminal } from '../exec-terminal.js';
+import { LiveLog } from '../live-log.js';
+import { useSession } from '../session.js';
 import { useResource } from '../use-resource.js';
 import { Age, Section, StateBadge } from '../widgets.js';
 
@@ -11,6 +14,7 @@ export function InstanceDetail() {
   const processGuid = params.guid ?? '';
   const index = Number(params.index ?? '0');
   const feed = useClusterFeed();
+  const session = useSession();
   const lrp = feed.view.actual.get(actualKey({ process_guid: processGuid, index, evacuating: false }));
   const evacuating = feed.view.actual.get(actualKey({ process_guid: processGuid, index, evacuating: true }));
   const desired = feed.view.desired.get(processGuid);
@@ -81,6 +85,20 @@ export function InstanceDetail() {
           </dd>
         </dl>
       </Section>
+      <Section title="Live log" id="log">
+        <LiveLog app={processGuid} index={index} />
+      </Section>
+      {session.canAct ? (
+        <Section title="Terminal" id="exec">
+          {shown?.state === 'RUNNING' ? (
+            <ExecTerminal app={processGuid} index={index} />
+          ) : (
+            <p class="muted">
+              A terminal opens into a RUNNING instance; this one is {shown?.state ?? 'gone'}.
+            </p>
+          )}
+        </Section>
+      ) : null}
       <Section title="History" id="history">
         {history.kind === 'ready' && history.value ? (
           <table class="plain" id="history-table">
