@@ -2,7 +2,8 @@
 // tsconfig (DOM and JSX, which the server's tsconfig leaves out), then one esbuild bundle, then the
 // page and stylesheet beside it. Everything is served by berth itself; nothing loads from a CDN.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { build } from 'esbuild';
 
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'src/console/tsconfig.json'], {
@@ -30,7 +31,15 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
 });
-copyFileSync('src/console/ui/index.html', 'dist/console/index.html');
+// The chunks app.js imports statically are named in the page as modulepreload links, so the
+// browser fetches them with app.js rather than after parsing it (one round trip less).
+const entry = result.metafile.outputs['dist/console/assets/app.js'];
+const preloads = entry.imports
+  .filter((i) => i.kind === 'import-statement')
+  .map((i) => `<link rel="modulepreload" href="/console/assets/${basename(i.path)}">`)
+  .join('\n');
+const page = readFileSync('src/console/ui/index.html', 'utf8').replace('<!-- modulepreload -->', preloads);
+writeFileSync('dist/console/index.html', page);
 copyFileSync('src/console/ui/console.css', 'dist/console/assets/console.css');
 copyFileSync('node_modules/@xterm/xterm/css/xterm.css', 'dist/console/assets/xterm.css');
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);

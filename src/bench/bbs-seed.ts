@@ -6,7 +6,7 @@ import type { SqlBbsStore } from '../bbs/index.js';
 export const instancesPerLrp = 100;
 
 /**
- * Grows a store to `target` RUNNING ActualLRPs (from `from`), `instancesPerLrp` per DesiredLRP,
+ * Grows a store to `target` RUNNING ActualLRPs (from `from`), `perLrp` per DesiredLRP,
  * spread over `cells` cells named `cell-N`. A real cluster is mostly RUNNING: a cell, an instance
  * guid, an address and a port mapping per instance. Desiring makes them UNCLAIMED (empty strings,
  * no ports), which reads cheaper than the real thing; the rep's CAS per instance would take
@@ -22,29 +22,30 @@ export async function seedRunningLrps(
   from: number,
   target: number,
   cells = 50,
+  perLrp = instancesPerLrp,
 ): Promise<void> {
   const guids: string[] = [];
-  for (let seeded = from; seeded < target; seeded += instancesPerLrp) {
-    const guid = benchProcessGuid(seeded / instancesPerLrp);
+  for (let seeded = from; seeded < target; seeded += perLrp) {
+    const guid = benchProcessGuid(seeded / perLrp);
     guids.push(guid);
     await store.desireLRP({
       process_guid: guid,
       domain: 'bench',
-      instances: instancesPerLrp,
+      instances: perLrp,
       image: 'registry.example/app:1',
       command: ['/app', '--port', '8080'],
       env: { PORT: '8080', MODE: 'production' },
       memory_mb: 256,
       disk_mb: 1024,
       ports: [8080],
-      routes: { http: ['app.example.com'] },
+      routes: { http: [{ hostname: 'app.example.com', port: 8080 }] },
       annotation: 'bench',
       monitor: { http: { port: 8080, path: '/healthz' } },
       start_timeout_s: 60,
       placement_tags: [],
     });
   }
-  for (const instances of [instancesPerLrp - instancesPerLrp / 10, instancesPerLrp])
+  for (const instances of [perLrp - Math.max(1, Math.round(perLrp / 10)), perLrp])
     for (const guid of guids) await store.updateDesiredLRP({ process_guid: guid, update: { instances } });
   await sql`UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-' || (idx % ${sql.lit(cells)}),
     instance_guid = tag_epoch, address = '10.0.' || (idx % 200) || '.' || (idx % 250),

@@ -230,6 +230,9 @@ export function SystemDetail() {
     () => apiGet<SystemStatusJson>(`/v1/systems/${encodeURIComponent(name)}`),
     name,
     trigger,
+    1000,
+    // A unit's life (alive → dying → dead) is the model's and has no event on the BBS stream.
+    5000,
   );
   const deploys = useResource(
     () => apiGet<{ deploys: DeployRecord[] }>(`/v1/systems/${encodeURIComponent(name)}/deploys?limit=20`),
