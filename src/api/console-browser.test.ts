@@ -85,7 +85,7 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await page.waitForSelector('#sign-in-reason:has-text("needs an API token")');
     await page.fill('#token', 'not-a-token');
     await page.press('#token', 'Enter');
-    await page.waitForSelector('#sign-in-reason:has-text("invalid or revoked")');
+    await page.waitForSelector('#sign-in-reason:has-text("invalid, expired or revoked")');
     await page.goto('about:blank');
     await page.goto(`${serverUrl}/console/cells#token=${adminToken}`);
     await page.waitForSelector('#feed-status:has-text("live")');
@@ -267,7 +267,7 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await shot('task');
   });
 
-  it('a viewer sees every view and no action; a revoked token returns to sign-in keeping what was typed', async () => {
+  it('a viewer sees every view and no action; a revoked or expired token returns to sign-in keeping what was typed', async () => {
     const created = (await (await api('POST', '/v1/tokens', { role: 'viewer', name: 'watcher' })).json()) as {
       token: string;
       id: string;
@@ -308,12 +308,33 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await typistPage.fill('#definition', draft);
     assert.equal((await api('DELETE', `/v1/tokens/${operator.id}`)).status, 204);
     await typistPage.click('#deploy-submit');
-    await typistPage.waitForSelector('#sign-in-reason:has-text("invalid or revoked")');
+    await typistPage.waitForSelector('#sign-in-reason:has-text("invalid, expired or revoked")');
     await typistPage.fill('#token', adminToken);
     await typistPage.press('#token', 'Enter');
     await typistPage.waitForSelector('#sign-in', { state: 'detached' });
     assert.equal(await typistPage.inputValue('#definition'), draft, 'the draft survived the sign-in');
     await typist.close();
+
+    // An operator token that expires while its user types (`expires_in_s`, `berth token create --ttl`).
+    const shortLived = (await (
+      await api('POST', '/v1/tokens', { role: 'operator', name: 'hasty', expires_in_s: 3 })
+    ).json()) as { token: string };
+    const hasty = await context.browser()!.newContext({ viewport: { width: 1366, height: 768 } });
+    const hastyPage = await hasty.newPage();
+    await hastyPage.goto(`${serverUrl}/console/deploy#token=${shortLived.token}`);
+    await hastyPage.waitForSelector('#definition');
+    const hastyDraft = siteYaml.replace('system: site', 'system: hasty');
+    await hastyPage.fill('#definition', hastyDraft);
+    await waitFor('the token expired', async () =>
+      (await api('GET', '/v1/whoami', undefined, shortLived.token)).status === 401 ? true : undefined,
+    );
+    // No click needed: the page's next call (the cell list it re-reads every 5 s) is refused.
+    await hastyPage.waitForSelector('#sign-in-reason:has-text("invalid, expired or revoked")');
+    await hastyPage.fill('#token', adminToken);
+    await hastyPage.press('#token', 'Enter');
+    await hastyPage.waitForSelector('#sign-in', { state: 'detached' });
+    assert.equal(await hastyPage.inputValue('#definition'), hastyDraft, 'the draft survived the expiry');
+    await hasty.close();
   });
 
   it('tears the system down from the page after its name is typed', async () => {

@@ -102,6 +102,13 @@ describe('history API with token auth', () => {
     assert.equal(created.statusCode, 201);
     assert.equal((await call('GET', '/v1/whoami', created.json().token)).json().user, 'new');
     assert.equal((await call('POST', '/v1/tokens', admin, { role: 'root' })).statusCode, 400);
+    const expiring = await call('POST', '/v1/tokens', admin, { role: 'viewer', expires_in_s: 3600 });
+    assert.equal(expiring.statusCode, 201);
+    assert.ok(Date.parse(expiring.json().expires_at) > Date.now(), 'an expiry in the future');
+    assert.equal((await call('GET', '/v1/whoami', expiring.json().token)).statusCode, 200);
+    const badExpiry = await call('POST', '/v1/tokens', admin, { role: 'viewer', expires_in_s: 0 });
+    assert.equal(badExpiry.statusCode, 400);
+    assert.match(badExpiry.json().message, /expires_in_s/);
   });
 
   it('pages tokens and subscriptions with limit + cursor, oldest first; a bad limit is a 400', async () => {

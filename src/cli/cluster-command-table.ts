@@ -262,6 +262,12 @@ export const historyCommandTable: readonly CommandEntry[] = [
         description: "The token's role (required)",
       },
       name: { type: 'string', valueName: 'NAME', description: "The token's user name" },
+      ttl: {
+        type: 'string',
+        valueName: 'DUR',
+        description:
+          'The token stops working this long after it is made (e.g. 8h, 30d); default: until revoked',
+      },
       ...serverFlags,
     },
     load: history,

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../core/index.js';
+import { InvalidArgumentError, parseDuration } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
 import {
   booleanOption,
@@ -150,9 +150,19 @@ const tokenCreate: CommandHandler = {
     if (role === undefined)
       throw new InvalidArgumentError('berth token create needs --role admin|operator|viewer');
     const name = stringOption(ctx.values, 'name');
-    const created = await client(ctx).createToken(role, name);
+    const ttl = stringOption(ctx.values, 'ttl');
+    const ttlMs = ttl === undefined ? undefined : parseDuration(ttl, '--ttl');
+    if (ttlMs !== undefined && ttlMs < 1000)
+      throw new InvalidArgumentError(`Invalid --ttl ${ttl}: a token must last at least 1s`, { field: 'ttl' });
+    const created = await client(ctx).createToken(
+      role,
+      name,
+      ttlMs === undefined ? undefined : Math.ceil(ttlMs / 1000),
+    );
     ctx.stdout.write(`${created.token}\n`);
-    ctx.stderr.write(`token ${created.id} for user "${created.name}" with role ${created.role}\n`);
+    ctx.stderr.write(
+      `token ${created.id} for user "${created.name}" with role ${created.role}${created.expires_at ? `, expires ${created.expires_at}` : ''}\n`,
+    );
     return 0;
   },
 };

@@ -46,9 +46,13 @@ export class HistoryClient {
     this.#http.call(historyOperations.subscribe, { body: { url, statuses } });
   getSubscription = (id: string): Promise<SubscriptionWithDeliveries> =>
     this.#http.call(historyOperations.getSubscription, { params: { id } });
-  createToken = (role: string, name?: string): Promise<CreatedToken> =>
+  createToken = (role: string, name?: string, expiresInS?: number): Promise<CreatedToken> =>
     this.#http.call(historyOperations.createToken, {
-      body: { role, ...(name !== undefined ? { name } : {}) },
+      body: {
+        role,
+        ...(name !== undefined ? { name } : {}),
+        ...(expiresInS !== undefined ? { expires_in_s: expiresInS } : {}),
+      },
     });
 
   /**

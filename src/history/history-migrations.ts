@@ -52,5 +52,14 @@ export const historyMigrationList: MigrationList = {
       name: 'container history, API tokens, webhook subscriptions',
       statements: { sqlite: historySchema('sqlite'), postgres: historySchema('postgres') },
     },
+    {
+      version: 13,
+      name: 'API tokens may expire',
+      statements: {
+        // NULL: the token lasts until it is revoked, as every token made before this did.
+        sqlite: ['ALTER TABLE api_tokens ADD COLUMN expires_at TEXT'],
+        postgres: ['ALTER TABLE api_tokens ADD COLUMN expires_at TEXT'],
+      },
+    },
   ],
 };

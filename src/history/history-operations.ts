@@ -11,6 +11,8 @@ export interface CreatedToken {
   readonly name: string;
   readonly role: string;
   readonly token: string;
+  /** ISO-8601, or null for a token that works until it is revoked. */
+  readonly expires_at?: string | null;
 }
 
 /** `GET /v1/containers`' filters and page; the route validates with it, clients are typed by it. */
@@ -62,8 +64,10 @@ export const historyOperations = {
     'GET',
     '/v1/subscriptions/:id',
   ),
-  createToken: httpOperation<undefined, undefined, { role: string; name?: string }, CreatedToken>(
-    'POST',
-    '/v1/tokens',
-  ),
+  createToken: httpOperation<
+    undefined,
+    undefined,
+    { role: string; name?: string; expires_in_s?: number },
+    CreatedToken
+  >('POST', '/v1/tokens'),
 } as const;

@@ -13,6 +13,8 @@ const TokenBody = Type.Object(
   {
     role: Type.Union(roles.map((r) => Type.Literal(r))),
     name: Type.Optional(Name()),
+    /** Seconds the token works for (at most ten years); absent: until it is revoked. */
+    expires_in_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 315_360_000 })),
   },
   { additionalProperties: false },
 );
@@ -45,6 +47,7 @@ export async function registerTokenRoutes(
       const created = await tokens.create({
         role: request.body.role,
         ...(request.body.name !== undefined ? { name: request.body.name } : {}),
+        ...(request.body.expires_in_s !== undefined ? { expires_in_s: request.body.expires_in_s } : {}),
         created_by: userOf(request),
       });
       return reply.code(201).send(created);

@@ -16,6 +16,8 @@ export interface TokenInfo {
   readonly role: Role;
   readonly created_at: string;
   readonly created_by: string | null;
+  /** When the token stops working (ISO-8601); null: until it is revoked. */
+  readonly expires_at: string | null;
 }
 
 export interface CreatedToken extends TokenInfo {
@@ -60,7 +62,13 @@ export class TokenStore implements TokenAuthenticator {
     return this.#backend.read((tx) => fn(tx.withTables<TokenTables>()));
   }
 
-  async create(req: { role: Role; name?: string; created_by?: string | null }): Promise<CreatedToken> {
+  async create(req: {
+    role: Role;
+    name?: string;
+    created_by?: string | null;
+    /** Seconds the token works for; absent: until it is revoked. */
+    expires_in_s?: number;
+  }): Promise<CreatedToken> {
     if (!roles.includes(req.role)) {
       throw new InvalidArgumentError(
         `Invalid role "${String(req.role)}": expected one of ${roles.join(', ')}`,
@@ -69,14 +77,24 @@ export class TokenStore implements TokenAuthenticator {
         },
       );
     }
+    if (req.expires_in_s !== undefined && !(Number.isInteger(req.expires_in_s) && req.expires_in_s > 0))
+      throw new InvalidArgumentError(
+        `Invalid expires_in_s ${String(req.expires_in_s)}: expected a whole number of seconds above 0`,
+        { field: 'expires_in_s' },
+      );
     const id = randomUUID();
+    const now = this.#now();
     const token = `${tokenPrefix}${randomBytes(32).toString('base64url')}`;
     const info: TokenInfo = {
       id,
       name: req.name ?? `${req.role}-${id.slice(0, 8)}`,
       role: req.role,
-      created_at: this.#now().toISOString(),
+      created_at: now.toISOString(),
       created_by: req.created_by ?? null,
+      expires_at:
+        req.expires_in_s === undefined
+          ? null
+          : new Date(now.getTime() + req.expires_in_s * 1000).toISOString(),
     };
     await this.#write((db) =>
       db
@@ -90,19 +108,22 @@ export class TokenStore implements TokenAuthenticator {
   async authenticate(token: string): Promise<Principal | undefined> {
     const hash = hashToken(token);
     const cached = this.#cache.get(hash);
-    const nowMs = Date.now();
+    const nowMs = this.#now().getTime();
     if (cached && cached.until > nowMs) return cached.principal;
     const row = await this.#read((db) =>
       db
         .selectFrom('api_tokens')
-        .select(['id', 'name', 'role'])
+        .select(['id', 'name', 'role', 'expires_at'])
         .where('token_hash', '=', hash)
         .where('revoked_at', 'is', null)
         .executeTakeFirst(),
     );
-    const principal = row ? { token_id: row.id, user: row.name, role: row.role as Role } : undefined;
+    const expiresMs = row?.expires_at ? Date.parse(row.expires_at) : Number.POSITIVE_INFINITY;
+    const live = row !== undefined && expiresMs > nowMs;
+    const principal = live ? { token_id: row.id, user: row.name, role: row.role as Role } : undefined;
     if (this.#cache.size > 10_000) this.#cache.clear();
-    this.#cache.set(hash, { principal, until: nowMs + this.#cacheMs });
+    // The cache never outlives the token: an expired token is refused from its first second on.
+    this.#cache.set(hash, { principal, until: Math.min(nowMs + this.#cacheMs, expiresMs) });
     return principal;
   }
 
@@ -110,7 +131,7 @@ export class TokenStore implements TokenAuthenticator {
     const rows = await this.#read((db) =>
       db
         .selectFrom('api_tokens')
-        .select(['id', 'name', 'role', 'created_at', 'created_by'])
+        .select(['id', 'name', 'role', 'created_at', 'created_by', 'expires_at'])
         .where('revoked_at', 'is', null)
         .orderBy('created_at')
         .execute(),

@@ -16,4 +16,6 @@ export interface TokenRow {
   created_at: string;
   created_by: string | null;
   revoked_at: string | null;
+  /** ISO-8601; NULL for a token that lasts until revoked. */
+  expires_at: string | null;
 }

@@ -86,7 +86,7 @@ export class ClusterFeed {
           headers: { ...authHeaders(), ...(lastId ? { 'last-event-id': lastId } : {}) },
           signal,
         });
-        if (response.status === 401) throw new SignInNeeded('This token is invalid or revoked.');
+        if (response.status === 401) throw new SignInNeeded('This token is invalid, expired or revoked.');
         if (response.status === 400 && lastId) {
           lastId = undefined; // the cursor is gone (pruned): list again from now
           continue;

@@ -49,7 +49,7 @@ export function authHeaders(): Record<string, string> {
 async function failure(response: Response, path: string): Promise<Error> {
   if (response.status === 401)
     return new SignInNeeded(
-      token.get() ? 'This token is invalid or revoked.' : 'This server needs an API token.',
+      token.get() ? 'This token is invalid, expired or revoked.' : 'This server needs an API token.',
     );
   const body = (await response.json().catch(() => ({}))) as {
     message?: string;
