@@ -337,7 +337,14 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await hasty.close();
   });
 
-  it('tears the system down from the page after its name is typed', async () => {
+  it('tears the system down from the page after its name is typed, then destroys its cell', async () => {
+    // A cell with units on it is not destroyed (seed 003 Machines); the page offers the forced way.
+    await page.goto(`${serverUrl}/console/cells/k1`);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('#destroy-cell');
+    await page.waitForSelector('#cell-message:has-text("unit(s) are assigned to it")');
+    await page.waitForSelector('#force-destroy-cell');
+
     await page.goto(`${serverUrl}/console/systems/site`);
     await page.waitForSelector('#teardown');
     page.once('dialog', (dialog) => void dialog.accept('wrong'));
@@ -353,6 +360,11 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     });
     await page.goto(`${serverUrl}/console/systems`);
     await page.waitForSelector('#systems :text("No systems yet")');
+    await page.goto(`${serverUrl}/console/cells/k1`);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('#destroy-cell');
+    await page.waitForSelector('#cell-message:has-text("accepted")');
+    await shot('cell-destroyed');
     if (process.env.BERTH_CONSOLE_SCREENSHOTS) writeFileSync(join(shots, 'done'), 'ok\n');
   });
 });

@@ -72,8 +72,11 @@ export class ClusterFeed {
     try {
       this.view.setCells(await listCells());
       this.#notify();
-    } catch {
-      // catch-all: the stream's own failure handling reports a dead server; a missed refresh is retried in 5 s.
+    } catch (err) {
+      // A token that expired or was revoked while the stream stayed open shows here first: the
+      // stream was authorised when it opened. Any other failure: the stream's own handling
+      // reports a dead server, and a missed refresh is retried in 5 s.
+      if (err instanceof SignInNeeded) authGate.require(err.message);
     }
   }
 

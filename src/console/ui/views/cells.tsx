@@ -113,13 +113,15 @@ export function Cells() {
   );
 }
 
-/** One cell: its use, its instances, and (operators) drain. */
+/** One cell: its use, its instances, and (operators) drain and destroy. */
 export function CellDetail() {
   const { params } = useRoute();
   const cellId = params.id ?? '';
   const feed = useClusterFeed();
   const session = useSession();
   const [message, setMessage] = useState('');
+  /** A plain destroy was refused (units on the cell): offer the forced one. */
+  const [refused, setRefused] = useState(false);
   const use = cellUse(feed.view).find((c) => c.cell_id === cellId);
   if (!use)
     return (
@@ -127,6 +129,24 @@ export function CellDetail() {
         <p class="muted">This cell is not up.</p>
       </Section>
     );
+  const destroy = async (force: boolean) => {
+    const question = force
+      ? `Force cell ${cellId} out of the model? Its units are forced off and its agent is not waited for.`
+      : `Destroy cell ${cellId}? It goes Dying, and Dead once its agent has stopped; refused while units are on it.`;
+    if (!confirm(question)) return;
+    try {
+      const action = await apiSend<{ id: string }>(
+        'POST',
+        `/v1/model/cells/${encodeURIComponent(cellId)}/destroy`,
+        force ? { force: true } : {},
+      );
+      setRefused(false);
+      setMessage(`Destroy cell ${cellId}: accepted (action ${action.id}).`);
+    } catch (err) {
+      setRefused(!force);
+      setMessage(`Destroy cell ${cellId}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
   const drain = async () => {
     if (!confirm(`Drain cell ${cellId}? Its instances move to other cells and it stops taking work.`)) return;
     try {
@@ -142,9 +162,19 @@ export function CellDetail() {
       id="cell"
       actions={
         session.canAct ? (
-          <button type="button" id="drain-cell" onClick={drain}>
-            Drain
-          </button>
+          <span class="actions">
+            <button type="button" id="drain-cell" onClick={drain}>
+              Drain
+            </button>
+            <button type="button" class="danger" id="destroy-cell" onClick={() => void destroy(false)}>
+              Destroy…
+            </button>
+            {refused ? (
+              <button type="button" class="danger" id="force-destroy-cell" onClick={() => void destroy(true)}>
+                Force destroy…
+              </button>
+            ) : null}
+          </span>
         ) : null
       }
     >
