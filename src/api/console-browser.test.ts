@@ -91,7 +91,7 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await page.waitForSelector('#feed-status:has-text("live")');
     // The token left the address bar; the deep link kept its view.
     assert.equal(page.url(), `${serverUrl}/console/cells`);
-    await page.waitForSelector('#cell-table tr[data-cell="k1"]');
+    await page.waitForSelector('#cell-table tr[data-key="k1"]');
     assert.match((await page.textContent('#who')) ?? '', /admin/);
     await shot('cells');
   });

@@ -7,6 +7,7 @@
  * - instances: navigation start → the instance table holds every instance (rows drawn);
  * - filter: a typed filter (one LRP's guid) → the table shows that LRP's instances only;
  * - sort: a click on the cell column → the first row drawn is the smallest cell;
+ * - cells: navigation start → the cell table lists every cell with its meters;
  * and the page's JS heap after the loads.
  *
  * The cluster is seeded into the store before the server starts (bbs-seed.ts: one UPDATE makes
@@ -121,6 +122,7 @@ async function main(): Promise<void> {
   const table: number[] = [];
   const filter: number[] = [];
   const sort: number[] = [];
+  const cellTable: number[] = [];
   let heapMb = 0;
   try {
     const oneLrp = benchProcessGuid(7);
@@ -147,6 +149,9 @@ async function main(): Promise<void> {
       sort.push(
         await timeUntil(page, '#instance-table tbody tr[data-key]:first-child :text-is("cell-0")', start),
       );
+      start = performance.now();
+      await page.goto(`${server.url}/console/cells`, { waitUntil: 'commit' });
+      cellTable.push(await timeUntil(page, `#cell-count:text-is("${cells} cells")`, start));
       heapMb = Math.max(
         heapMb,
         (await page.evaluate(
@@ -168,6 +173,7 @@ async function main(): Promise<void> {
   report(`instances: table of ${total} ready`, table);
   report('filter to one LRP', filter);
   report('sort by cell', sort);
+  report(`cells: table of ${cells} ready`, cellTable);
   process.stdout.write(`page JS heap (largest)                        ${heapMb.toFixed(1)} MiB\n`);
 }
 

@@ -4,6 +4,7 @@ import { type CellUse, cellUse } from '../../model/cluster-summary.js';
 import { runTableQuery, type TableQuery } from '../../model/table-query.js';
 import { useClusterFeed } from '../cluster-feed.js';
 import { apiSend } from '../console-api.js';
+import { type Column, DataTable } from '../data-table.js';
 import { useSession } from '../session.js';
 import { TextFilter } from '../table-filters.js';
 import { toggleSort, useTableQuery } from '../table-state.js';
@@ -13,16 +14,77 @@ interface CellRow {
   readonly cell_id: string;
   readonly zone: string;
   readonly instances: number;
+  /** Shares of capacity reserved, 0–1: the sort keys of the meters. */
   readonly memory: number;
+  readonly disk: number;
+  readonly containers: number;
   readonly use: CellUse;
 }
 
 const defaults: TableQuery<CellRow> = { text: '', equals: {}, sortBy: 'cell_id', direction: 'asc' };
 
-/** Every cell with its zone and its reserved share of memory, disk and containers. */
+const share = (used: number, total: number) => (total > 0 ? used / total : 0);
+
+const columns: readonly Column<CellRow>[] = [
+  {
+    key: 'cell_id',
+    label: 'cell',
+    width: '18%',
+    render: (r) => <a href={`/console/cells/${encodeURIComponent(r.cell_id)}`}>{r.cell_id}</a>,
+  },
+  { key: 'zone', label: 'zone', width: '10%' },
+  {
+    key: 'instances',
+    label: 'instances',
+    width: '10%',
+    render: (r) => <a href={`/console/instances?cell_id=${encodeURIComponent(r.cell_id)}`}>{r.instances}</a>,
+  },
+  {
+    key: 'memory',
+    label: 'memory',
+    render: (r) => (
+      <UsageBar
+        label={`${r.cell_id} memory`}
+        used={r.use.used.memory_mb}
+        total={r.use.capacity.memory_mb}
+        unit="MB"
+      />
+    ),
+  },
+  {
+    key: 'disk',
+    label: 'disk',
+    render: (r) => (
+      <UsageBar
+        label={`${r.cell_id} disk`}
+        used={r.use.used.disk_mb}
+        total={r.use.capacity.disk_mb}
+        unit="MB"
+      />
+    ),
+  },
+  {
+    key: 'containers',
+    label: 'containers',
+    render: (r) => (
+      <UsageBar
+        label={`${r.cell_id} containers`}
+        used={r.use.used.containers}
+        total={r.use.capacity.containers}
+        unit=""
+      />
+    ),
+  },
+];
+
+/** Every cell with its zone and its reserved share of memory, disk and containers (drawn virtually). */
 export function Cells() {
   const feed = useClusterFeed();
-  const [query, setQuery] = useTableQuery(defaults, ['cell_id', 'zone', 'instances', 'memory'], ['zone']);
+  const [query, setQuery] = useTableQuery(
+    defaults,
+    ['cell_id', 'zone', 'instances', 'memory', 'disk', 'containers'],
+    ['zone'],
+  );
   const rows = useMemo(
     () =>
       runTableQuery(
@@ -30,7 +92,9 @@ export function Cells() {
           cell_id: use.cell_id,
           zone: use.zone,
           instances: use.instances,
-          memory: use.capacity.memory_mb > 0 ? use.used.memory_mb / use.capacity.memory_mb : 0,
+          memory: share(use.used.memory_mb, use.capacity.memory_mb),
+          disk: share(use.used.disk_mb, use.capacity.disk_mb),
+          containers: share(use.used.containers, use.capacity.containers),
           use,
         })),
         query,
@@ -38,77 +102,24 @@ export function Cells() {
       ),
     [feed.view.version, query.text, query.sortBy, query.direction, query.equals.zone],
   );
-  const header = (key: keyof CellRow & string, label: string) => (
-    <th
-      scope="col"
-      aria-sort={query.sortBy === key ? (query.direction === 'asc' ? 'ascending' : 'descending') : 'none'}
-    >
-      <button type="button" class="sort" onClick={() => setQuery(toggleSort(query, key))}>
-        {label}
-      </button>
-    </th>
-  );
   return (
     <div class="table-page">
       <div class="toolbar">
         <TextFilter id="cell-filter" query={query} setQuery={setQuery} />
-        <span class="muted">{rows.length} cells</span>
+        <span class="muted" id="cell-count">
+          {rows.length} cells
+        </span>
       </div>
-      <div class="table-scroller">
-        <table class="data-table" id="cell-table">
-          <caption class="visually-hidden">Cells</caption>
-          <thead>
-            <tr>
-              {header('cell_id', 'cell')}
-              {header('zone', 'zone')}
-              {header('instances', 'instances')}
-              {header('memory', 'memory')}
-              <th scope="col">disk</th>
-              <th scope="col">containers</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={row.cell_id} data-cell={row.cell_id}>
-                <td>
-                  <a href={`/console/cells/${encodeURIComponent(row.cell_id)}`}>{row.cell_id}</a>
-                </td>
-                <td>{row.zone}</td>
-                <td>
-                  <a href={`/console/instances?cell_id=${encodeURIComponent(row.cell_id)}`}>
-                    {row.instances}
-                  </a>
-                </td>
-                <td>
-                  <UsageBar
-                    label={`${row.cell_id} memory`}
-                    used={row.use.used.memory_mb}
-                    total={row.use.capacity.memory_mb}
-                    unit="MB"
-                  />
-                </td>
-                <td>
-                  <UsageBar
-                    label={`${row.cell_id} disk`}
-                    used={row.use.used.disk_mb}
-                    total={row.use.capacity.disk_mb}
-                    unit="MB"
-                  />
-                </td>
-                <td>
-                  <UsageBar
-                    label={`${row.cell_id} containers`}
-                    used={row.use.used.containers}
-                    total={row.use.capacity.containers}
-                    unit=""
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {rows.length === 0 && <p class="muted empty">No cells are up.</p>}
-      </div>
+      <DataTable
+        id="cell-table"
+        caption="Cells"
+        rows={rows}
+        columns={columns}
+        rowKey={(r) => r.cell_id}
+        sortBy={query.sortBy}
+        direction={query.direction}
+        onSort={(key) => setQuery(toggleSort(query, key))}
+      />
     </div>
   );
 }
