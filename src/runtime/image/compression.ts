@@ -40,9 +40,10 @@ export async function sniffCompression(path: string, what: string): Promise<Comp
 /** The uncompressed bytes of a file: plain or gzip, refusing zstd, xz and bzip2 clearly. */
 export async function openUncompressed(path: string, what: string): Promise<Readable> {
   const compression = await sniffCompression(path, what);
-  const raw = createReadStream(path);
+  // Large pieces: each is a trip to the thread pool (read, inflate), and layers are big.
+  const raw = createReadStream(path, { highWaterMark: 1024 * 1024 });
   if (compression === 'none') return raw;
-  const gunzip = createGunzip();
+  const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
   raw.on('error', (err) => gunzip.destroy(err));
   gunzip.on('close', () => raw.destroy());
   return raw.pipe(gunzip);
