@@ -11,10 +11,10 @@ import { type ImageRecord, readRecord, recordBlobs } from './image-record.js';
 import { isImageName, normalizeImageName } from './image-reference.js';
 import type { ImageSummary, ResolvedImage } from './image-types.js';
 import { type NamesIndex, namesOf, readNames, writeNames } from './names-index.js';
-import { runnableManifest } from './pushed-tag-image.js';
+import { runnableOfTag } from './pushed-tag-image.js';
 import { pushedBlobs, Repositories } from './repositories.js';
 import { makeWorkDir, tempName, writeStoreFile } from './store-files.js';
-import { markPending, pendingBlobs, rootfsInUse } from './store-gc-marks.js';
+import { clearPending, markPending, pendingBlobs, rootfsInUse } from './store-gc-marks.js';
 import { StoreLayout } from './store-layout.js';
 import { StoreLocks } from './store-locks.js';
 
@@ -129,11 +129,7 @@ export class ImageStore {
     }
     // The blobs belong to an image now: their pending marks are no longer needed.
     const record = readRecord(this.#layout, image.id);
-    if (record !== undefined) {
-      for (const digest of recordBlobs(record)) {
-        await unlink(join(this.#layout.pending, digestHex(digest))).catch(() => undefined);
-      }
-    }
+    if (record !== undefined) await clearPending(this.#layout, recordBlobs(record));
     return image;
   }
 
@@ -146,6 +142,7 @@ export class ImageStore {
     source: Readable | AsyncIterable<Uint8Array>,
     expected: { readonly digest: string; readonly size?: number },
     what = `the blob ${expected.digest}`,
+    options: { readonly verifiedStream?: boolean } = {},
   ): Promise<StoredBlob> {
     parseBlobDigest(expected.digest);
     const { writeStreamHashing } = await import('./blob-store.js');
@@ -154,9 +151,19 @@ export class ImageStore {
       const deps = await this.#deps();
       const tmp = tempName(this.#layout, 'pull');
       try {
-        const hashed = await writeStreamHashing(source, tmp, digestAlgorithm(expected.digest));
+        // A verified stream (the registry client's) fails unless it hashes to `expected`.
+        const written = await writeStreamHashing(
+          source,
+          tmp,
+          options.verifiedStream === true ? 'verified' : digestAlgorithm(expected.digest),
+        );
         await markPending(this.#layout, expected.digest);
-        return await deps.blobs.ingest({ ...hashed, path: tmp, staged: true }, what, expected);
+        const digest = written.digest ?? expected.digest;
+        return await deps.blobs.ingest(
+          { digest, size: written.size, path: tmp, staged: true },
+          what,
+          expected,
+        );
       } finally {
         await rm(tmp, { force: true });
       }
@@ -265,19 +272,11 @@ export class ImageStore {
 
   /** A pushed tag's runnable manifest imported under `name:tag` (rootfs on use), if it has one. */
   async #deriveFromPushedTag(ref: string): Promise<ImageSummary | undefined> {
-    if (!isImageName(ref)) return undefined;
-    const name = normalizeImageName(ref);
-    const colon = name.lastIndexOf(':');
-    const repository = name.slice(0, colon);
-    const digest = this.repositories.pushedTag(repository, name.slice(colon + 1));
-    if (digest === undefined) return undefined;
-    const runnable = runnableManifest(this.#layout, this.repositories, repository, digest);
-    if (runnable === undefined) return undefined;
-    return this.importManifest(runnable.bytes, runnable.mediaType, {
-      name,
-      rootfs: 'on-use',
-      keepPushedTag: true,
-    });
+    const found = runnableOfTag(this.#layout, this.repositories, ref);
+    if (found === undefined) return undefined;
+    const { name, runnable } = found;
+    const options = { name, rootfs: 'on-use', keepPushedTag: true } as const;
+    return this.importManifest(runnable.bytes, runnable.mediaType, options);
   }
 
   /** Writes a deferred rootfs once per process however many resolve it at the same time. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isImageName, normalizeImageName } from './image-reference.js';
 import { configTypes, indexTypes, manifestTypes } from './media-types.js';
 import { hostArchitecture } from './oci-layout-reader.js';
 import type { Repositories } from './repositories.js';
@@ -47,4 +48,20 @@ export function runnableManifest(
   if (!manifestTypes.has(link.mediaType)) return undefined;
   const isImage = configTypes.has(doc.config?.mediaType ?? '') && doc.artifactType === undefined;
   return isImage ? { digest: link.digest, bytes, mediaType: link.mediaType } : undefined;
+}
+
+/** The runnable manifest of a pushed tag named by an image reference (`name:tag`), if any. */
+export function runnableOfTag(
+  layout: StoreLayout,
+  repositories: Repositories,
+  ref: string,
+): { readonly name: string; readonly runnable: RunnableManifest } | undefined {
+  if (!isImageName(ref)) return undefined;
+  const name = normalizeImageName(ref);
+  const colon = name.lastIndexOf(':');
+  const repository = name.slice(0, colon);
+  const digest = repositories.pushedTag(repository, name.slice(colon + 1));
+  const runnable =
+    digest === undefined ? undefined : runnableManifest(layout, repositories, repository, digest);
+  return runnable === undefined ? undefined : { name, runnable };
 }

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { errnoCode } from '../../core/index.js';
 import { parseBlobDigest } from './digest.js';
@@ -16,6 +16,14 @@ export async function markPending(layout: StoreLayout, digest: string): Promise<
     if (errnoCode(err) !== 'ENOENT') throw err;
     await writeFile(path, '', { mode: 0o644 });
   });
+}
+
+/** Drops the pending marks of blobs an image now references. */
+export async function clearPending(layout: StoreLayout, digests: readonly string[]): Promise<void> {
+  for (const digest of digests) {
+    // catch-all: a mark already gone (never set, or swept) is what this wants.
+    await unlink(join(layout.pending, parseBlobDigest(digest).hex)).catch(() => undefined);
+  }
 }
 
 /** Hex digests of blobs marked pending within the grace period; older marks are deleted. */
