@@ -19,7 +19,14 @@ import type { ImageSource } from './image-source.js';
 import type { ImageSummary } from './image-types.js';
 import { LayerApplier } from './layer-extractor.js';
 import { LayoutDirSource } from './layout-dir-source.js';
-import { checkLayerMediaType, ociConfig, ociLayerGzip, ociLayerTar, ociManifest } from './media-types.js';
+import {
+  checkLayerMediaType,
+  ociConfig,
+  ociLayerGzip,
+  ociLayerTar,
+  ociLayerZstd,
+  ociManifest,
+} from './media-types.js';
 import { readNames, writeNames } from './names-index.js';
 import { hostArchitecture, planOciLayout } from './oci-layout-reader.js';
 import { packRootfs } from './rootfs-archiver.js';
@@ -318,7 +325,9 @@ async function install(
     if (layer.mediaType !== undefined) checkLayerMediaType(layer.mediaType, layer.what);
     const stored = await blobs.ingest(layer.file, layer.what, layer.expected);
     const sniffed = await sniffCompression(blobs.path(stored.digest), layer.what);
-    const mediaType = layer.mediaType ?? (sniffed === 'gzip' ? ociLayerGzip : ociLayerTar);
+    const mediaType =
+      layer.mediaType ??
+      (sniffed === 'gzip' ? ociLayerGzip : sniffed === 'zstd' ? ociLayerZstd : ociLayerTar);
     layers.push({ ...stored, mediaType, diffId: parsed.diffIds[layers.length] ?? '' });
   }
 
