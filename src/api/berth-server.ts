@@ -11,6 +11,7 @@ import { type HistoryStore, recordUserAction } from '../history/index.js';
 import { defaultOwner, SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
 import { ApiMetrics } from './api-metrics.js';
+import { RegistryTokens } from './auth/registry-token-auth.js';
 import { openTokenAuth } from './auth/token-store.js';
 import { buildApp } from './build-app.js';
 import { openHistory } from './history-server-parts.js';
@@ -134,6 +135,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     headEventId: () => store.headEventId(),
     health: () => ({ holder, singletons: leases.filter((l) => l.held).map((l) => l.held?.name) }),
     auth: tokens.auth,
+    ...(options.dataDir !== undefined ? { registryTokens: RegistryTokens.forDataDir(options.dataDir) } : {}),
     allowPrivateCallbacks,
     routes: serverRoutes,
     taskOutputs: store.taskOutputs,

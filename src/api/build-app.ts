@@ -11,6 +11,7 @@ import {
 import { type AdmissionOptions, installAdmissionControl } from './admission-control.js';
 import { ApiMetrics } from './api-metrics.js';
 import { type AppAuth, installAuth, redactsEnv } from './auth/auth-hook.js';
+import type { RegistryTokens } from './auth/registry-token-auth.js';
 import type { RouteDeps, RouteModule } from './route-module.js';
 import { serverRoutes } from './server-routes.js';
 
@@ -28,6 +29,8 @@ export interface AppDeps
    * in-process tests need no tokens; `berth server` (startBbsServer) turns tokens on.
    */
   readonly auth?: AppAuth;
+  /** Signs the registry's distribution tokens (default: a key of this process). */
+  readonly registryTokens?: RegistryTokens;
   /** The route modules to serve (default: all of src/api/server-routes.ts). */
   readonly routes?: readonly RouteModule[];
   /** Back-pressure on creates while too many starts wait (src/api/admission-control.ts); absent: none. */
@@ -68,7 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Before any route: the hooks then guard every route, including later layers' plugins.
   installRequestGuards(app);
-  if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth);
+  if (deps.auth !== undefined && deps.auth !== 'none') installAuth(app, deps.auth, deps.registryTokens);
   if (deps.admission) installAdmissionControl(app, deps.admission);
   // One place for every route's JSON answer: a viewer sees env names, not values (docs/auth.md).
   app.addHook('preSerialization', async (request, _reply, payload) =>

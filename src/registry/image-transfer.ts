@@ -112,6 +112,9 @@ export async function pushImage(
 }
 
 /** How deep indexes may nest (an index of indexes of manifests is already unusual). */
+/** Blobs fetched at once by a pull (skopeo and containerd default to a few, too). */
+const parallelBlobs = 3;
+
 const maxIndexDepth = 4;
 
 /**
@@ -179,12 +182,20 @@ export async function pullImage(
   let bytesCopied = 0;
   const missing = blobs.filter((blob) => !store.hasBlob(blob.digest));
   options.onBlobs?.(missing);
-  for (const blob of missing) {
-    const stream = await client.getBlob(repository, blob.digest, blob.size, options.onBytes);
-    await store.putBlob(stream, { digest: blob.digest, size: blob.size });
-    blobsCopied += 1;
-    bytesCopied += blob.size;
-  }
+  // A few blobs at a time, as skopeo and containerd pull: one stream rarely fills the link.
+  const queue = [...missing];
+  const worker = async () => {
+    for (let blob = queue.shift(); blob !== undefined; blob = queue.shift()) {
+      const stream = await client.getBlob(repository, blob.digest, blob.size, options.onBytes);
+      // getBlob's stream fails unless the bytes hash to the digest: the store need not hash again.
+      await store.putBlob(stream, { digest: blob.digest, size: blob.size }, undefined, {
+        verifiedStream: true,
+      });
+      blobsCopied += 1;
+      bytesCopied += blob.size;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallelBlobs, missing.length) }, worker));
   const image = await store.importManifest(
     fetched.bytes,
     fetched.mediaType,

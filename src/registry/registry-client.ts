@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { Readable, Transform } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { BerthError, codeForHttpStatus, describeFetchError, type ErrorCode } from '../core/index.js';
 import { dockerManifest, dockerManifestList, ociIndex, ociManifest } from '../runtime/image/index.js';
+import { getStream, textOf } from './blob-download.js';
 import { answerChallenge, parseChallenge, scopeFor } from './registry-challenge.js';
 import type { RegistryCredentials } from './registry-credentials.js';
 
@@ -96,7 +97,7 @@ function verifying(digest: string, size: number | undefined, onProgress?: BlobPr
 }
 
 /**
- * A client of the OCI Distribution API over node's fetch: manifests verified against their
+ * A client of the OCI Distribution API over node's fetch (blob reads over node:http): manifests verified against their
  * digest, blobs streamed both ways (never held in memory) and verified while they stream, pushes
  * that skip blobs the registry has. A 401 is answered once per scope as docker does (Basic, or the
  * token flow of `registry-challenge.ts`) and the request retried.
@@ -145,14 +146,42 @@ export class RegistryClient {
    * what a pull writes is verified here whatever the store checks again.
    */
   async getBlob(name: string, digest: string, size?: number, onProgress?: BlobProgress): Promise<Readable> {
-    const response = await this.#request('GET', `/v2/${name}/blobs/${digest}`, { repository: name });
-    const body =
-      response.body === null
-        ? Readable.from([])
-        : Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+    const url = `${this.serverUrl}/v2/${name}/blobs/${digest}`;
+    const scope = scopeFor(name, ['pull']);
+    let response = await this.#getStream(url, scope);
+    if (response.statusCode === 401 && this.options.token === undefined) {
+      const challenge = parseChallenge(String(response.headers['www-authenticate'] ?? ''));
+      if (challenge !== undefined) {
+        response.resume();
+        await this.#answer(challenge, scope);
+        response = await this.#getStream(url, scope);
+      }
+    }
+    if (response.statusCode !== 200) {
+      throw this.#failure('GET', url, response.statusCode ?? 0, await textOf(response).catch(() => ''));
+    }
     const checked = verifying(digest, size, onProgress);
-    body.on('error', (err) => checked.destroy(err));
-    return body.pipe(checked);
+    response.on('error', (err) => checked.destroy(err));
+    return response.pipe(checked);
+  }
+
+  /** A streamed GET (node:http, see blob-download.ts) with the best authorization for `scope`. */
+  async #getStream(url: string, scope: string): Promise<IncomingMessage> {
+    const authorization = this.#authorizationFor(scope);
+    try {
+      return await getStream(
+        url,
+        authorization === undefined ? {} : { authorization },
+        new URL(this.serverUrl).host,
+      );
+    } catch (err) {
+      throw new RegistryRequestError(
+        'unavailable',
+        `Cannot reach the registry at ${this.serverUrl}: ${describeFetchError(err)}`,
+        { url, method: 'GET' },
+        { cause: err },
+      );
+    }
   }
 
   /** Uploads a file as a blob (POST a session, PUT it with ?digest=) unless the registry has it. */
@@ -240,19 +269,28 @@ export class RegistryClient {
       const challenge = parseChallenge(response.headers.get('www-authenticate') ?? '');
       if (challenge !== undefined) {
         await response.arrayBuffer().catch(() => undefined);
-        const authorization = await answerChallenge(
-          challenge,
-          this.options.credentials,
-          scope,
-          new URL(this.serverUrl).host,
-        );
-        this.#authorizations.set(scope ?? '', authorization);
-        this.#lastAuthorization = authorization;
+        await this.#answer(challenge, scope);
         response = await this.#send(method, url, init, scope);
       }
     }
     if (response.ok || init.allow?.includes(response.status)) return response;
-    const text = await response.text().catch(() => '');
+    throw this.#failure(method, url, response.status, await response.text().catch(() => ''));
+  }
+
+  /** Answers a 401's challenge for `scope` (Basic, or a token from the realm) and keeps the answer. */
+  async #answer(challenge: NonNullable<ReturnType<typeof parseChallenge>>, scope: string | undefined) {
+    const authorization = await answerChallenge(
+      challenge,
+      this.options.credentials,
+      scope,
+      new URL(this.serverUrl).host,
+    );
+    this.#authorizations.set(scope ?? '', authorization);
+    this.#lastAuthorization = authorization;
+  }
+
+  /** A failed request as an error whose code and message say what the registry answered. */
+  #failure(method: string, url: string, status: number, text: string): RegistryRequestError {
     let reason = text.slice(0, 500);
     let registryCode: string | undefined;
     try {
@@ -265,10 +303,10 @@ export class RegistryClient {
     } catch {
       // Not a spec error body (a proxy's HTML page): the text is the reason.
     }
-    throw new RegistryRequestError(
-      codeForStatus(response.status),
-      `${method} ${new URL(url).pathname} on ${this.serverUrl} failed with ${response.status}${reason ? ` (${reason})` : ''}`,
-      { url, method, status: response.status, ...(registryCode ? { registry_code: registryCode } : {}) },
+    return new RegistryRequestError(
+      codeForStatus(status),
+      `${method} ${new URL(url).pathname} on ${this.serverUrl} failed with ${status}${reason ? ` (${reason})` : ''}`,
+      { url, method, status, ...(registryCode ? { registry_code: registryCode } : {}) },
     );
   }
 
@@ -280,10 +318,7 @@ export class RegistryClient {
     scope: string | undefined,
   ): Promise<Response> {
     const headers: Record<string, string> = { ...init.headers };
-    const authorization =
-      this.options.token !== undefined
-        ? `Bearer ${this.options.token}`
-        : (this.#authorizations.get(scope ?? '') ?? this.#fallbackAuthorization(scope));
+    const authorization = this.#authorizationFor(scope);
     if (authorization !== undefined) headers.authorization = authorization;
     try {
       return await fetch(url, {
@@ -299,6 +334,11 @@ export class RegistryClient {
         { cause: err },
       );
     }
+  }
+
+  #authorizationFor(scope: string | undefined): string | undefined {
+    if (this.options.token !== undefined) return `Bearer ${this.options.token}`;
+    return this.#authorizations.get(scope ?? '') ?? this.#fallbackAuthorization(scope);
   }
 
   /**

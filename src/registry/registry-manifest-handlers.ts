@@ -124,6 +124,7 @@ export async function putManifest(
     });
     if (tag !== undefined) await store.repositories.tag(route.name, tag, digest);
   });
+  if (tag !== undefined) writeRootfsSoon(store, `${route.name}:${tag}`, request);
   if (checked.subject !== undefined) reply.header('OCI-Subject', checked.subject);
   return reply
     .code(201)
@@ -157,13 +158,31 @@ async function deriveImage(
     return;
   }
   try {
-    await store.importManifest(runnable.bytes, runnable.mediaType, { name: `${name}:${tag}` });
+    // The layers are checked against the config's diff_ids now (from the digests the uploads
+    // computed while streaming), so a bad image is refused; the rootfs is written after the
+    // reply (`writeRootfsSoon`), or by whoever resolves the image first.
+    await store.importManifest(runnable.bytes, runnable.mediaType, {
+      name: `${name}:${tag}`,
+      rootfs: 'on-use',
+    });
   } catch (err) {
     if (isBerthError(err) && err.code === 'invalid_argument') {
       throw new RegistryError('MANIFEST_INVALID', err.message, { name, tag });
     }
     throw err;
   }
+}
+
+/**
+ * Writes the rootfs of what a tag push derived once the client has its answer, so that the push
+ * costs what storing costs and `berth run` finds the rootfs ready. A failure here is logged: the
+ * next resolve of the name tries again and reports it to whoever wants to run the image.
+ */
+function writeRootfsSoon(store: ImageStore, name: string, request: FastifyRequest): void {
+  if (store.names()[name] === undefined) return;
+  store.resolve(name).catch((err: unknown) => {
+    request.log.warn({ err, image: name }, 'writing the rootfs of a pushed image failed');
+  });
 }
 
 /** berth names images by sha256 ids: content under other digests is served, not run. */

@@ -1,18 +1,31 @@
 import { createHash, type Hash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { open, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { errnoCode } from '../core/index.js';
-import { type DigestAlgorithm, digestAlgorithm, type HashedFile } from '../runtime/image/index.js';
+import {
+  type DigestAlgorithm,
+  digestAlgorithm,
+  type HashedFile,
+  type UncompressedDigester,
+  uncompressedDigester,
+} from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
 
 interface Session {
   /** sha256 of the file's bytes so far; undefined after a failed write (rehashed at the end). */
   hash: Hash | undefined;
   hashedBytes: number;
+  /** The blob's uncompressed digest being computed (gzip uploads seen from byte 0 only). */
+  inflated: UncompressedDigester | undefined;
   /** Serializes the requests of one upload: chunks must land in order. */
   queue: Promise<unknown>;
 }
+
+/** How much of an upload may sit in memory waiting for the disk before the socket is paused. */
+const writeBufferBytes = 4 * 1024 * 1024;
 
 const idPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -39,7 +52,12 @@ export class UploadSessions {
     const id = randomUUID();
     const handle = await open(this.#path(id), 'wx', 0o600);
     await handle.close();
-    this.#sessions.set(id, { hash: createHash('sha256'), hashedBytes: 0, queue: Promise.resolve() });
+    this.#sessions.set(id, {
+      hash: createHash('sha256'),
+      hashedBytes: 0,
+      inflated: undefined,
+      queue: Promise.resolve(),
+    });
     return id;
   }
 
@@ -68,6 +86,7 @@ export class UploadSessions {
       if (range !== undefined && range.end - range.start + 1 !== written) {
         await truncate(this.#path(id), start);
         session.hash = undefined;
+        this.#dropInflated(session);
         throw new RegistryError(
           'BLOB_UPLOAD_INVALID',
           `Content-Range says ${range.end - range.start + 1} bytes, the body had ${written}`,
@@ -97,11 +116,19 @@ export class UploadSessions {
       const path = this.#path(id);
       const size = await this.size(id);
       const handle = await open(path, 'r+');
+      let diffId: string | undefined;
       try {
-        await handle.sync();
+        // The fsync and the last of the inflating overlap: both only wait on other threads.
+        [, diffId] = await Promise.all([
+          handle.sync(),
+          session.inflated !== undefined && session.hashedBytes === size
+            ? session.inflated.digest()
+            : undefined,
+        ]);
       } finally {
         await handle.close();
       }
+      session.inflated = undefined;
       // The running hash is sha256; an upload completed under another algorithm is hashed again.
       const algorithm = digestAlgorithm(digest);
       let hex: string;
@@ -118,11 +145,13 @@ export class UploadSessions {
           { expected: digest, actual },
         );
       }
-      return { path, digest: actual, size };
+      return { path, digest: actual, size, ...(diffId === undefined ? {} : { diffId }) };
     });
   }
 
   async cancel(id: string): Promise<void> {
+    const session = this.#sessions.get(id);
+    if (session !== undefined) this.#dropInflated(session);
     this.#sessions.delete(id);
     await rm(this.#path(id), { force: true });
   }
@@ -150,6 +179,12 @@ export class UploadSessions {
     return join(this.#dir, id);
   }
 
+  /**
+   * Streams a chunk into the upload's file through a write stream (its buffer lets the socket
+   * keep reading while the disk writes, and it writes what piled up with one writev), hashing
+   * each piece once on the way and, for a gzip blob seen from its first byte, inflating it on
+   * the thread pool for its diff_id.
+   */
   async #write(
     id: string,
     session: Session,
@@ -157,30 +192,45 @@ export class UploadSessions {
     start: number,
   ): Promise<number> {
     if (session.hash !== undefined && session.hashedBytes !== start) session.hash = undefined;
-    const handle = await open(this.#path(id), 'a');
+    if (session.inflated !== undefined && session.hashedBytes !== start) this.#dropInflated(session);
+    const out = createWriteStream(this.#path(id), { flags: 'a', highWaterMark: writeBufferBytes });
     let written = 0;
     try {
       for await (const chunk of body) {
-        await handle.write(chunk);
+        if (start + written === 0 && session.hash !== undefined) {
+          session.inflated = await uncompressedDigester(chunk);
+        }
         session.hash?.update(chunk);
+        const inflating = session.inflated?.write(chunk);
         written += chunk.length;
         session.hashedBytes = start + written;
+        if (!out.write(chunk)) await once(out, 'drain');
+        await inflating;
       }
+      out.end();
+      await finished(out);
     } catch (err) {
       // The file keeps what arrived (the client may resume from there); the hash is rebuilt.
       session.hash = undefined;
+      this.#dropInflated(session);
+      out.destroy();
+      // catch-all: the stream's own failure is already `err` or follows from it; `err` is thrown.
+      await finished(out).catch(() => undefined);
       throw err;
-    } finally {
-      await handle.close();
     }
     return written;
+  }
+
+  #dropInflated(session: Session): void {
+    session.inflated?.abandon();
+    session.inflated = undefined;
   }
 
   #serialized<T>(id: string, fn: (session: Session) => Promise<T>): Promise<T> {
     let session = this.#sessions.get(id);
     if (session === undefined) {
       // Known on disk but not in memory (server restarted): continue without a running hash.
-      session = { hash: undefined, hashedBytes: 0, queue: Promise.resolve() };
+      session = { hash: undefined, hashedBytes: 0, inflated: undefined, queue: Promise.resolve() };
       this.#sessions.set(id, session);
     }
     const own = session;

@@ -1,18 +1,20 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { openBbsStore, type SqlBbsStore } from '../../bbs/index.js';
+import { secretKeyFileName } from '../../model/index.js';
 import { pullImage, pullSource, pushImage, RegistryClient } from '../../registry/index.js';
 import { openImageStore } from '../../runtime/image/index.js';
 import { tarBytes, writeOciLayout } from '../../testing/oci-fixture-builder.js';
+import { startBbsServer } from '../berth-server.js';
 import { buildApp } from '../build-app.js';
 import { createHistoryServerParts } from '../history-server-parts.js';
 import { allowedGrants, parseScopes, RegistryTokens } from './registry-token-auth.js';
-import type { TokenStore } from './token-store.js';
+import { adminTokenPath, type TokenStore } from './token-store.js';
 
 const principal = { token_id: 't1', user: 'vera', role: 'viewer' } as const;
 
@@ -195,5 +197,58 @@ describe('registry token flow on the server', () => {
       ),
     );
     assert.ok(Buffer.from(raw).equals(original), 'the manifest is byte-identical after the copy');
+  });
+});
+
+describe('registry tokens across server restarts', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'berth-registry-token-restart-'));
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("a data dir's key signs them: two instances agree, another data dir does not, the key file is 0600", () => {
+    const one = RegistryTokens.forDataDir(join(scratch, 'a'));
+    const issued = one.issue(principal, ['repository:team/app:pull']);
+    assert.deepEqual(RegistryTokens.forDataDir(join(scratch, 'a')).verify(issued.token)?.access, [
+      { name: 'team/app', actions: ['pull'] },
+    ]);
+    assert.equal(RegistryTokens.forDataDir(join(scratch, 'b')).verify(issued.token), undefined);
+    assert.equal(statSync(join(scratch, 'a', secretKeyFileName)).mode & 0o777, 0o600);
+  });
+
+  it('a token from /v2/token still authorizes after `berth server` restarts on the same data dir', async () => {
+    const dataDir = join(scratch, 'server');
+    mkdirSync(dataDir, { recursive: true });
+    const options = {
+      db: join(dataDir, 'bbs.sqlite3'),
+      listen: '127.0.0.1:0',
+      logger: false,
+      dataDir,
+    } as const;
+    let server = await startBbsServer(options);
+    let registryToken: string;
+    try {
+      const admin = readFileSync(adminTokenPath(dataDir), 'utf8').trim();
+      const basic = Buffer.from(`any:${admin}`).toString('base64');
+      const answer = await fetch(`${server.url}/v2/token?service=berth&scope=repository:team/app:pull`, {
+        headers: { authorization: `Basic ${basic}` },
+      });
+      assert.equal(answer.status, 200);
+      registryToken = ((await answer.json()) as { token: string }).token;
+    } finally {
+      await server.close();
+    }
+    server = await startBbsServer(options);
+    try {
+      const tags = await fetch(`${server.url}/v2/team/app/tags/list`, {
+        headers: { authorization: `Bearer ${registryToken}` },
+      });
+      assert.notEqual(tags.status, 401, 'the restarted server accepts the token');
+      assert.equal(tags.status, 404, 'and answers the registry (the repository is unknown)');
+      const other = await fetch(`${server.url}/v2/team/other/tags/list`, {
+        headers: { authorization: `Bearer ${registryToken}` },
+      });
+      assert.equal(other.status, 401, 'still scoped to its repository');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -1,5 +1,8 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { SecretBox, secretKeyFileName } from '../../model/index.js';
 import { type Principal, type Role, roleAllows, roles } from './roles.js';
 
 /**
@@ -10,9 +13,11 @@ import { type Principal, type Role, roleAllows, roles } from './roles.js';
  * for the repositories and actions asked for that the token's role allows (viewers pull only), and
  * that token then authorizes `Authorization: Bearer` on those repositories alone.
  *
- * Tokens are stateless: `brt1.<claims>.<HMAC-SHA256>` under a key of this server process, so a
- * token works on the server that issued it until it expires or that server restarts; a client
- * refused then asks again (the 401's challenge tells it where).
+ * Tokens are stateless: `brt1.<claims>.<HMAC-SHA256>`. The HMAC key is derived from the data
+ * dir's secret key (`secrets.key`, created once, the key that also seals system secrets), so a
+ * token outlives a restart of the server that issued it, and every server given the same key
+ * file (as servers of one PostgreSQL need anyway to open each other's sealed secrets) accepts it.
+ * Without a data dir (in-process tests) the key is per process.
  */
 export type RegistryAction = 'pull' | 'push' | 'delete';
 
@@ -91,6 +96,15 @@ export class RegistryTokens {
     this.#key = options.key ?? randomBytes(32);
     this.#ttlMs = options.ttlMs ?? 5 * 60 * 1000;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** Tokens signed with a key derived from `dataDir`'s secret key (created there if missing). */
+  static forDataDir(dataDir: string, options: { readonly ttlMs?: number; readonly now?: () => number } = {}) {
+    SecretBox.forDataDir(dataDir);
+    const secret = readFileSync(join(dataDir, secretKeyFileName));
+    // Its own key from the shared secret: a token's HMAC never uses the secrets' keys themselves.
+    const key = Buffer.from(hkdfSync('sha256', secret, '', 'berth registry token', 32));
+    return new RegistryTokens({ ...options, key });
   }
 
   static isRegistryToken(token: string): boolean {

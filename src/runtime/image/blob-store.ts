@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { InvalidArgumentError } from '../../core/index.js';
 import { type DigestAlgorithm, digestAlgorithm, sha256Digest } from './digest.js';
 import type { SourceFile } from './image-source.js';
@@ -129,26 +131,37 @@ export async function copyHashing(
 }
 
 /**
- * Writes a stream to a new file `to`, hashing on the way; fsyncs so a rename after it is durable.
- * Used for blobs fetched from a registry, which are verified before they enter the store.
+ * Writes a stream to a new file `to`, hashing on the way (unless `algorithm` is `verified`: the
+ * caller's stream fails unless its bytes hash to the digest it was asked for, so hashing again
+ * would only cost a second pass); fsyncs so a rename after it is durable. Used for blobs fetched
+ * from a registry, which are verified before they enter the store. A write stream's buffer lets
+ * the network keep reading while the disk writes.
  */
 export async function writeStreamHashing(
   source: AsyncIterable<Uint8Array>,
   to: string,
-  algorithm: DigestAlgorithm = 'sha256',
-): Promise<StoredBlob> {
-  const hash = createHash(algorithm);
-  const handle = await open(to, 'wx', 0o644);
+  algorithm: DigestAlgorithm | 'verified' = 'sha256',
+): Promise<{ readonly digest?: string; readonly size: number }> {
+  const hash = algorithm === 'verified' ? undefined : createHash(algorithm);
+  const out = createWriteStream(to, { flags: 'wx', mode: 0o644, highWaterMark: 4 * 1024 * 1024 });
   let size = 0;
   try {
     for await (const chunk of source) {
-      hash.update(chunk);
+      hash?.update(chunk);
       size += chunk.length;
-      await handle.write(chunk);
+      if (!out.write(chunk)) await once(out, 'drain');
     }
+    out.end();
+    await finished(out);
+  } catch (err) {
+    out.destroy();
+    throw err;
+  }
+  const handle = await open(to, 'r+');
+  try {
     await handle.sync();
   } finally {
     await handle.close();
   }
-  return { digest: `${algorithm}:${hash.digest('hex')}`, size };
+  return { size, ...(hash === undefined ? {} : { digest: `${algorithm}:${hash.digest('hex')}` }) };
 }

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import { BerthError, errnoCode, InvalidArgumentError, NotFoundError } from '../.
 import { StagedArchive } from './archive-reader.js';
 import type { BlobStore } from './blob-store.js';
 import { openUncompressed, sniffCompression } from './compression.js';
+import { cacheDiffId, cachedDiffId } from './diffid-cache.js';
 import { sha256Digest } from './digest.js';
 import { planDockerArchive } from './docker-archive-reader.js';
 import { parseImageConfig } from './image-config.js';
@@ -18,7 +19,14 @@ import type { ImageSource } from './image-source.js';
 import type { ImageSummary } from './image-types.js';
 import { LayerApplier } from './layer-extractor.js';
 import { LayoutDirSource } from './layout-dir-source.js';
-import { checkLayerMediaType, ociConfig, ociLayerGzip, ociLayerTar, ociManifest } from './media-types.js';
+import {
+  checkLayerMediaType,
+  ociConfig,
+  ociLayerGzip,
+  ociLayerTar,
+  ociLayerZstd,
+  ociManifest,
+} from './media-types.js';
 import { readNames, writeNames } from './names-index.js';
 import { hostArchitecture, planOciLayout } from './oci-layout-reader.js';
 import { packRootfs } from './rootfs-archiver.js';
@@ -101,11 +109,21 @@ export async function importArchive(
  * manifest PUT and a pull does after fetching the blobs: the manifest is presented as a one-entry
  * OCI layout, so it is verified, read and flattened by the same code as an OCI layout import.
  */
+export interface ManifestImportOptions {
+  readonly name?: string;
+  /**
+   * `on-use`: verify the layers against the config's diff_ids (from the digest cache where the
+   * upload computed them) and publish the record and name, but write the rootfs only when
+   * something resolves the image (`materializeRootfs`). The registry's push takes this path.
+   */
+  readonly rootfs?: 'now' | 'on-use';
+}
+
 export async function importManifest(
   deps: ImporterDeps,
   manifest: Buffer,
   mediaType: string,
-  options: { readonly name?: string } = {},
+  options: ManifestImportOptions = {},
 ): Promise<ImageSummary> {
   const digest = sha256Digest(createHash('sha256').update(manifest).digest('hex'));
   const what = `the manifest ${digest}`;
@@ -125,7 +143,7 @@ export async function importManifest(
           [`blobs/sha256/${digest.slice('sha256:'.length)}`, manifestFile],
         ]),
       );
-      return await install(deps, await planOciLayout(source, wantedName), work);
+      return await install(deps, await planOciLayout(source, wantedName), work, options.rootfs ?? 'now');
     });
   } catch (err) {
     throw describeFailure(err, what);
@@ -184,21 +202,28 @@ async function applyLayer(
 ): Promise<string> {
   const hash = createHash('sha256');
   const uncompressed = await openUncompressed(blobPath, what);
-  if (applier === undefined) {
-    for await (const chunk of uncompressed) hash.update(chunk as Buffer);
-    return sha256Digest(hash.digest('hex'));
-  }
-  const tee = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-  uncompressed.on('error', (err) => tee.destroy(err));
-  uncompressed.pipe(tee);
+  // The inflater's own error says what is wrong with the layer; the tar reader downstream may
+  // only see its input destroyed, depending on where in an entry the bytes ran out.
+  let sourceError: unknown;
   try {
-    await applier.apply(tee, what);
-  } catch (err) {
+    if (applier === undefined) {
+      for await (const chunk of uncompressed) hash.update(chunk as Buffer);
+    } else {
+      const tee = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      uncompressed.on('error', (err) => {
+        sourceError = err;
+        tee.destroy(err);
+      });
+      uncompressed.pipe(tee);
+      await applier.apply(tee, what);
+    }
+  } catch (caught) {
+    const err = sourceError ?? caught;
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof BerthError) throw err;
     if (
@@ -214,7 +239,78 @@ async function applyLayer(
   return sha256Digest(hash.digest('hex'));
 }
 
-async function install(deps: ImporterDeps, plan: ImagePlan, work: string): Promise<ImageSummary> {
+/** A layer's diff_id from the cache, else by inflating and hashing it (and then cached). */
+async function layerDiffId(
+  layout: StoreLayout,
+  blobPath: string,
+  digest: string,
+  what: string,
+): Promise<string> {
+  const cached = await cachedDiffId(layout, digest);
+  if (cached !== undefined) return cached;
+  const computed = await applyLayer(blobPath, what, undefined);
+  await cacheDiffId(layout, digest, computed);
+  return computed;
+}
+
+function diffIdMismatch(what: string, expected: string, actual: string): InvalidArgumentError {
+  return new InvalidArgumentError(
+    `${what} uncompresses to ${actual}, not the diff_id ${expected} the image config names`,
+    { expected, actual },
+  );
+}
+
+/**
+ * Writes the rootfs of an image whose record was published without one (`rootfs: 'on-use'`),
+ * verifying every layer's diff_id again as it extracts. Concurrent callers (in any process)
+ * each build their own and the first rename wins, as for imports.
+ */
+export async function materializeRootfs(deps: ImporterDeps, record: ImageRecord): Promise<void> {
+  const target = deps.layout.rootfs(record.id);
+  if (existsSync(target)) return;
+  await withWorkDir(deps, async (work) => {
+    const rootfs = join(work, 'rootfs');
+    await mkdir(rootfs, { mode: 0o755 });
+    await extractLayers(deps, record.layers, rootfs);
+    await deps.locks.withNamesLock(async () => {
+      if (readRecord(deps.layout, record.id) === undefined) {
+        throw new BerthError(
+          'conflict',
+          `the image ${record.id} was removed while its rootfs was written; retry`,
+        );
+      }
+      if (!existsSync(target)) await rename(rootfs, target);
+    });
+  });
+}
+
+/** Applies the layers in order into `rootfs`, each checked against its diff_id; then syncs the tree. */
+async function extractLayers(
+  deps: ImporterDeps,
+  layers: readonly (LayerRecord & { readonly what?: string })[],
+  rootfs: string,
+): Promise<void> {
+  const applier = new LayerApplier(rootfs);
+  for (const [i, layer] of layers.entries()) {
+    const what = layer.what ?? `layer ${i + 1}`;
+    const diffId = await applyLayer(deps.blobs.path(layer.digest), what, applier);
+    if (diffId !== layer.diffId) throw diffIdMismatch(what, layer.diffId, diffId);
+    await cacheDiffId(deps.layout, layer.digest, diffId);
+  }
+  // The rootfs is written without per-file fsync; one syncfs(2) makes the whole tree durable
+  // before it is published. Best effort: a missing `sync -f` only weakens power-loss safety.
+  // Asynchronous, so a server's event loop keeps answering while the disk flushes.
+  await new Promise<void>((done) => {
+    execFile('sync', ['-f', rootfs], () => done());
+  });
+}
+
+async function install(
+  deps: ImporterDeps,
+  plan: ImagePlan,
+  work: string,
+  rootfsMode: 'now' | 'on-use' = 'now',
+): Promise<ImageSummary> {
   const { layout, blobs } = deps;
   const config = await blobs.ingest(plan.config.file, plan.config.what, plan.config.expected);
   const id = config.digest;
@@ -229,28 +325,31 @@ async function install(deps: ImporterDeps, plan: ImagePlan, work: string): Promi
     if (layer.mediaType !== undefined) checkLayerMediaType(layer.mediaType, layer.what);
     const stored = await blobs.ingest(layer.file, layer.what, layer.expected);
     const sniffed = await sniffCompression(blobs.path(stored.digest), layer.what);
-    const mediaType = layer.mediaType ?? (sniffed === 'gzip' ? ociLayerGzip : ociLayerTar);
+    const mediaType =
+      layer.mediaType ??
+      (sniffed === 'gzip' ? ociLayerGzip : sniffed === 'zstd' ? ociLayerZstd : ociLayerTar);
     layers.push({ ...stored, mediaType, diffId: parsed.diffIds[layers.length] ?? '' });
   }
 
-  // Re-importing an image whose rootfs exists verifies the layers without writing them again.
+  // Re-importing an image whose rootfs exists verifies the layers without writing them again;
+  // so does a push that defers the rootfs to its first use.
   const published = layout.rootfs(id);
   const rootfs = join(work, 'rootfs');
-  const applier = existsSync(published) ? undefined : new LayerApplier(rootfs);
-  if (applier !== undefined) await mkdir(rootfs, { mode: 0o755 });
-  for (const [i, layer] of layers.entries()) {
-    const what = plan.layers[i]?.what ?? `layer ${i + 1}`;
-    const diffId = await applyLayer(blobs.path(layer.digest), what, applier);
-    if (diffId !== layer.diffId) {
-      throw new InvalidArgumentError(
-        `${what} uncompresses to ${diffId}, not the diff_id ${layer.diffId} the image config names`,
-        { expected: layer.diffId, actual: diffId },
-      );
+  const extract = rootfsMode === 'now' && !existsSync(published);
+  if (extract) {
+    await mkdir(rootfs, { mode: 0o755 });
+    await extractLayers(
+      deps,
+      layers.map((l, i) => ({ ...l, what: plan.layers[i]?.what ?? `layer ${i + 1}` })),
+      rootfs,
+    );
+  } else {
+    for (const [i, layer] of layers.entries()) {
+      const what = plan.layers[i]?.what ?? `layer ${i + 1}`;
+      const diffId = await layerDiffId(layout, blobs.path(layer.digest), layer.digest, what);
+      if (diffId !== layer.diffId) throw diffIdMismatch(what, layer.diffId, diffId);
     }
   }
-  // The rootfs is written without per-file fsync; one syncfs(2) makes the whole tree durable
-  // before it is published. Best effort: a missing `sync -f` only weakens power-loss safety.
-  if (applier !== undefined) spawnSync('sync', ['-f', rootfs], { stdio: 'ignore' });
 
   const manifest = plan.manifest ?? {
     mediaType: ociManifest,
@@ -276,7 +375,7 @@ async function install(deps: ImporterDeps, plan: ImagePlan, work: string): Promi
     os: parsed.os,
     config: parsed.runtime,
   };
-  return publish(deps, record, applier === undefined ? undefined : rootfs, plan.names);
+  return publish(deps, record, extract ? rootfs : undefined, plan.names, rootfsMode === 'on-use');
 }
 
 /** The one step readers can see: rootfs, record and names appear under the names lock. */
@@ -285,13 +384,14 @@ async function publish(
   record: ImageRecord,
   rootfs: string | undefined,
   names: readonly string[],
+  rootfsOnUse = false,
 ): Promise<ImageSummary> {
   const { layout, locks } = deps;
   return locks.withNamesLock(async () => {
     const target = layout.rootfs(record.id);
     // Another process may have published the same image meanwhile: its rootfs is identical.
     if (rootfs !== undefined && !existsSync(target)) await rename(rootfs, target);
-    if (!existsSync(target)) {
+    if (!rootfsOnUse && !existsSync(target)) {
       throw new BerthError(
         'conflict',
         `the image ${record.id} was removed while it was being imported; retry`,

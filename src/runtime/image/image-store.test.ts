@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -78,6 +78,20 @@ function assertTwoLayerRootfs(rootfs: string): void {
 }
 
 describe('ImageStore: import-rootfs and references', () => {
+  it('imports zstd layers (through the zstd command), checked against their diff_ids', async () => {
+    const layers = await twoLayers();
+    const layout = fresh('zstd-layout');
+    const { configDigest } = writeOciLayout(layout, {
+      layers,
+      layerMediaType: 'application/vnd.oci.image.layer.v1.tar+zstd',
+      blobs: layers.map((layer) => execFileSync('zstd', ['-c', '-q'], { input: layer })),
+    });
+    const store = openImageStore(storeDir());
+    const image = await store.importArchive(layout, { name: 'zstd:1' });
+    assert.equal(image.id, configDigest);
+    assertTwoLayerRootfs((await store.resolve('zstd:1')).rootfs);
+  });
+
   const data = storeDir();
   const store = openImageStore(data);
   const rootfs = makeBusyboxRootfs(join(fresh('busybox'), 'rootfs'));
@@ -307,23 +321,25 @@ describe('ImageStore: refused archives leave nothing behind', () => {
       return file;
     }, /neither manifest\.json .* nor index\.json/));
 
-  it('a zstd layer media type', () =>
+  it('a zstd layer that is not a valid zstd stream (by media type and by its bytes)', () =>
     refused(async (dir) => {
+      const layers = await twoLayers();
       writeOciLayout(dir, {
-        layers: await twoLayers(),
+        layers,
         layerMediaType: 'application/vnd.oci.image.layer.v1.tar+zstd',
+        blobs: layers.map(() => Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(64)])),
       });
       return dir;
-    }, /zstd-compressed .* not support/));
+    }, /not a valid zstd stream \(zstd: /));
 
-  it('zstd bytes in a docker-archive layer', () =>
+  it('zstd bytes in a docker-archive layer that zstd cannot read', () =>
     refused(async (dir) => {
       const zstd = Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(64)]);
       const { bytes } = await dockerArchiveBytes({ layers: [zstd] });
       const file = join(dir, 'd.tar');
       writeFileSync(file, bytes);
       return file;
-    }, /zstd-compressed/));
+    }, /not a valid zstd stream/));
 
   it('an unknown layer media type', () =>
     refused(async (dir) => {

@@ -1,16 +1,20 @@
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { readdir, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readdir, rename, rm, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { errnoCode, InvalidArgumentError, NotFoundError } from '../../core/index.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
+import { cacheDiffId } from './diffid-cache.js';
 import { digestAlgorithm, digestHex, isDigest, parseBlobDigest } from './digest.js';
+import type { ManifestImportOptions } from './image-importer.js';
 import { type ImageRecord, readRecord, recordBlobs } from './image-record.js';
 import { isImageName, normalizeImageName } from './image-reference.js';
 import type { ImageSummary, ResolvedImage } from './image-types.js';
 import { type NamesIndex, namesOf, readNames, writeNames } from './names-index.js';
+import { runnableOfTag } from './pushed-tag-image.js';
 import { pushedBlobs, Repositories } from './repositories.js';
 import { makeWorkDir, tempName, writeStoreFile } from './store-files.js';
+import { clearPending, markPending, pendingBlobs, rootfsInUse } from './store-gc-marks.js';
 import { StoreLayout } from './store-layout.js';
 import { StoreLocks } from './store-locks.js';
 
@@ -56,6 +60,8 @@ export interface HashedFile {
   readonly path: string;
   readonly digest: string;
   readonly size: number;
+  /** The sha256 of its uncompressed bytes, when the uploader inflated it on the way. */
+  readonly diffId?: string;
 }
 
 const defaultPendingGraceMs = 60 * 60 * 1000;
@@ -78,6 +84,8 @@ export class ImageStore {
   readonly #locks: StoreLocks;
   /** What the registry was pushed, per repository (see repositories.ts). */
   readonly repositories: Repositories;
+  /** Rootfs dirs being written for deferred images, by image id (see `resolve`). */
+  readonly #materializing = new Map<string, Promise<void>>();
 
   constructor(readonly dataDir: string) {
     this.#layout = new StoreLayout(dataDir);
@@ -112,18 +120,16 @@ export class ImageStore {
   async importManifest(
     manifest: Buffer,
     mediaType: string,
-    options: { readonly name?: string } = {},
+    options: ManifestImportOptions & { readonly keepPushedTag?: boolean } = {},
   ): Promise<ImageSummary> {
     const { importManifest } = await import('./image-importer.js');
     const image = await importManifest(await this.#deps(), manifest, mediaType, options);
-    await this.#dropPushedTags(options.name === undefined ? [] : [normalizeImageName(options.name)]);
+    if (options.keepPushedTag !== true) {
+      await this.#dropPushedTags(options.name === undefined ? [] : [normalizeImageName(options.name)]);
+    }
     // The blobs belong to an image now: their pending marks are no longer needed.
     const record = readRecord(this.#layout, image.id);
-    if (record !== undefined) {
-      for (const digest of recordBlobs(record)) {
-        await unlink(join(this.#layout.pending, digestHex(digest))).catch(() => undefined);
-      }
-    }
+    if (record !== undefined) await clearPending(this.#layout, recordBlobs(record));
     return image;
   }
 
@@ -136,6 +142,7 @@ export class ImageStore {
     source: Readable | AsyncIterable<Uint8Array>,
     expected: { readonly digest: string; readonly size?: number },
     what = `the blob ${expected.digest}`,
+    options: { readonly verifiedStream?: boolean } = {},
   ): Promise<StoredBlob> {
     parseBlobDigest(expected.digest);
     const { writeStreamHashing } = await import('./blob-store.js');
@@ -144,9 +151,19 @@ export class ImageStore {
       const deps = await this.#deps();
       const tmp = tempName(this.#layout, 'pull');
       try {
-        const hashed = await writeStreamHashing(source, tmp, digestAlgorithm(expected.digest));
-        await this.#markPending(expected.digest);
-        return await deps.blobs.ingest({ ...hashed, path: tmp, staged: true }, what, expected);
+        // A verified stream (the registry client's) fails unless it hashes to `expected`.
+        const written = await writeStreamHashing(
+          source,
+          tmp,
+          options.verifiedStream === true ? 'verified' : digestAlgorithm(expected.digest),
+        );
+        await markPending(this.#layout, expected.digest);
+        const digest = written.digest ?? expected.digest;
+        return await deps.blobs.ingest(
+          { digest, size: written.size, path: tmp, staged: true },
+          what,
+          expected,
+        );
       } finally {
         await rm(tmp, { force: true });
       }
@@ -168,8 +185,10 @@ export class ImageStore {
     const lease = await this.#locks.holdForWork();
     try {
       const deps = await this.#deps();
-      await this.#markPending(expected.digest);
-      return await deps.blobs.ingest({ ...file, staged: true }, what, expected);
+      await markPending(this.#layout, expected.digest);
+      const stored = await deps.blobs.ingest({ ...file, staged: true }, what, expected);
+      if (file.diffId !== undefined) await cacheDiffId(this.#layout, stored.digest, file.diffId);
+      return stored;
     } finally {
       lease.release();
     }
@@ -225,21 +244,53 @@ export class ImageStore {
       .sort((a, b) => b.created.localeCompare(a.created) || a.id.localeCompare(b.id));
   }
 
+  /**
+   * The image a reference names, with its rootfs on disk: written now if the image was derived
+   * from a push that deferred it (`rootfs: 'on-use'`), and derived now if the name is a pushed
+   * tag berth has no image for yet (an index whose child for this host came after it).
+   */
   async resolve(ref: string): Promise<ResolvedImage> {
-    const names = readNames(this.#layout);
+    let names = readNames(this.#layout);
     let id: string;
     try {
       ({ id } = this.#find(ref, names));
     } catch (err) {
-      if (err instanceof NotFoundError) {
+      if (!(err instanceof NotFoundError)) throw err;
+      const derived = await this.#deriveFromPushedTag(ref);
+      if (derived === undefined) {
         const { notRunnableError } = await import('./not-runnable.js');
         throw notRunnableError(this.#layout, this.repositories, ref) ?? err;
       }
-      throw err;
+      id = derived.id;
+      names = readNames(this.#layout);
     }
     const record = readRecord(this.#layout, id);
     if (record === undefined) throw new NotFoundError('image', ref);
+    await this.#ensureRootfs(record);
     return { ...summary(record, names), config: record.config, rootfs: this.#layout.rootfs(id) };
+  }
+
+  /** A pushed tag's runnable manifest imported under `name:tag` (rootfs on use), if it has one. */
+  async #deriveFromPushedTag(ref: string): Promise<ImageSummary | undefined> {
+    const found = runnableOfTag(this.#layout, this.repositories, ref);
+    if (found === undefined) return undefined;
+    const { name, runnable } = found;
+    const options = { name, rootfs: 'on-use', keepPushedTag: true } as const;
+    return this.importManifest(runnable.bytes, runnable.mediaType, options);
+  }
+
+  /** Writes a deferred rootfs once per process however many resolve it at the same time. */
+  async #ensureRootfs(record: ImageRecord): Promise<void> {
+    if (existsSync(this.#layout.rootfs(record.id))) return;
+    let pending = this.#materializing.get(record.id);
+    if (pending === undefined) {
+      pending = (async () => {
+        const { materializeRootfs } = await import('./image-importer.js');
+        await materializeRootfs(await this.#deps(), record);
+      })().finally(() => this.#materializing.delete(record.id));
+      this.#materializing.set(record.id, pending);
+    }
+    await pending;
   }
 
   /**
@@ -252,7 +303,7 @@ export class ImageStore {
     let trash: string | undefined;
     let result: RemoveResult;
     try {
-      const inUse = await this.#rootfsInUse();
+      const inUse = await rootfsInUse(this.dataDir);
       result = await this.#locks.withNamesLock(async () => {
         const names = readNames(this.#layout);
         const found = this.#find(ref, names);
@@ -294,8 +345,8 @@ export class ImageStore {
     if (lease === undefined) return { ran: false, blobsRemoved: 0, rootfsRemoved: 0, tmpRemoved: 0 };
     try {
       const tmpRemoved = await this.#locks.sweepTmp();
-      const inUse = await this.#rootfsInUse();
-      const pending = await this.#pendingBlobs(options.pendingGraceMs ?? defaultPendingGraceMs);
+      const inUse = await rootfsInUse(this.dataDir);
+      const pending = await pendingBlobs(this.#layout, options.pendingGraceMs ?? defaultPendingGraceMs);
       return await this.#locks.withNamesLock(async () => {
         const records = this.#records();
         // Blobs are kept by an image record (berth's runnable view) or a pushed manifest.
@@ -353,53 +404,7 @@ export class ImageStore {
    * a deleted manifest named, which a cell may be pulling right now.
    */
   async keepForGrace(digests: readonly string[]): Promise<void> {
-    for (const digest of digests) if (this.hasBlob(digest)) await this.#markPending(digest);
-  }
-
-  /** Marks a blob as pushed or pulled just now (see GcOptions.pendingGraceMs). */
-  async #markPending(digest: string): Promise<void> {
-    mkdirSync(this.#layout.pending, { recursive: true, mode: 0o755 });
-    const path = join(this.#layout.pending, parseBlobDigest(digest).hex);
-    const now = new Date();
-    await utimes(path, now, now).catch(async (err: unknown) => {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      await writeFile(path, '', { mode: 0o644 });
-    });
-  }
-
-  /** Hex digests of blobs marked pending within the grace period; older marks are deleted. */
-  async #pendingBlobs(graceMs: number): Promise<Set<string>> {
-    const fresh = new Set<string>();
-    const names = await readdir(this.#layout.pending).catch(() => [] as string[]);
-    const cutoff = Date.now() - graceMs;
-    for (const hex of names) {
-      const path = join(this.#layout.pending, hex);
-      const info = await stat(path).catch(() => undefined);
-      if (info !== undefined && info.mtimeMs > cutoff) fresh.add(hex);
-      else await rm(path, { force: true });
-    }
-    return fresh;
-  }
-
-  /**
-   * Hex ids of the image rootfs dirs that pods being prepared, prepared or running use (their
-   * pod.json `image.rootfs`): deleting one would pull the lower dir from under a live overlay or
-   * make a prepared pod unstartable. Loaded lazily: the pod store needs the flock addon.
-   */
-  async #rootfsInUse(): Promise<Set<string>> {
-    const { PodStore } = await import('../pod-store.js');
-    const pods = new PodStore(this.dataDir);
-    const used = new Set<string>();
-    for (const phase of ['prepare', 'prepared', 'run'] as const) {
-      for (const uuid of pods.listPhase(phase)) {
-        const info = pods.inspect({ uuid, phase });
-        if (info === undefined) continue;
-        if (info.state !== 'preparing' && info.state !== 'prepared' && info.state !== 'running') continue;
-        const rootfs = info.manifest?.image.rootfs;
-        if (rootfs !== undefined && basename(dirname(rootfs)) === 'rootfs') used.add(basename(rootfs));
-      }
-    }
-    return used;
+    for (const digest of digests) if (this.hasBlob(digest)) await markPending(this.#layout, digest);
   }
 
   /** Removes the pushed registry tags of these `name:tag`s: an imported or removed name wins. */
