@@ -94,6 +94,16 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await page.waitForSelector('#cell-table tr[data-key="k1"]');
     assert.match((await page.textContent('#who')) ?? '', /admin/);
     await shot('cells');
+    // The server's root is the console: `/` redirects without a token, and the fragment rides along.
+    const root = await fetch(`${serverUrl}/`, { redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/console/');
+    const fresh = await context.browser()!.newContext({ viewport: { width: 1366, height: 768 } });
+    const freshPage = await fresh.newPage();
+    await freshPage.goto(`${serverUrl}/#token=${adminToken}`);
+    await freshPage.waitForSelector('#feed-status:has-text("live")');
+    assert.equal(freshPage.url(), `${serverUrl}/console/`);
+    await fresh.close();
   });
 
   it('refuses an invalid definition pasted in the page, each problem at its line, and deploys nothing', async () => {

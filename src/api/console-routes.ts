@@ -68,6 +68,9 @@ export async function consolePlugin(app: FastifyInstance): Promise<void> {
         .send('The console is not built: run `npm run build` (scripts/build-console.mjs).');
     return reply.headers(security).header('cache-control', 'no-cache').type(page.type).send(page.body);
   };
+  // The server's root is the console (the older one-page dashboard it replaced lived here). The
+  // browser keeps a URL's fragment across a redirect, so `/#token=…` arrives as `/console/#token=…`.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/console/', 302));
   app.get('/console', { schema: { hide: true } }, sendPage);
   app.get('/console/*', { schema: { hide: true } }, sendPage);
 }

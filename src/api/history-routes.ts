@@ -292,7 +292,7 @@ export type IngestBodyType = Static<typeof IngestBody>;
 
 /**
  * Launches a cell reported with their domain and no system get the system owning that domain
- * (issue 19: every container of a system carries it, so `ps --system` and the dashboard find it).
+ * (issue 19: every container of a system carries it, so `ps --system` and the console find it).
  * One lookup per domain per batch.
  */
 async function withSystems(

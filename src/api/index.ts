@@ -15,7 +15,6 @@ export { type BbsServer, type BbsServerOptions, parseListen, startBbsServer } fr
 export { type AppDeps, buildApp } from './build-app.js';
 export { type ClusterTimings, clusterSingletons } from './cluster-singletons.js';
 export { consolePlugin } from './console-routes.js';
-export { dashboardPlugin } from './dashboard-routes.js';
 export { type HistoryRoutesOptions, type IngestBodyType, registerHistoryRoutes } from './history-routes.js';
 export {
   createHistoryServerParts,

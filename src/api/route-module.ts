@@ -25,7 +25,7 @@ export interface RouteDeps {
   readonly history?: HistoryRoutesOptions;
   /** Task output archives (`/v1/tasks/{guid}/outputs`); absent: no outputs routes. */
   readonly taskOutputs?: TaskOutputStore;
-  /** Routes from outside the API layer (the CLI's dashboard, tests' extras). */
+  /** Routes from outside the API layer (the console, tests' extras). */
   readonly plugins?: ReadonlyArray<(app: FastifyInstance) => Promise<void>>;
 }
 

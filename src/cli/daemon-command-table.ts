@@ -182,7 +182,7 @@ export const daemonCommandTable: readonly CommandEntry[] = [
   {
     name: 'up',
     summary:
-      'Run berth on this machine: the server (BBS, auctioneer, converger, registry, API, dashboard) on the embedded SQLite, one local cell, and the example system.',
+      'Run berth on this machine: the server (BBS, auctioneer, converger, registry, API, console) on the embedded SQLite, one local cell, and the example system.',
     flags: {
       listen: {
         type: 'string',

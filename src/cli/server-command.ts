@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { clusterSingletons, consolePlugin, dashboardPlugin, startBbsServer } from '../api/index.js';
+import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
 import type { BbsStore } from '../bbs/index.js';
 import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
@@ -47,7 +47,7 @@ const server: CommandHandler = {
     const running = await startBbsServer({
       singletons,
       maxPendingStarts: maxPendingStarts(ctx.values),
-      plugins: [dashboardPlugin, consolePlugin],
+      plugins: [consolePlugin],
       db,
       auth,
       dataDir: dataDir(ctx.values),

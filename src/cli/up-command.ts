@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterSingletons, consolePlugin, dashboardPlugin, startBbsServer } from '../api/index.js';
+import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
 import { TaskOutputClient } from '../bbs/index.js';
 import { ensurePrivateDir, HttpJsonClient, parseDuration, sleep } from '../core/index.js';
 import { HistoryClient } from '../history/index.js';
@@ -72,7 +72,7 @@ const up: CommandHandler = {
       listen,
       registry: { dataDir: dir },
       systems: true,
-      plugins: [dashboardPlugin, consolePlugin],
+      plugins: [consolePlugin],
       singletons: (store) =>
         clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
     });
@@ -125,7 +125,6 @@ const up: CommandHandler = {
     // The token rides in the fragment, which browsers never send to the server.
     const fragment = adminToken ? `#token=${adminToken}` : '';
     ctx.stdout.write(`  console: ${server.url}/console/${fragment}\n`);
-    ctx.stdout.write(`  dashboard: ${server.url}/${fragment}\n`);
     if (adminToken) ctx.stdout.write(`  admin token: ${tokenPath} (the CLI reads it from there)\n`);
     ctx.stdout.write(`  cell "local" joined: ${cell.url}\n`);
     if (router) ctx.stdout.write(`  router: ${router.url} (apps by their routes' hostnames)\n`);

@@ -27,12 +27,11 @@ declare module 'fastify' {
 }
 
 /**
- * Always open: load balancers and Prometheus carry no tokens, and the dashboard's page and script
- * are static (its API calls carry the user's token).
+ * Always open: load balancers and Prometheus carry no tokens, and `/` only redirects to the console.
  */
-const openPaths: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/', '/dashboard.js']);
+const openPaths: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/']);
 
-/** The console's page, script and stylesheet: static like the dashboard's, its data comes with the user's token. */
+/** The console's page, script and stylesheet: static, its data comes with the user's token. */
 function isConsolePage(method: string, path: string): boolean {
   return (method === 'GET' || method === 'HEAD') && (path === '/console' || path.startsWith('/console/'));
 }
