@@ -22,6 +22,7 @@ import {
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
+import { PodRemover } from './pod-remover.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -96,11 +97,14 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   readonly #hostPorts: HostPortPool;
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #monitors = new Map<string, NodeJS.Timeout>();
+  /** Pod removal runs on a worker thread, off the event loop that starts containers. */
+  readonly #remover: PodRemover;
 
   constructor(options: ExecutorOptions) {
     super();
     this.#options = options;
     this.#hostPorts = new HostPortPool(options.portRange);
+    this.#remover = new PodRemover(options.runtime.dataDir);
   }
 
   get runtime(): PodRuntime {
@@ -118,6 +122,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     clearInterval(this.#pollTimer);
     for (const timer of this.#monitors.values()) clearTimeout(timer);
     this.#monitors.clear();
+    void this.#remover.close();
   }
 
   #adopt(pod: PodInfo): void {
@@ -289,8 +294,9 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         // Deleted or stopped while its pod was starting: the pod must not outlive the container.
         // catch-all: a pod that will not stop or go is left to gc, which collects exited pods.
         await runtime.stop(prepared.location.uuid, 0).catch(() => undefined);
-        // catch-all: as above.
-        if (!this.#containers.has(guid)) await runtime.remove(prepared.location.uuid).catch(() => undefined);
+        if (!this.#containers.has(guid))
+          // catch-all: as above.
+          await this.#remover.remove(prepared.location.uuid).catch(() => undefined);
         return;
       }
       this.#move(record, 'CREATED');
@@ -489,7 +495,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
-        await runtime.remove(record.podUuid);
+        await this.#remover.remove(record.podUuid);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
