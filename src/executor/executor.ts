@@ -22,7 +22,7 @@ import {
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
-import { PodRemover } from './pod-remover.js';
+import { PodWorker } from './pod-worker.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -97,14 +97,14 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   readonly #hostPorts: HostPortPool;
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #monitors = new Map<string, NodeJS.Timeout>();
-  /** Pod removal runs on a worker thread, off the event loop that starts containers. */
-  readonly #remover: PodRemover;
+  /** Pods are prepared and removed on a worker thread, off the event loop that starts containers. */
+  readonly #pods: PodWorker;
 
   constructor(options: ExecutorOptions) {
     super();
     this.#options = options;
     this.#hostPorts = new HostPortPool(options.portRange);
-    this.#remover = new PodRemover(options.runtime.dataDir);
+    this.#pods = new PodWorker(options.runtime.dataDir);
   }
 
   get runtime(): PodRuntime {
@@ -122,7 +122,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     clearInterval(this.#pollTimer);
     for (const timer of this.#monitors.values()) clearTimeout(timer);
     this.#monitors.clear();
-    void this.#remover.close();
+    void this.#pods.close();
   }
 
   #adopt(pod: PodInfo): void {
@@ -264,7 +264,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         env.push(`INSTANCE_INDEX=${record.tags.index}`, `INSTANCE_GUID=${record.tags.instance_guid}`);
       }
       const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
-      const prepared = await this.#options.runtime.prepare(spec.image, {
+      const image = await this.#options.runtime.resolveImage(spec.image);
+      const prepared = await this.#pods.prepare(spec.image, image, {
         ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
         env,
         name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
@@ -296,7 +297,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         await runtime.stop(prepared.location.uuid, 0).catch(() => undefined);
         if (!this.#containers.has(guid))
           // catch-all: as above.
-          await this.#remover.remove(prepared.location.uuid).catch(() => undefined);
+          await this.#pods.remove(prepared.location.uuid).catch(() => undefined);
         return;
       }
       this.#move(record, 'CREATED');
@@ -495,7 +496,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
-        await this.#remover.remove(record.podUuid);
+        await this.#pods.remove(record.podUuid);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
