@@ -56,6 +56,16 @@ describe('PodWorker (PodRuntime.prepare and remove on a worker thread)', () => {
     assert.throws(() => runtime.store.locate(uuid), isNotFound);
   });
 
+  it('closes only once the removals already asked for are done', async () => {
+    const runtime = new PodRuntime(dataDir, busyboxResolver());
+    const uuid = await runtime.prepareOnly('busybox', { command: ['/bin/true'], net: 'none' });
+    const own = new PodWorker(dataDir);
+    const removed = own.remove(uuid);
+    await own.close();
+    await removed;
+    assert.throws(() => runtime.store.locate(uuid), isNotFound);
+  });
+
   it("keeps the runtime's error code: a pod that is not there is not_found", async () => {
     await assert.rejects(worker.remove('00000000-0000-0000-0000-000000000000'), isNotFound);
   });

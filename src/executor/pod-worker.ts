@@ -39,11 +39,17 @@ export class PodWorker {
     return prepared;
   }
 
-  /** Ends the worker; requests still running fail. */
+  /**
+   * Ends the worker once the requests already sent have answered: a removal cut off midway would
+   * leave half a pod, and its caller an error for a pod that was going away anyway.
+   */
   async close(): Promise<void> {
     const worker = this.#worker;
-    this.#worker = undefined;
-    if (worker) await worker.terminate();
+    if (!worker) return;
+    while (this.#pending.size > 0 && this.#worker === worker)
+      await new Promise<void>((resolve) => worker.once('message', () => setImmediate(resolve)));
+    if (this.#worker === worker) this.#worker = undefined;
+    await worker.terminate();
   }
 
   #request(request: DistributiveOmit<PodWorkRequest, 'id'>): Promise<PreparedPodAnswer | undefined> {
