@@ -18,6 +18,7 @@ import {
   type ContainerResult,
   type ContainerState,
   type ContainerTags,
+  containerResult,
   type ExecutorContainer,
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
@@ -80,6 +81,8 @@ interface Record_ {
   stopRequested: boolean;
   adopted?: boolean;
   finishedAt?: string;
+  /** Its holder's end is watched (started by this process): the pod poll leaves it alone till then. */
+  exitWatched?: boolean;
 }
 
 const labelPrefix = 'berth.executor.';
@@ -286,9 +289,19 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       const runtime = this.#options.runtime;
       if (!runtime.store.move(prepared.location, 'run'))
         throw new BerthError('internal', `Pod ${prepared.location.uuid} vanished`);
-      await runtime.startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
-        onExit: () => this.#onPodExit(guid),
-      });
+      record.exitWatched = true;
+      await runtime
+        .startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
+          onExit: () => {
+            // A holder killed while its app runs on: the pod reads running; the poll takes over.
+            record.exitWatched = false;
+            this.#onPodExit(guid);
+          },
+        })
+        .catch((err: unknown) => {
+          record.exitWatched = false;
+          throw err;
+        });
       const info = runtime.status(prepared.location.uuid);
       record.netInfo = this.#netInfo(info.network?.ports ?? mappings);
       if (record.state !== 'INITIALIZING') {
@@ -363,7 +376,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
 
   #pollPods(): void {
     for (const record of this.#containers.values()) {
-      if (record.podUuid && (record.state === 'CREATED' || record.state === 'RUNNING'))
+      if (record.podUuid && !record.exitWatched && (record.state === 'CREATED' || record.state === 'RUNNING'))
         this.#onPodExit(record.guid);
     }
   }
@@ -380,20 +393,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       const asked =
         readStopRequest(this.#options.runtime.store.path(pod)) ??
         (record.stopRequested ? { user: null, at: null } : undefined);
-      record.result = asked
-        ? { failed: false, reason: asked.user ? `stopped by ${asked.user}` : 'stopped', kind: 'shutdown' }
-        : {
-            failed: code !== 0,
-            reason: pod.exit?.oom_killed
-              ? `${pod.exit.reason ?? 'out of memory'} (exit status ${code})`
-              : code === null
-                ? (pod.exit?.reason ?? 'the container vanished')
-                : `exited with status ${code}`,
-            ...(pod.exit?.oom_killed ? { oom: true } : {}),
-            // Ended on its own: for an LRP that is a crash; for a task, its normal end (the rep's
-            // task table reads `failed`, and treats only `shutdown`, a stop, as interrupted).
-            kind: 'crashed',
-          };
+      record.result = containerResult(pod.exit, asked);
     }
     if (record.spec?.result_file) {
       record.taskResult = this.#readResultFile(pod, record.spec.result_file);
