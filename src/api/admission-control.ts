@@ -5,6 +5,16 @@ import type { FastifyInstance } from 'fastify';
  * creating more LRPs or tasks is answered 429 with `Retry-After`, instead of the backlog (and the
  * auctioneer's memory) growing without bound. Reads, updates, deletes and `/healthz` are never
  * refused, so an overloaded server still answers and can be told to shed work.
+ *
+ * The count is read before the create's own transaction, not in it: creates admitted at the same
+ * moment may each see room and together pass the bound. That race is bounded and harmless here.
+ * It is bounded by the creates in flight between their check and their commit, each adding at
+ * most `limits.maxInstances` start requests (one for a task). It is harmless because the bound
+ * protects memory, and the backlog is rows in the outbox, not memory: the auctioneer holds at most
+ * one batch (`batchSize`) of it whatever the outbox holds. The next create after such an overshoot
+ * is refused. An exact cap would need the count inside every create's transaction, with a lock on
+ * PostgreSQL, where two READ COMMITTED transactions would both see room: a cost on every create
+ * for a bound that needs no precision.
  */
 export interface AdmissionOptions {
   /** Start requests (one per LRP instance, one per task) waiting at most; at this many, creates get 429. */

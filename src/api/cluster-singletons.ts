@@ -1,4 +1,4 @@
-import { AuctioneerService } from '../auctioneer/index.js';
+import { AuctioneerService, StopPusher } from '../auctioneer/index.js';
 import type { BbsStore } from '../bbs/index.js';
 import { ConvergerService, defaultConvergenceConfig } from '../converger/index.js';
 import { type CrashPolicy, defaultCrashPolicy, repClientForCell } from '../rep/index.js';
@@ -54,7 +54,11 @@ export function clusterSingletons(store: ClusterStore, timings: ClusterTimings =
       ...(timings.taskCompletedTtlMs !== undefined ? { taskCompletedTtlMs: timings.taskCompletedTtlMs } : {}),
     },
   });
-  // The StopPusher (src/auctioneer/stop-pusher.ts) is not run yet: pushing a stop to a draining
-  // cell stopped its evacuating copy before the replacement ran (cli/cluster.test.ts's drain test).
-  return [auctioneer, converger];
+  // Stops reach the reps at once instead of at their next poll.
+  const stopPusher = new StopPusher({
+    bbs: store,
+    repClientFor,
+    ...(onStoreEvents ? { onStoreEvents } : {}),
+  });
+  return [auctioneer, converger, stopPusher];
 }

@@ -184,6 +184,36 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     assert.equal((await bbs.getTask({ task_guid: 't-kicked' })).state, 'RUNNING');
   });
 
+  it('retries work waiting for room at once when a cell appears, with the interval at an hour', async () => {
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+      config: { batchIntervalMs: 3_600_000 },
+      now: clock.now,
+      onStoreEvents: (listener) => bbs.onEvents(listener),
+    });
+    service.start();
+    try {
+      await bbs.desireTask(taskDefinition('t-waits'));
+      // Woken by the task: no cell yet, so the work stays in the pool.
+      for (let i = 0; i < 200 && service.pending === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(service.pending, 1);
+      const rep = await cell('cell-late', 'z1', 2);
+      for (let i = 0; i < 300 && !rep.tasks.has('t-waits'); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(rep.tasks.has('t-waits'), 'placed on the cell that appeared, not an hour later');
+      // A heartbeat of a cell already live is no news: only the first one woke the auctioneer.
+      let woken = 0;
+      const off = bbs.onEvents((types) => {
+        if (types.includes('cell_appeared')) woken++;
+      });
+      await rep.heartbeat(presenceTtl);
+      off();
+      assert.equal(woken, 0);
+    } finally {
+      await service.stop();
+    }
+  });
+
   it('runs batches on its interval until stopped', async () => {
     const rep = await cell('cell-a', 'z1', 4);
     const service = auctioneer();

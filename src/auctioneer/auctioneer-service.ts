@@ -1,5 +1,5 @@
 import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
-import { actualLrpKey } from '../bbs/index.js';
+import { actualLrpKey, cellAppearedNews } from '../bbs/index.js';
 import {
   describeError,
   forEachLimited,
@@ -60,8 +60,11 @@ export interface AuctioneerServiceOptions {
  * Events whose transaction may have written a start request: a desire or a scale-up, a new or
  * unclaimed (crashed, re-emitted, evacuated) instance, a new task. Claims and starts are
  * `actual_lrp_changed` too, so a busy cluster wakes the auctioneer often; `minBatchGapMs` bounds that.
+ * A cell that appears (new, or back after its presence expired) brings room: the work waiting in
+ * the pool for room is retried at once.
  */
 const startRequestEvents: ReadonlySet<string> = new Set([
+  cellAppearedNews,
   'desired_lrp_created',
   'desired_lrp_changed',
   'actual_lrp_created',

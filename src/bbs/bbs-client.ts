@@ -75,6 +75,7 @@ export class BbsClient implements BbsStore {
   readSnapshot = this.#operation('readSnapshot');
   readConvergenceSnapshot = this.#operation('readConvergenceSnapshot');
   readEvents = this.#operation('readEvents');
+  headEventId = this.#operation('headEventId');
   countRecords = this.#operation('countRecords');
   pruneEvents = this.#operation('pruneEvents');
 

@@ -103,6 +103,11 @@ export interface BbsStore {
    */
   readConvergenceSnapshot(): Promise<ConvergenceSnapshot>;
   readEvents(req: ReadEventsRequest): Promise<BbsEvent[]>;
+  /**
+   * The id of the newest event kept ('' when none): `readEvents({ after })` from it reads only what
+   * is written from now on, without paging through the whole log to find its end.
+   */
+  headEventId(): Promise<string>;
   countRecords(): Promise<RecordCounts>;
   /** Deletes events older than `before` (ISO-8601); returns how many. */
   pruneEvents(req: PruneEventsRequest): Promise<number>;

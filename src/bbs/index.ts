@@ -138,6 +138,7 @@ export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bb
 export { cellPlacementTag } from './placement-tags.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
+export { cellAppearedNews } from './sql/cell-store.js';
 export { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
 export { TaskOutputStore, taskOutputChunkBytes, taskOutputMigrationList } from './sql/task-output-store.js';
 export {

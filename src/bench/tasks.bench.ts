@@ -65,22 +65,19 @@ async function measure(backend: BenchBackend): Promise<void> {
         placement_tags: [],
       });
     }
-    let done = 0;
-    const latencies: number[] = [];
-    while (done < count) {
+    // Counted, not listed, while waiting: reading every task each round cost the one event loop
+    // that server and cells share here seconds over a run (rowToTask in the profile).
+    while ((await server.store.countRecords()).tasks.COMPLETED < count)
       await new Promise((r) => setTimeout(r, 500));
-      const tasks = await server.store.listTasks({ domain: 'bench' });
-      const completed = tasks.filter((t) => t.state === 'COMPLETED');
-      done = completed.length;
-      if (done === count) {
-        for (const t of completed)
-          latencies.push(Date.parse(t.first_completed_at ?? t.updated_at) - Date.parse(t.created_at));
-        const failed = completed.filter((t) => t.failed).length;
-        if (failed > 0)
-          console.log(`${failed} tasks failed: ${completed.find((t) => t.failed)?.failure_reason}`);
-      }
-    }
     const elapsed = Date.now() - started;
+    const completed = (await server.store.listTasks({ domain: 'bench' })).filter(
+      (t) => t.state === 'COMPLETED',
+    );
+    const latencies = completed.map(
+      (t) => Date.parse(t.first_completed_at ?? t.updated_at) - Date.parse(t.created_at),
+    );
+    const failed = completed.filter((t) => t.failed).length;
+    if (failed > 0) console.log(`${failed} tasks failed: ${completed.find((t) => t.failed)?.failure_reason}`);
     latencies.sort((a, b) => a - b);
     const pct = (p: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;

@@ -134,6 +134,7 @@ describe('narrateEvents', () => {
     const store = {
       readEvents: async (req: { after?: string; limit?: number }) =>
         events.filter((e) => req.after === undefined || Number(e.id) > Number(req.after)),
+      headEventId: async () => events.at(-1)?.id ?? '',
     };
     const lines: string[] = [];
     const stop = new AbortController();
@@ -146,5 +147,23 @@ describe('narrateEvents', () => {
     stop.abort();
     await running;
     assert.deepEqual(lines, ['removed web']);
+  });
+
+  it('starts from the head without reading the events before it', async () => {
+    const afters: (string | undefined)[] = [];
+    const store = {
+      readEvents: async (req: { after?: string; limit?: number }) => {
+        afters.push(req.after);
+        return [];
+      },
+      headEventId: async () => '41-7',
+    };
+    const stop = new AbortController();
+    const running = narrateEvents(store, () => {}, { signal: stop.signal, intervalMs: 5 });
+    for (let i = 0; i < 100 && afters.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    stop.abort();
+    await running;
+    assert.ok(afters.length > 0);
+    assert.ok(afters.every((a) => a === '41-7'));
   });
 });

@@ -46,17 +46,13 @@ export function narrateEvent(event: BbsEvent): string | undefined {
  * Events already in the store (an earlier run's) are skipped, not replayed.
  */
 export async function narrateEvents(
-  store: Pick<BbsStore, 'readEvents'>,
+  store: Pick<BbsStore, 'readEvents' | 'headEventId'>,
   write: (line: string) => void,
   options: { readonly signal: AbortSignal; readonly intervalMs?: number; readonly logger?: ServiceLogger },
 ): Promise<void> {
-  let after: string | undefined;
+  // From the head: an earlier run's events are skipped without being read.
+  let after: string | undefined = (await store.headEventId()) || undefined;
   const page = 1000;
-  for (;;) {
-    const old = await store.readEvents({ ...(after !== undefined ? { after } : {}), limit: page });
-    after = old.at(-1)?.id ?? after;
-    if (old.length < page) break;
-  }
   await runLoop({
     name: 'berth up narrator',
     signal: options.signal,

@@ -334,6 +334,42 @@ describe('ConvergerService against SQLite', () => {
     });
   });
 
+  it('converges at once when a presence expires, with the interval at an hour', async () => {
+    // The wall clock: the presence watch sleeps until the expiry it read.
+    const live = await openBbsStore(join(dir, 'live.sqlite3'));
+    const rep = new FakeRepServer({
+      bbs: live,
+      cellId: 'cell-short',
+      zone: 'z1',
+      capacity: { memory_mb: 1024, disk_mb: 1024, containers: 100 },
+    });
+    await rep.listen();
+    const service = new ConvergerService({
+      bbs: live,
+      config: { ...config, intervalMs: 3_600_000, presenceCheckGapMs: 20 },
+    });
+    try {
+      await rep.heartbeat(400);
+      await live.desireLRP(desiredDefinition('web', 2));
+      await new AuctioneerService({
+        bbs: live,
+        repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+        config: { batchIntervalMs: 10 },
+      }).runOnce();
+      assert.equal(rep.instances.size, 2);
+      // No more heartbeats: the first pass sees the cell live, the watch sees it go.
+      service.start();
+      const state = async () => (await live.getActualLRP({ process_guid: 'web', index: 0 })).instance?.state;
+      for (let i = 0; i < 500 && (await state()) !== 'UNCLAIMED'; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.equal(await state(), 'UNCLAIMED');
+    } finally {
+      await service.stop();
+      await rep.close();
+      await live.close();
+    }
+  });
+
   it('converges on its interval until stopped', async () => {
     await bbs.desireLRP(desiredDefinition('gap', 2));
     const lrp = await instance('gap', 0);

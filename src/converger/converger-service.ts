@@ -15,6 +15,8 @@ import {
   type ServiceLogger,
   type SingletonContext,
   silentLogger,
+  sleep,
+  Wakeup,
 } from '../core/index.js';
 import type { RepApi } from '../rep/index.js';
 import {
@@ -35,6 +37,11 @@ export interface ConvergerConfig extends ConvergenceConfig {
    * still there only means the rep has not got to it yet.
    */
   readonly stopRepeatMs?: number;
+  /**
+   * The presence watch lists the live cells at most this often (default 1 s): it wakes a pass the
+   * moment a cell's presence has expired, instead of at the next `intervalMs`.
+   */
+  readonly presenceCheckGapMs?: number;
 }
 
 export interface ConvergerServiceOptions {
@@ -70,6 +77,9 @@ export interface ConvergencePassReport {
   readonly durationMs: number;
 }
 
+/** Looked for this long after a presence's expiry, so the store's clock agrees it has expired. */
+const expiryGraceMs = 50;
+
 type TaskWriteItem = Exclude<TaskConvergenceItem, { kind: 'kick-task' }>;
 type ItemOutcome = 'applied' | 'conflict' | 'skipped' | 'error';
 
@@ -96,6 +106,9 @@ export class ConvergerService {
   readonly #stopsAsked = new Map<string, number>();
   #serial: Promise<unknown> = Promise.resolve();
   readonly #loop = new LocalLoop();
+  readonly #wakeup = new Wakeup();
+  /** The live cells last seen (by a pass or the presence watch): cell_id → its presence's expiry. */
+  #cellExpiries = new Map<string, number>();
 
   constructor(options: ConvergerServiceOptions) {
     this.#options = options;
@@ -111,21 +124,66 @@ export class ConvergerService {
     return result;
   }
 
-  /** Passes every `intervalMs` until `signal` aborts; a failed pass is retried with back-off. */
-  run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
+  /**
+   * Passes every `intervalMs` until `signal` aborts, and at once when a cell's presence expires
+   * (the presence watch); a failed pass is retried with back-off.
+   */
+  async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { intervalMs } = this.#options.config;
-    return runLoop({
-      name: 'convergence pass',
-      signal: context.signal,
-      intervalMs,
-      backoff: { initialMs: 250, capMs: intervalMs },
-      logger: this.#logger,
-      round: async (signal) => {
-        const report = await this.runOnce(signal);
-        const acted = report.applied + report.conflicts + report.errors;
-        if (acted > 0) this.#logger.info({ ...report }, 'convergence pass');
-      },
-    });
+    await Promise.all([
+      runLoop({
+        name: 'convergence pass',
+        signal: context.signal,
+        intervalMs,
+        wakeup: this.#wakeup,
+        backoff: { initialMs: 250, capMs: intervalMs },
+        logger: this.#logger,
+        round: async (signal) => {
+          const report = await this.runOnce(signal);
+          const acted = report.applied + report.conflicts + report.errors;
+          if (acted > 0) this.#logger.info({ ...report }, 'convergence pass');
+        },
+      }),
+      this.#watchPresences(context.signal),
+    ]);
+  }
+
+  /**
+   * An expiring presence writes nothing, so no event can tell of it: this sleeps until the earliest
+   * expiry among the cells last seen, lists the live cells, and wakes a pass when one is gone. A
+   * cell that heartbeated meanwhile only moves the next look later. At most one listing per
+   * `presenceCheckGapMs`, however many cells expire one after another.
+   */
+  async #watchPresences(signal: AbortSignal): Promise<void> {
+    const { intervalMs, presenceCheckGapMs = 1_000 } = this.#options.config;
+    while (!signal.aborted) {
+      // No cell known yet (a new cluster, or before the first pass): look again soon.
+      const untilExpiry =
+        this.#cellExpiries.size === 0
+          ? 0
+          : Math.min(...this.#cellExpiries.values()) - this.#now().getTime() + expiryGraceMs;
+      await sleep(Math.max(presenceCheckGapMs, Math.min(intervalMs, untilExpiry)), signal);
+      if (signal.aborted) return;
+      let live: CellPresence[];
+      try {
+        live = await this.#options.bbs.listCells();
+      } catch (err) {
+        // The next look, or the interval's pass, sees what this one could not.
+        this.#logger.warn({ err: describeError(err) }, 'presence watch: listing cells failed');
+        continue;
+      }
+      const liveIds = new Set(live.map((c) => c.cell_id));
+      const gone = [...this.#cellExpiries.keys()].filter((id) => !liveIds.has(id));
+      this.#rememberCells(live);
+      if (gone.length > 0) {
+        this.#logger.info({ cells: gone }, 'cell presences expired: converging now');
+        this.#wakeup.wake();
+      }
+    }
+  }
+
+  #rememberCells(cells: readonly CellPresence[]): void {
+    this.#cellExpiries = new Map(cells.map((c) => [c.cell_id, Date.parse(c.expires_at)]));
   }
 
   /** Runs the interval loop without a lease (a single-server setup or a test). */
@@ -141,6 +199,7 @@ export class ConvergerService {
     const started = this.#now().getTime();
     const { bbs, config } = this.#options;
     const [snapshot, tasks] = await Promise.all([bbs.readConvergenceSnapshot(), bbs.listTasks()]);
+    this.#rememberCells(snapshot.cells);
     const now = this.#now();
     const plan = planConvergence({
       desired: snapshot.desired_lrps,

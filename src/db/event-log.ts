@@ -58,6 +58,14 @@ export class EventLog {
     return result;
   }
 
+  /**
+   * Tells the listeners of news that is no stored event (a cell's presence that began): in-process
+   * only, for a service that acts on it at once instead of on its next interval.
+   */
+  announce(types: readonly string[]): void {
+    for (const listener of this.#listeners) listener(types);
+  }
+
   async #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
     if (events.length === 0) return;
     if (events.length === 1) {

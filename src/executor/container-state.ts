@@ -72,6 +72,33 @@ export interface ContainerResult {
   readonly oom?: boolean;
 }
 
+/**
+ * What a container's end means, from its pod's exit record and whether a stop was asked for (by
+ * the rep, or by a user's `berth stop` of the pod, who is then named).
+ */
+export function containerResult(
+  exit:
+    | { readonly exit_code: number | null; readonly reason?: string; readonly oom_killed?: boolean }
+    | undefined,
+  asked: { readonly user: string | null } | undefined,
+): ContainerResult {
+  if (asked)
+    return { failed: false, reason: asked.user ? `stopped by ${asked.user}` : 'stopped', kind: 'shutdown' };
+  const code = exit?.exit_code ?? null;
+  return {
+    failed: code !== 0,
+    reason: exit?.oom_killed
+      ? `${exit.reason ?? 'out of memory'} (exit status ${code})`
+      : code === null
+        ? (exit?.reason ?? 'the container vanished')
+        : `exited with status ${code}`,
+    ...(exit?.oom_killed ? { oom: true } : {}),
+    // Ended on its own: for an LRP that is a crash; for a task, its normal end (the rep's task
+    // table reads `failed`, and treats only `shutdown`, a stop, as interrupted).
+    kind: 'crashed',
+  };
+}
+
 export interface ExecutorContainer {
   /** For LRPs the instance_guid, for tasks the task_guid: one container per claim. */
   readonly guid: string;

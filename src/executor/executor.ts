@@ -18,10 +18,12 @@ import {
   type ContainerResult,
   type ContainerState,
   type ContainerTags,
+  containerResult,
   type ExecutorContainer,
 } from './container-state.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
+import { PodWorker } from './pod-worker.js';
 
 /** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
 export interface ContainerRunSpec {
@@ -79,6 +81,8 @@ interface Record_ {
   stopRequested: boolean;
   adopted?: boolean;
   finishedAt?: string;
+  /** Its holder's end is watched (started by this process): the pod poll leaves it alone till then. */
+  exitWatched?: boolean;
 }
 
 const labelPrefix = 'berth.executor.';
@@ -96,11 +100,14 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   readonly #hostPorts: HostPortPool;
   #pollTimer: NodeJS.Timeout | undefined;
   readonly #monitors = new Map<string, NodeJS.Timeout>();
+  /** Pods are prepared and removed on a worker thread, off the event loop that starts containers. */
+  readonly #pods: PodWorker;
 
   constructor(options: ExecutorOptions) {
     super();
     this.#options = options;
     this.#hostPorts = new HostPortPool(options.portRange);
+    this.#pods = new PodWorker(options.runtime.dataDir);
   }
 
   get runtime(): PodRuntime {
@@ -118,6 +125,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     clearInterval(this.#pollTimer);
     for (const timer of this.#monitors.values()) clearTimeout(timer);
     this.#monitors.clear();
+    void this.#pods.close();
   }
 
   #adopt(pod: PodInfo): void {
@@ -259,7 +267,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         env.push(`INSTANCE_INDEX=${record.tags.index}`, `INSTANCE_GUID=${record.tags.instance_guid}`);
       }
       const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
-      const prepared = await this.#options.runtime.prepare(spec.image, {
+      const image = await this.#options.runtime.resolveImage(spec.image);
+      const prepared = await this.#pods.prepare(spec.image, image, {
         ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
         env,
         name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
@@ -280,17 +289,28 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       const runtime = this.#options.runtime;
       if (!runtime.store.move(prepared.location, 'run'))
         throw new BerthError('internal', `Pod ${prepared.location.uuid} vanished`);
-      await runtime.startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
-        onExit: () => this.#onPodExit(guid),
-      });
+      record.exitWatched = true;
+      await runtime
+        .startDetached({ uuid: prepared.location.uuid, phase: 'run' }, prepared.lockFd, {
+          onExit: () => {
+            // A holder killed while its app runs on: the pod reads running; the poll takes over.
+            record.exitWatched = false;
+            this.#onPodExit(guid);
+          },
+        })
+        .catch((err: unknown) => {
+          record.exitWatched = false;
+          throw err;
+        });
       const info = runtime.status(prepared.location.uuid);
       record.netInfo = this.#netInfo(info.network?.ports ?? mappings);
       if (record.state !== 'INITIALIZING') {
         // Deleted or stopped while its pod was starting: the pod must not outlive the container.
         // catch-all: a pod that will not stop or go is left to gc, which collects exited pods.
         await runtime.stop(prepared.location.uuid, 0).catch(() => undefined);
-        // catch-all: as above.
-        if (!this.#containers.has(guid)) await runtime.remove(prepared.location.uuid).catch(() => undefined);
+        if (!this.#containers.has(guid))
+          // catch-all: as above.
+          await this.#pods.remove(prepared.location.uuid).catch(() => undefined);
         return;
       }
       this.#move(record, 'CREATED');
@@ -356,7 +376,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
 
   #pollPods(): void {
     for (const record of this.#containers.values()) {
-      if (record.podUuid && (record.state === 'CREATED' || record.state === 'RUNNING'))
+      if (record.podUuid && !record.exitWatched && (record.state === 'CREATED' || record.state === 'RUNNING'))
         this.#onPodExit(record.guid);
     }
   }
@@ -373,20 +393,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       const asked =
         readStopRequest(this.#options.runtime.store.path(pod)) ??
         (record.stopRequested ? { user: null, at: null } : undefined);
-      record.result = asked
-        ? { failed: false, reason: asked.user ? `stopped by ${asked.user}` : 'stopped', kind: 'shutdown' }
-        : {
-            failed: code !== 0,
-            reason: pod.exit?.oom_killed
-              ? `${pod.exit.reason ?? 'out of memory'} (exit status ${code})`
-              : code === null
-                ? (pod.exit?.reason ?? 'the container vanished')
-                : `exited with status ${code}`,
-            ...(pod.exit?.oom_killed ? { oom: true } : {}),
-            // Ended on its own: for an LRP that is a crash; for a task, its normal end (the rep's
-            // task table reads `failed`, and treats only `shutdown`, a stop, as interrupted).
-            kind: 'crashed',
-          };
+      record.result = containerResult(pod.exit, asked);
     }
     if (record.spec?.result_file) {
       record.taskResult = this.#readResultFile(pod, record.spec.result_file);
@@ -489,7 +496,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
-        await runtime.remove(record.podUuid);
+        await this.#pods.remove(record.podUuid);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

@@ -57,6 +57,7 @@ export {
   PodRuntime,
   type PrepareOptions,
   parseMemory,
+  type ResolvedImage,
 } from './pod-runtime.js';
 export {
   assertPhaseMove,

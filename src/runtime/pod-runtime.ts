@@ -57,6 +57,8 @@ export interface ImageResolver {
   resolve(ref: string): Promise<ResolvedImage>;
 }
 
+export type { ResolvedImage };
+
 const namePattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
 /** A prepared pod in prepare/, its lock held by the caller (see `PodRuntime.prepare`). */
@@ -85,6 +87,14 @@ export class PodRuntime {
     this.#images = images;
     this.store = new PodStore(dataDir);
     this.volumes = new VolumeStore(dataDir, this.store);
+  }
+
+  /**
+   * Resolves an image reference as `prepare` does (ImageUnavailableError when it cannot): a caller
+   * that prepares on another thread resolves here, where the image store is.
+   */
+  resolveImage(ref: string): Promise<ResolvedImage> {
+    return resolveImage(this.#images, ref);
   }
 
   /**

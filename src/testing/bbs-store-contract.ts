@@ -831,6 +831,18 @@ export function describeBbsStoreContract(
     });
 
     describe('events and reads', () => {
+      it('names the newest event as the head: after it, only what is written from then on', async () => {
+        await desire(1);
+        const head = await store.headEventId();
+        assert.equal(head, await lastEventId(store));
+        assert.deepEqual(await store.readEvents({ after: head }), []);
+        const d = await desire(1);
+        const next = await store.readEvents({ after: head });
+        assert.ok(next.length > 0);
+        assert.ok(next.every((e) => JSON.stringify(e).includes(d.process_guid)));
+        assert.equal(await store.headEventId(), next.at(-1)?.id);
+      });
+
       it('records every change as an ordered event and resumes after a given id', async () => {
         const start = await lastEventId(store);
         const d = await desire(1);

@@ -39,7 +39,7 @@ function isConsolePage(method: string, path: string): boolean {
 /** The BBS's RPC-style internal routes are all POST; the ones that only read are for viewers too. */
 const readOnlyPosts: ReadonlySet<string> = new Set(
   Object.entries(bbsOperationPaths)
-    .filter(([name]) => /^(get|list|read|count)[A-Z]/.test(name))
+    .filter(([name]) => /^(get|list|read|count|head)[A-Z]/.test(name))
     .map(([, path]) => path),
 );
 

@@ -336,6 +336,7 @@ export const operationBodies = {
     },
     strict,
   ),
+  headEventId: Empty,
   countRecords: Empty,
   pruneEvents: Type.Object({ before: Timestamp }, strict),
 } satisfies Record<string, TSchema>;

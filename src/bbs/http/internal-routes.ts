@@ -22,6 +22,8 @@ export function registerInternalRoutes(root: FastifyInstance, options: BbsRoutes
         const operation = store[name] as (req: unknown) => Promise<unknown>;
         const result = await operation.call(store, request.body ?? {});
         if (result === undefined) return reply.code(204).send();
+        // A bare string (headEventId) is JSON too: fastify would send it as text/plain, and '' as no body.
+        if (typeof result === 'string') return reply.type('application/json').send(JSON.stringify(result));
         const hide = withoutRepTokens[name];
         return reply.send(hide ? hide(result) : result);
       },

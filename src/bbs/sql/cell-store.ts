@@ -3,6 +3,12 @@ import type { CellIdRequest, HeartbeatCellRequest } from '../bbs-store.js';
 import type { CellPresence } from '../bbs-types.js';
 import type { Db, StoreContext } from './store-context.js';
 
+/**
+ * The in-process news (`SqlBbsStore.onEvents`, never a stored event) of a cell whose presence
+ * began: new, or back after it expired.
+ */
+export const cellAppearedNews = 'cell_appeared';
+
 /** Cell presences: a cell is live while its heartbeats keep its `expires_at` ahead of the clock. */
 export class CellStore {
   readonly #ctx: StoreContext;
@@ -14,7 +20,15 @@ export class CellStore {
   async heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence> {
     if (!req.presence.cell_id)
       throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
-    return this.#ctx.mutate('heartbeatCell', async (tx) => {
+    let appeared = false;
+    const result = await this.#ctx.mutate('heartbeatCell', async (tx) => {
+      // A cell new, or back after its presence expired: placements waiting for room are retried now.
+      const before = await tx.db
+        .selectFrom('cells')
+        .select('expires_at')
+        .where('cell_id', '=', req.presence.cell_id)
+        .executeTakeFirst();
+      appeared = before === undefined || before.expires_at <= tx.now;
       const presence: CellPresence = {
         ...req.presence,
         expires_at: new Date(tx.nowMs + req.ttl_ms).toISOString(),
@@ -35,6 +49,8 @@ export class CellStore {
         .execute();
       return presence;
     });
+    if (appeared) this.#ctx.database.events.announce([cellAppearedNews]);
+    return result;
   }
 
   async listCells(): Promise<CellPresence[]> {

@@ -1,0 +1,91 @@
+import { Worker } from 'node:worker_threads';
+import { BerthError } from '../core/index.js';
+import type { PrepareOptions, ResolvedImage } from '../runtime/index.js';
+import type { PodWorkAnswer, PodWorkRequest, PreparedPodAnswer } from './pod-worker-thread.js';
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * Prepares and removes pods (`PodRuntime.prepare`, `PodRuntime.remove`) on a worker thread. Both
+ * are synchronous work — the pod tree, its confined lock fd (open_tree(2), which waits on the
+ * kernel's mount lock while runc mounts other pods), the bundle; unmounts, `runc delete`, CNI DEL
+ * with its plugin processes, the tree walk — which took ~90 ms and ~170 ms of a cell's event loop
+ * per task under load (docs/performance.md): meanwhile the cell neither started containers, nor
+ * answered the auctioneer, nor sent its heartbeat. The worker starts with the first request and
+ * keeps the process alive only while requests are pending. Errors come back as BerthErrors with
+ * the runtime's code (`not_found` stays `not_found`).
+ */
+export class PodWorker {
+  readonly #dataDir: string;
+  #worker: Worker | undefined;
+  #nextId = 0;
+  readonly #pending = new Map<
+    number,
+    { resolve: (prepared: PreparedPodAnswer | undefined) => void; reject: (err: Error) => void }
+  >();
+
+  constructor(dataDir: string) {
+    this.#dataDir = dataDir;
+  }
+
+  async remove(uuid: string): Promise<void> {
+    await this.#request({ op: 'remove', uuid });
+  }
+
+  /** Embryo → Prepare with the lock held, as `PodRuntime.prepare`, for an image already resolved. */
+  async prepare(imageRef: string, image: ResolvedImage, options: PrepareOptions): Promise<PreparedPodAnswer> {
+    const prepared = await this.#request({ op: 'prepare', imageRef, image, options });
+    if (!prepared) throw new BerthError('internal', 'The pod worker prepared no pod');
+    return prepared;
+  }
+
+  /**
+   * Ends the worker once the requests already sent have answered: a removal cut off midway would
+   * leave half a pod, and its caller an error for a pod that was going away anyway.
+   */
+  async close(): Promise<void> {
+    const worker = this.#worker;
+    if (!worker) return;
+    while (this.#pending.size > 0 && this.#worker === worker)
+      await new Promise<void>((resolve) => worker.once('message', () => setImmediate(resolve)));
+    if (this.#worker === worker) this.#worker = undefined;
+    await worker.terminate();
+  }
+
+  #request(request: DistributiveOmit<PodWorkRequest, 'id'>): Promise<PreparedPodAnswer | undefined> {
+    const worker = this.#ensureWorker();
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      if (this.#pending.size === 1) worker.ref();
+      worker.postMessage({ ...request, id } as PodWorkRequest);
+    });
+  }
+
+  #ensureWorker(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(new URL('./pod-worker-thread.js', import.meta.url), {
+      workerData: this.#dataDir,
+    });
+    worker.unref();
+    worker.on('message', (answer: PodWorkAnswer) => this.#settle(answer));
+    const failAll = (err: Error) => {
+      if (this.#worker === worker) this.#worker = undefined;
+      for (const { reject } of this.#pending.values()) reject(err);
+      this.#pending.clear();
+    };
+    worker.on('error', failAll);
+    worker.on('exit', (code) => failAll(new BerthError('internal', `The pod worker exited (${code})`)));
+    this.#worker = worker;
+    return worker;
+  }
+
+  #settle(answer: PodWorkAnswer): void {
+    const waiter = this.#pending.get(answer.id);
+    if (!waiter) return;
+    this.#pending.delete(answer.id);
+    if (this.#pending.size === 0) this.#worker?.unref();
+    if (answer.ok) waiter.resolve(answer.prepared);
+    else waiter.reject(new BerthError(answer.code ?? 'internal', answer.message, { ...answer.details }));
+  }
+}
