@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { launchHeadlessChromium } from '../testing/headless-chromium.js';
 
 /**
  * Issue 24's console in a real browser: Debian's headless Chromium driven by playwright-core,
@@ -50,18 +51,7 @@ before(async () => {
   serverUrl = await cluster.startServer('server', '1s', ['--auth', 'tokens']);
   adminToken = readFileSync(join(cluster.root, 'server', 'admin.token'), 'utf8').trim();
   await cluster.startCell('k1', 'z1', 63500, serverUrl, ['--token', adminToken]);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchHeadlessChromium();
   context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
   // Generous bounds, not expectations: a loaded CI machine starts containers slowly.
   context.setDefaultTimeout(120_000);

@@ -19,8 +19,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { openBbsStore } from '../bbs/index.js';
+import { launchHeadlessChromium } from '../testing/headless-chromium.js';
 import { startServerProcess } from '../testing/server-process.js';
 import { median } from './bbs-bench-backends.js';
 import { benchProcessGuid, seedRunningLrps } from './bbs-seed.js';
@@ -106,18 +107,7 @@ async function main(): Promise<void> {
     '--auction-interval',
     '1h',
   ]);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchHeadlessChromium();
   const overview: number[] = [];
   const table: number[] = [];
   const filter: number[] = [];
