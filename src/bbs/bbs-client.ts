@@ -69,6 +69,7 @@ export class BbsClient implements BbsStore {
   heartbeatCell = this.#operation('heartbeatCell');
   listCells = this.#operation('listCells');
   removeCell = this.#operation('removeCell');
+  expireCells = this.#operation('expireCells');
   acquireLease = this.#operation('acquireLease');
   releaseLease = this.#operation('releaseLease');
   listLeases = this.#operation('listLeases');

@@ -88,6 +88,11 @@ export interface BbsStore {
   /** Only live cells. */
   listCells(): Promise<CellPresence[]>;
   removeCell(req: CellIdRequest): Promise<void>;
+  /**
+   * Deletes the presences that have expired, each with a `cell_disappeared` event, and returns
+   * their cell ids (an expiry writes nothing by itself: the converger's presence watch calls this).
+   */
+  expireCells(): Promise<string[]>;
 
   // Leases for singletons (converger, auctioneer), fenced by a token that grows on every handover.
   acquireLease(req: AcquireLeaseRequest): Promise<LeaseResult>;
@@ -303,6 +308,9 @@ export interface HeartbeatCellRequest {
   readonly presence: Omit<CellPresence, 'expires_at'>;
   readonly ttl_ms: number;
 }
+/** Why a cell left: its rep removed it (a clean stop), or its presence expired. */
+export type CellGoneReason = 'removed' | 'expired';
+
 export interface CellIdRequest {
   readonly cell_id: string;
 }
@@ -367,7 +375,10 @@ export type BbsEventType =
   | 'actual_lrp_removed'
   | 'task_created'
   | 'task_changed'
-  | 'task_removed';
+  | 'task_removed'
+  | 'cell_appeared'
+  | 'cell_changed'
+  | 'cell_disappeared';
 
 interface EventBase {
   /** Opaque, ordered cursor; give it back as `after` (or SSE `Last-Event-ID`) to resume. */
@@ -383,7 +394,15 @@ export type BbsEventBody =
   | { readonly type: 'actual_lrp_removed'; readonly actual_lrp: ActualLRP }
   | { readonly type: 'task_created'; readonly task: Task }
   | { readonly type: 'task_changed'; readonly before: Task; readonly after: Task }
-  | { readonly type: 'task_removed'; readonly task: Task };
+  | { readonly type: 'task_removed'; readonly task: Task }
+  /**
+   * A cell's presence began (new, or back after it expired or was removed), changed what it
+   * offers (zone, capacity, rep URL, tags), or ended (removed by its rep, or expired and reaped by
+   * `expireCells`). Heartbeats that only extend a presence write nothing. Never the rep's token.
+   */
+  | { readonly type: 'cell_appeared'; readonly cell: CellPresence }
+  | { readonly type: 'cell_changed'; readonly before: CellPresence; readonly after: CellPresence }
+  | { readonly type: 'cell_disappeared'; readonly cell_id: string; readonly reason: CellGoneReason };
 export type BbsEvent = EventBase & BbsEventBody;
 
 export interface RecordCounts {

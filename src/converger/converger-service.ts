@@ -182,6 +182,20 @@ export class ConvergerService {
     }
   }
 
+  /**
+   * An expired presence writes nothing by itself: deleting it records its `cell_disappeared`, so
+   * watchers of the event log (the console) learn of it without listing cells on a timer.
+   */
+  async #reapExpiredCells(): Promise<void> {
+    try {
+      const gone = await this.#options.bbs.expireCells();
+      if (gone.length > 0) this.#logger.info({ cells: gone }, 'expired cell presences recorded');
+    } catch (err) {
+      // The next pass reaps them; convergence itself reads only live presences.
+      this.#logger.warn({ err: describeError(err) }, 'recording expired cell presences failed');
+    }
+  }
+
   #rememberCells(cells: readonly CellPresence[]): void {
     this.#cellExpiries = new Map(cells.map((c) => [c.cell_id, Date.parse(c.expires_at)]));
   }
@@ -200,6 +214,7 @@ export class ConvergerService {
     const { bbs, config } = this.#options;
     const [snapshot, tasks] = await Promise.all([bbs.readConvergenceSnapshot(), bbs.listTasks()]);
     this.#rememberCells(snapshot.cells);
+    await this.#reapExpiredCells();
     const now = this.#now();
     const plan = planConvergence({
       desired: snapshot.desired_lrps,

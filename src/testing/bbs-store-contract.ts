@@ -15,6 +15,7 @@ import {
   taskTransitions,
 } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { describeCellEventsContract } from './bbs-cell-events-contract.js';
 import { desiredDefinition, desiredTask } from './bbs-fixtures.js';
 import { describeBbsPagingContract } from './bbs-paging-contract.js';
 
@@ -912,6 +913,7 @@ export function describeBbsStoreContract(
     });
 
     describe('paging', () => describeBbsPagingContract(() => store));
+    describe('cell events', () => describeCellEventsContract(() => store, clock));
   });
 }
 

@@ -25,6 +25,13 @@ export interface BbsRoutesOptions {
    */
   readonly redactsEnv?: (request: FastifyRequest) => boolean;
   /**
+   * Whether the caller's token is still valid; the event stream asks every `reauthMs` and ends
+   * when it is not (a revoked or expired token stops receiving events). Absent: never asked.
+   */
+  readonly stillAuthorized?: (request: FastifyRequest) => Promise<boolean>;
+  /** How often an open event stream checks its caller's token again (ms, default 5,000). */
+  readonly reauthMs?: number;
+  /**
    * Records a user's public write (scale, remove, cancel) on the containers it stops, as a `user`
    * history item; the api layer, which knows the caller and has history, supplies it.
    */

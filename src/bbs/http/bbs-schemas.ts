@@ -317,6 +317,7 @@ export const operationBodies = {
   ),
   listCells: Empty,
   removeCell: Type.Object({ cell_id: Name() }, strict),
+  expireCells: Empty,
   acquireLease: Type.Object(
     {
       name: Name(),

@@ -19,6 +19,7 @@ export function registerEventRoutes(
 ): void {
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const pollMs = options.eventPollMs ?? 250;
+  const reauthMs = options.reauthMs ?? 5_000;
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const end of open) end();
@@ -77,9 +78,16 @@ export function registerEventRoutes(
       });
       const unsubscribe = options.onEvents?.(() => wake?.());
       let lastWrite = Date.now();
+      let lastAuth = Date.now();
       const redact = options.redactsEnv?.(request) === true;
       try {
         while (!closed) {
+          if (options.stillAuthorized && Date.now() - lastAuth >= reauthMs) {
+            lastAuth = Date.now();
+            // The stream was authorised when it opened; a token revoked or expired since then
+            // ends it, and the client's reconnect is refused with 401 (the console's sign-in).
+            if (!(await options.stillAuthorized(request))) break;
+          }
           for (const event of pending) {
             const data = JSON.stringify(redact ? redactEnv(event) : event);
             res.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${data}\n\n`);

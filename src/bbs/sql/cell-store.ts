@@ -1,15 +1,23 @@
+import type { Selectable } from 'kysely';
 import { InvalidArgumentError } from '../../core/index.js';
 import type { CellIdRequest, HeartbeatCellRequest } from '../bbs-store.js';
-import type { CellPresence } from '../bbs-types.js';
-import type { Db, StoreContext } from './store-context.js';
+import { type CellPresence, publicCellPresence } from '../bbs-types.js';
+import type { BbsDatabase } from './bbs-database.js';
+import type { Db, StoreContext, Tx } from './store-context.js';
 
 /**
- * The in-process news (`SqlBbsStore.onEvents`, never a stored event) of a cell whose presence
- * began: new, or back after it expired.
+ * The in-process news (`SqlBbsStore.onEvents`) of a cell whose presence began: new, or back after
+ * it expired. The stored event of the same name tells the same to watchers over HTTP.
  */
 export const cellAppearedNews = 'cell_appeared';
 
-/** Cell presences: a cell is live while its heartbeats keep its `expires_at` ahead of the clock. */
+type CellRow = Selectable<BbsDatabase['cells']>;
+
+/**
+ * Cell presences: a cell is live while its heartbeats keep its `expires_at` ahead of the clock.
+ * A presence that begins, changes what it offers or ends is an event on the log (so the console
+ * and other watchers follow cells without polling); a heartbeat that only extends it is not.
+ */
 export class CellStore {
   readonly #ctx: StoreContext;
 
@@ -20,15 +28,8 @@ export class CellStore {
   async heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence> {
     if (!req.presence.cell_id)
       throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
-    let appeared = false;
-    const result = await this.#ctx.mutate('heartbeatCell', async (tx) => {
-      // A cell new, or back after its presence expired: placements waiting for room are retried now.
-      const before = await tx.db
-        .selectFrom('cells')
-        .select('expires_at')
-        .where('cell_id', '=', req.presence.cell_id)
-        .executeTakeFirst();
-      appeared = before === undefined || before.expires_at <= tx.now;
+    return this.#ctx.mutate('heartbeatCell', async (tx) => {
+      const [before] = await selectCells(tx.db).where('cell_id', '=', req.presence.cell_id).execute();
       const presence: CellPresence = {
         ...req.presence,
         expires_at: new Date(tx.nowMs + req.ttl_ms).toISOString(),
@@ -47,31 +48,75 @@ export class CellStore {
         .values({ cell_id: presence.cell_id, ...row })
         .onConflict((oc) => oc.column('cell_id').doUpdateSet(row))
         .execute();
+      // A cell new, or back after its presence expired: placements waiting for room are retried
+      // now (the event's commit wakes the auctioneer in process).
+      if (before === undefined || before.expires_at <= tx.now) {
+        tx.events.push({ type: 'cell_appeared', cell: publicCellPresence(presence) });
+      } else if (offerChanged(before, row)) {
+        tx.events.push({
+          type: 'cell_changed',
+          before: publicCellPresence(rowToPresence(before)),
+          after: publicCellPresence(presence),
+        });
+      }
       return presence;
     });
-    if (appeared) this.#ctx.database.events.announce([cellAppearedNews]);
-    return result;
   }
 
   async listCells(): Promise<CellPresence[]> {
-    return listLiveCells(this.#ctx.db, this.#ctx.now().toISOString());
+    const rows = await selectCells(this.#ctx.db)
+      .where('expires_at', '>', this.#ctx.now().toISOString())
+      .execute();
+    return rows.map(rowToPresence);
   }
 
   async removeCell(req: CellIdRequest): Promise<void> {
     await this.#ctx.mutate('removeCell', async (tx) => {
-      await tx.db.deleteFrom('cells').where('cell_id', '=', req.cell_id).execute();
+      const removed = await tx.db.deleteFrom('cells').where('cell_id', '=', req.cell_id).executeTakeFirst();
+      if (Number(removed.numDeletedRows) > 0) pushGone(tx, [req.cell_id], 'removed');
+    });
+  }
+
+  async expireCells(): Promise<string[]> {
+    return this.#ctx.mutate('expireCells', async (tx) => {
+      let query = tx.db
+        .selectFrom('cells')
+        .select('cell_id')
+        .where('expires_at', '<=', tx.now)
+        .orderBy('cell_id');
+      // PostgreSQL: a heartbeat renewing one of them waits for this transaction, then recreates it
+      // as a presence that begins (SQLite's writer lock already serializes the two).
+      if (tx.lockRows) query = query.forUpdate();
+      const ids = (await query.execute()).map((r) => r.cell_id);
+      if (ids.length === 0) return ids;
+      await tx.db.deleteFrom('cells').where('cell_id', 'in', ids).execute();
+      pushGone(tx, ids, 'expired');
+      return ids;
     });
   }
 }
 
-async function listLiveCells(db: Db, now: string): Promise<CellPresence[]> {
-  const rows = await db
-    .selectFrom('cells')
-    .selectAll()
-    .where('expires_at', '>', now)
-    .orderBy('cell_id')
-    .execute();
-  return rows.map((r) => ({
+function pushGone(tx: Tx, ids: readonly string[], reason: 'removed' | 'expired'): void {
+  for (const cell_id of ids) tx.events.push({ type: 'cell_disappeared', cell_id, reason });
+}
+
+/** Whether a heartbeat changed what the cell offers (anything but its expiry). */
+function offerChanged(before: CellRow, after: Omit<CellRow, 'cell_id'>): boolean {
+  return (
+    before.zone !== after.zone ||
+    before.capacity !== after.capacity ||
+    before.rep_url !== after.rep_url ||
+    before.placement_tags !== after.placement_tags ||
+    before.model_agent !== after.model_agent
+  );
+}
+
+function selectCells(db: Db) {
+  return db.selectFrom('cells').selectAll().orderBy('cell_id');
+}
+
+function rowToPresence(r: CellRow): CellPresence {
+  return {
     cell_id: r.cell_id,
     zone: r.zone,
     capacity: JSON.parse(r.capacity) as CellPresence['capacity'],
@@ -80,5 +125,5 @@ async function listLiveCells(db: Db, now: string): Promise<CellPresence[]> {
     model_agent: r.model_agent === 1,
     expires_at: r.expires_at,
     ...(r.rep_token ? { rep_token: r.rep_token } : {}),
-  }));
+  };
 }

@@ -141,6 +141,7 @@ export class SqlBbsStore implements BbsStore {
   heartbeatCell: BbsStore['heartbeatCell'] = (req) => this.#cells.heartbeatCell(req);
   listCells: BbsStore['listCells'] = () => this.#cells.listCells();
   removeCell: BbsStore['removeCell'] = (req) => this.#cells.removeCell(req);
+  expireCells: BbsStore['expireCells'] = () => this.#cells.expireCells();
 
   // LeaseStore
   acquireLease: BbsStore['acquireLease'] = (req) => this.#leases.acquireLease(req);
