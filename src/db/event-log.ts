@@ -19,11 +19,9 @@ const insertEventSql = 'INSERT INTO events (type, data, created_at) VALUES (?, ?
 export class EventLog {
   readonly #backend: SqlBackend;
   readonly #listeners = new Set<CommittedEventsListener>();
-  readonly #insertOne: string;
 
   constructor(backend: SqlBackend) {
     this.#backend = backend;
-    this.#insertOne = insertEventSqlFor(backend.kind);
   }
 
   /**
@@ -66,25 +64,39 @@ export class EventLog {
     for (const listener of this.#listeners) listener(types);
   }
 
-  async #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
-    if (events.length === 0) return;
-    if (events.length === 1) {
-      // The common case, one event per CAS: constant SQL, a prepared statement on PostgreSQL.
-      const { type, ...data } = events[0]!;
-      await tx.executeQuery(CompiledQuery.raw(this.#insertOne, [type, JSON.stringify(data), createdAt]));
-      return;
-    }
-    for (let i = 0; i < events.length; i += insertChunk) {
-      await tx
-        .insertInto('events')
-        .values(
-          events.slice(i, i + insertChunk).map((event) => {
-            const { type, ...data } = event;
-            return { type, data: JSON.stringify(data), created_at: createdAt };
-          }),
-        )
-        .execute();
-    }
+  #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
+    return insertEvents(tx, this.#backend.kind, events, createdAt);
+  }
+}
+
+/**
+ * Appends events inside a transaction that is not `EventLog.write`'s (the model's writes, which
+ * run under their own lock): the rows commit with it and the event stream reads them on its next
+ * look (every `eventPollMs`); no in-process listener is told.
+ */
+export async function insertEvents(
+  tx: Kysely<DbTables>,
+  kind: SqlBackend['kind'],
+  events: readonly EventBody[],
+  createdAt: string,
+): Promise<void> {
+  if (events.length === 0) return;
+  if (events.length === 1) {
+    // The common case, one event per CAS: constant SQL, a prepared statement on PostgreSQL.
+    const { type, ...data } = events[0]!;
+    await tx.executeQuery(CompiledQuery.raw(insertOneSql[kind], [type, JSON.stringify(data), createdAt]));
+    return;
+  }
+  for (let i = 0; i < events.length; i += insertChunk) {
+    await tx
+      .insertInto('events')
+      .values(
+        events.slice(i, i + insertChunk).map((event) => {
+          const { type, ...data } = event;
+          return { type, data: JSON.stringify(data), created_at: createdAt };
+        }),
+      )
+      .execute();
   }
 }
 
@@ -92,5 +104,10 @@ export class EventLog {
 export type CommittedEventsListener = (types: readonly string[]) => void;
 
 export function insertEventSqlFor(kind: SqlBackend['kind']): string {
-  return kind === 'postgres' ? numbered(insertEventSql) : insertEventSql;
+  return insertOneSql[kind];
 }
+
+const insertOneSql: Readonly<Record<SqlBackend['kind'], string>> = {
+  sqlite: insertEventSql,
+  postgres: numbered(insertEventSql),
+};

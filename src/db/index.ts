@@ -1,4 +1,4 @@
-export { type EventBody, EventLog } from './event-log.js';
+export { type EventBody, EventLog, insertEvents } from './event-log.js';
 export {
   idColumn,
   type MigrationList,

@@ -65,7 +65,8 @@ export async function acceptEntityAction(
   backend: SqlBackend,
   req: AcceptEntityActionRequest,
 ): Promise<ActionRow> {
-  return modelWrite(backend, async (db) => {
+  return modelWrite(backend, async (db, changed) => {
+    changed(req.system);
     if (req.system !== '') {
       const system = await db
         .selectFrom('model_systems')
@@ -83,6 +84,7 @@ export async function acceptEntityAction(
     }
     const check = checkLocks(await heldLocks(db, [...new Set(wanted.map((w) => w.system))]), wanted);
     if (!check.ok) throw check.error;
+    for (const lock of wanted) changed(lock.system);
     const now = req.now.toISOString();
     const row: ActionRow = {
       id: req.id,

@@ -46,6 +46,19 @@ export function servicePathOf(system: string, modelName: string): string | undef
   return isServiceOf(system, modelName) ? modelName.slice(system.length + 1) : undefined;
 }
 
+/**
+ * The systems a model name belongs to: a service's (`shop:/web`) or unit's (`shop:/web#2`) one, a
+ * relation id's (`shop:/a shop:/b`) one or two; none for a cell's or any other name.
+ */
+export function systemsOfModelName(name: string): string[] {
+  const systems = new Set<string>();
+  for (const part of name.split(' ')) {
+    const colon = part.indexOf(':');
+    if (colon > 0) systems.add(part.slice(0, colon));
+  }
+  return [...systems];
+}
+
 /** A model name as a system's user reads it: its path inside the system, a foreign name unchanged. */
 export function systemLabel(system: string, modelName: string): string {
   return servicePathOf(system, modelName) ?? modelName;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { BerthError } from '../core/index.js';
-import { runMigrations, type SqlBackend } from '../db/index.js';
+import { insertEvents, runMigrations, type SqlBackend } from '../db/index.js';
 import { assertLifeMove, type EntityKind, type Life } from './life.js';
 import { MemoryModel, MemoryModelTxnRunner, type ModelData } from './memory-model-txn-runner.js';
 import { describeAssert } from './model-asserts.js';
@@ -8,6 +8,7 @@ import { TxnAbortedError } from './model-errors.js';
 import type { ModelTxnRunner } from './model-txn-runner.js';
 import type { Assert, CountKind, EntityRef, ModelTxn, ModelView, Op, RelationScope } from './model-types.js';
 import { type ModelDatabase, type ModelDb, modelMigrationList } from './sql-model-schema.js';
+import { systemsChangedBy } from './txn-systems.js';
 
 export type { SqlBackend } from '../db/index.js';
 
@@ -19,13 +20,34 @@ export type { SqlBackend } from '../db/index.js';
  */
 export const modelLockKey = 0x6d_6f_64_65_6c; // "model"
 
-/** Runs `fn` in one write transaction of the model: serialized against every other model write. */
-export async function modelWrite<T>(backend: SqlBackend, fn: (db: ModelDb) => Promise<T>): Promise<T> {
+/** Marks a system as changed by the write it is called in (its page and status are stale). */
+export type MarkSystemChanged = (system: string) => void;
+
+/**
+ * Runs `fn` in one write transaction of the model: serialized against every other model write.
+ * The systems `fn` marks get one `system_changed` event each, committed with the write, so a
+ * watcher of `GET /v1/events` (the console's system page) reads them again at once instead of on
+ * a timer: a unit's life, a deploy's progress and its end have no BBS record of their own.
+ */
+export async function modelWrite<T>(
+  backend: SqlBackend,
+  fn: (db: ModelDb, changed: MarkSystemChanged) => Promise<T>,
+  now: () => Date = () => new Date(),
+): Promise<T> {
   return backend.write(async (tx) => {
     if (backend.kind === 'postgres') await sql`SELECT pg_advisory_xact_lock(${modelLockKey})`.execute(tx);
-    return fn(tx.withTables<ModelDatabase>());
+    const systems = new Set<string>();
+    const result = await fn(tx.withTables<ModelDatabase>(), (system) => {
+      if (system !== '') systems.add(system);
+    });
+    const events = [...systems].sort().map((system) => ({ type: systemChangedEvent, system }));
+    await insertEvents(tx, backend.kind, events, now().toISOString());
+    return result;
   });
 }
+
+/** The event type of a model write that changed a system (`{ system }`). */
+export const systemChangedEvent = 'system_changed';
 
 export async function modelRead<T>(backend: SqlBackend, fn: (db: ModelDb) => Promise<T>): Promise<T> {
   return backend.read(async (tx) => fn(tx.withTables<ModelDatabase>()));
@@ -89,10 +111,11 @@ export class SqlModelTxnRunner implements ModelTxnRunner {
   }
 
   async run(txn: ModelTxn): Promise<void> {
-    const version = await modelWrite(this.backend, async (db) => {
+    const version = await modelWrite(this.backend, async (db, changed) => {
       const failed = await firstFailedAssert(db, txn.asserts);
       if (failed !== null) throw new TxnAbortedError(txn.rule, failed);
       for (const op of txn.ops) await applyOp(db, txn.rule, op);
+      for (const system of systemsChangedBy(txn.ops)) changed(system);
       await db.updateTable('model_meta').set({ version: sql`version + 1` }).where('id', '=', 1).execute();
       return currentVersion(db);
     });

@@ -120,7 +120,8 @@ export class SqlSystemStore {
    * throws `LockHeldError` naming the holder, and nothing is written.
    */
   async acceptAction(req: AcceptActionRequest): Promise<ActionRecord> {
-    return modelWrite(this.backend, async (db) => {
+    return modelWrite(this.backend, async (db, changed) => {
+      changed(req.system);
       const now = this.#now().toISOString();
       const wanted = lockRowsFor(req.system, req.id, req.action);
       const check = checkLocks(await heldLocks(db, req.system), wanted);
@@ -163,10 +164,10 @@ export class SqlSystemStore {
 
   /** Moves an accepted action to in_progress as its owner starts executing it (a resumed one may be either). */
   async startAction(id: string, owner: string): Promise<boolean> {
-    return modelWrite(this.backend, async (db) => {
+    return modelWrite(this.backend, async (db, changed) => {
       const action = await db
         .selectFrom('model_actions')
-        .select('state')
+        .select(['state', 'system'])
         .where('id', '=', id)
         .where('owner', '=', owner)
         .executeTakeFirst();
@@ -174,6 +175,7 @@ export class SqlSystemStore {
       const from = actionStateOf(action.state);
       if (from === 'in_progress') return true;
       assertActionMove(from, 'in_progress', id);
+      changed(action.system);
       await db
         .updateTable('model_actions')
         .set({ state: 'in_progress', updated_at: this.#now().toISOString() })
@@ -195,7 +197,7 @@ export class SqlSystemStore {
     state: 'succeeded' | 'failed',
     reason: string,
   ): Promise<boolean> {
-    return modelWrite(this.backend, async (db) => {
+    return modelWrite(this.backend, async (db, changed) => {
       const now = this.#now().toISOString();
       const action = await db
         .selectFrom('model_actions')
@@ -206,6 +208,7 @@ export class SqlSystemStore {
         .executeTakeFirst();
       if (!action) return false;
       assertActionMove(actionStateOf(action.state), state, id);
+      changed(action.system);
       await db
         .updateTable('model_actions')
         .set({ state, reason, updated_at: now, finished_at: now })
@@ -234,14 +237,15 @@ export class SqlSystemStore {
   }
 
   async appendLog(id: string, owner: string, line: string): Promise<void> {
-    await modelWrite(this.backend, async (db) => {
+    await modelWrite(this.backend, async (db, changed) => {
       const row = await db
         .selectFrom('model_actions')
-        .select('log')
+        .select(['log', 'system'])
         .where('id', '=', id)
         .where('owner', '=', owner)
         .executeTakeFirst();
       if (!row) return;
+      changed(row.system);
       const log = [...parseActionLog(row.log), `${this.#now().toISOString()} ${line}`].slice(-200);
       await db
         .updateTable('model_actions')
@@ -343,7 +347,8 @@ export class SqlSystemStore {
   }
 
   async putService(row: SystemServiceRecord): Promise<void> {
-    await modelWrite(this.backend, async (db) => {
+    await modelWrite(this.backend, async (db, changed) => {
+      changed(row.system);
       const values = serviceRowOf(row);
       await db
         .insertInto('model_system_services')
@@ -366,7 +371,8 @@ export class SqlSystemStore {
 
   /** Records how a job's version ended (`completed` or `failed: reason`), unless its row moved on to another version. */
   async recordJobOutcome(system: string, path: string, version: string, outcome: string): Promise<void> {
-    await modelWrite(this.backend, async (db) => {
+    await modelWrite(this.backend, async (db, changed) => {
+      changed(system);
       await db
         .updateTable('model_system_services')
         .set({ outcome })
@@ -393,7 +399,8 @@ export class SqlSystemStore {
   }
 
   async deleteService(system: string, path: string): Promise<void> {
-    await modelWrite(this.backend, async (db) => {
+    await modelWrite(this.backend, async (db, changed) => {
+      changed(system);
       await db
         .deleteFrom('model_system_services')
         .where('system', '=', system)
