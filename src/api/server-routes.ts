@@ -1,7 +1,7 @@
 import { registerBbsRoutes, registerTaskOutputRoutes } from '../bbs/index.js';
 import { registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
-import { redactsEnv } from './auth/auth-hook.js';
+import { redactsEnv, stillAuthorized } from './auth/auth-hook.js';
 import { cellRoutes } from './cell-routes.js';
 import { deployHistoryRoutes } from './deploy-history-routes.js';
 import { entityRoutes } from './entity-routes.js';
@@ -27,6 +27,7 @@ export const serverRoutes: readonly RouteModule[] = [
         store: deps.store,
         allowPrivateCallbacks: deps.allowPrivateCallbacks,
         redactsEnv,
+        stillAuthorized,
         ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
         ...(deps.headEventId ? { headEventId: deps.headEventId } : {}),

@@ -51,6 +51,18 @@ export function redactsEnv(request: FastifyRequest): boolean {
   return request.principal?.role === 'viewer';
 }
 
+/** How a request's token is checked again later, for the requests that hold a stream open. */
+const reauthentication = new WeakMap<FastifyRequest, () => Promise<boolean>>();
+
+/**
+ * Whether the token a request came with is still valid (not revoked, not expired); true when
+ * auth is off. A long-lived stream (the event stream) asks this now and then and ends when it is
+ * not, so a revoked or expired token stops seeing the cluster and the client is sent to sign in.
+ */
+export function stillAuthorized(request: FastifyRequest): Promise<boolean> {
+  return reauthentication.get(request)?.() ?? Promise.resolve(true);
+}
+
 /** The user a request acts as: its token's user, or "anonymous" when auth is off. */
 export function userOf(request: FastifyRequest): string {
   return request.principal?.user ?? 'anonymous';
@@ -148,6 +160,7 @@ export function installAuth(
     } else {
       principal = await auth.authenticate(token);
       if (!principal) return refuse(request, reply, registry, 401, 'Invalid or revoked token');
+      reauthentication.set(request, async () => (await auth.authenticate(token)) !== undefined);
     }
     request.principal = principal;
     const needed = requiredRole(request.method, path, request.routeOptions.config?.minRole);

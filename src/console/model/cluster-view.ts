@@ -54,6 +54,11 @@ export class ClusterView {
     return changed;
   }
 
+  #putCell(cell: CellPresence): boolean {
+    this.cells = [...this.cells.filter((c) => c.cell_id !== cell.cell_id), cell].sort(byCellId);
+    return true;
+  }
+
   #apply(event: BbsEvent): boolean {
     switch (event.type) {
       case 'desired_lrp_created':
@@ -77,8 +82,25 @@ export class ClusterView {
         return upsert(this.tasks, event.after.task_guid, event.after);
       case 'task_removed':
         return remove(this.tasks, event.task.task_guid, event.task);
+      case 'cell_appeared':
+        return this.#putCell(event.cell);
+      case 'cell_changed':
+        return this.#putCell(event.after);
+      case 'cell_disappeared': {
+        // Presences carry no modification tag: events come in commit order, so the last one about
+        // a cell is where it is (an appearance after this removal is a later event).
+        const kept = this.cells.filter((c) => c.cell_id !== event.cell_id);
+        if (kept.length === this.cells.length) return false;
+        this.cells = kept;
+        return true;
+      }
     }
   }
+}
+
+/** Sorted by cell id, as the API lists them. */
+function byCellId(a: CellPresence, b: CellPresence): number {
+  return a.cell_id < b.cell_id ? -1 : a.cell_id > b.cell_id ? 1 : 0;
 }
 
 /** An index's running record and its evacuating copy are two rows, as in the BBS. */

@@ -1,4 +1,4 @@
-import type { BbsEvent } from '../../bbs/index.js';
+import type { BbsEvent, BbsEventType } from '../../bbs/index.js';
 import type { ContainerStatusEvent } from '../../history/index.js';
 import { systemOfDomain } from './cluster-summary.js';
 
@@ -12,21 +12,37 @@ export type ConsoleEvent =
   | (ContainerStatusEvent & { readonly id: string; readonly created_at: string })
   | { readonly type: string; readonly id: string; readonly created_at: string };
 
-export function isBbsEvent(event: ConsoleEvent): event is BbsEvent {
-  return bbsEventTypes.has(event.type);
+/** A model write that changed a system (its units' lives, a deploy's progress or end). */
+export interface SystemChangedEvent {
+  readonly type: 'system_changed';
+  readonly system: string;
+  readonly id: string;
+  readonly created_at: string;
 }
 
-const bbsEventTypes: ReadonlySet<string> = new Set([
-  'desired_lrp_created',
-  'desired_lrp_changed',
-  'desired_lrp_removed',
-  'actual_lrp_created',
-  'actual_lrp_changed',
-  'actual_lrp_removed',
-  'task_created',
-  'task_changed',
-  'task_removed',
-]);
+export function isSystemChange(event: ConsoleEvent): event is SystemChangedEvent {
+  return event.type === 'system_changed' && typeof (event as Partial<SystemChangedEvent>).system === 'string';
+}
+
+export function isBbsEvent(event: ConsoleEvent): event is BbsEvent {
+  return Object.hasOwn(bbsEventTypes, event.type);
+}
+
+/** Every BBS event type: a type added to the BBS and missing here fails to compile. */
+const bbsEventTypes: Readonly<Record<BbsEventType, true>> = {
+  desired_lrp_created: true,
+  desired_lrp_changed: true,
+  desired_lrp_removed: true,
+  actual_lrp_created: true,
+  actual_lrp_changed: true,
+  actual_lrp_removed: true,
+  task_created: true,
+  task_changed: true,
+  task_removed: true,
+  cell_appeared: true,
+  cell_changed: true,
+  cell_disappeared: true,
+};
 
 /** An event in the fields the events view shows and filters on. */
 export interface EventFacts {
@@ -52,6 +68,8 @@ export function eventFacts(event: ConsoleEvent): EventFacts {
       state: item.status,
     };
   }
+  if (isSystemChange(event))
+    return { ...base, subject: event.system, system: event.system, cell_id: '', state: 'changed' };
   return { ...base, subject: '', system: '', cell_id: '', state: '' };
 }
 
@@ -93,5 +111,11 @@ function bbsFacts(event: BbsEvent): Omit<EventFacts, 'id' | 'type' | 'created_at
       const t = event.type === 'task_changed' ? event.after : event.task;
       return { subject: t.task_guid, system: systemOfDomain(t.domain), cell_id: t.cell_id, state: t.state };
     }
+    case 'cell_appeared':
+      return { subject: event.cell.cell_id, system: '', cell_id: event.cell.cell_id, state: 'appeared' };
+    case 'cell_changed':
+      return { subject: event.after.cell_id, system: '', cell_id: event.after.cell_id, state: 'changed' };
+    case 'cell_disappeared':
+      return { subject: event.cell_id, system: '', cell_id: event.cell_id, state: event.reason };
   }
 }

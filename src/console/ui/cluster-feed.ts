@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ClusterView } from '../model/cluster-view.js';
-import { type ConsoleEvent, isBbsEvent } from '../model/event-facts.js';
+import { type ConsoleEvent, isBbsEvent, isSystemChange } from '../model/event-facts.js';
 import { SseParser } from '../model/sse-parser.js';
 import { authGate } from './auth-gate.js';
-import { authHeaders, listCells, readSnapshot, SignInNeeded } from './console-api.js';
+import { authHeaders, readSnapshot, SignInNeeded } from './console-api.js';
 
 export type FeedStatus =
   | { readonly kind: 'connecting' }
@@ -18,9 +18,10 @@ const keptEvents = 500;
  * The console's one live copy of the cluster, shared by every view: it opens the BBS event stream
  * from now on, then reads the lists, then applies each event as it arrives (ClusterView's tags
  * reconcile the overlap). On a broken stream it resumes with Last-Event-ID; on a failed resume
- * (the cursor pruned, another server) it starts over. Cells are not on the event stream (their
- * presence is a lease, not a record), so their list is re-read on a slow timer and whenever an
- * instance changes cell.
+ * (the cursor pruned, another server) it starts over. Cells come and go as events too; systems
+ * live in the model, whose writes put a `system_changed` event on the same stream, counted here so
+ * a system's page reads it again. Nothing is polled: the server ends the stream of a token that
+ * was revoked or expired, and the reconnect's 401 opens the sign-in.
  */
 export class ClusterFeed {
   readonly view = new ClusterView();
@@ -29,19 +30,19 @@ export class ClusterFeed {
   #listeners = new Set<() => void>();
   #abort: AbortController | undefined;
   #scheduled = false;
-  #cellsTimer: ReturnType<typeof setInterval> | undefined;
+  /** system_changed events seen, in all and per system: what a system's view re-reads on. */
+  modelVersion = 0;
+  readonly #systemVersions = new Map<string, number>();
 
   start(): void {
     if (this.#abort) return;
     this.#abort = new AbortController();
     void this.#run(this.#abort.signal);
-    this.#cellsTimer = setInterval(() => void this.#refreshCells(), 5_000);
   }
 
   stop(): void {
     this.#abort?.abort();
     this.#abort = undefined;
-    clearInterval(this.#cellsTimer);
   }
 
   /** Start again after a sign-in: the old stream was refused. */
@@ -67,17 +68,9 @@ export class ClusterFeed {
     });
   }
 
-  async #refreshCells(): Promise<void> {
-    if (this.status.kind !== 'live') return;
-    try {
-      this.view.setCells(await listCells());
-      this.#notify();
-    } catch (err) {
-      // A token that expired or was revoked while the stream stayed open shows here first: the
-      // stream was authorised when it opened. Any other failure: the stream's own handling
-      // reports a dead server, and a missed refresh is retried in 5 s.
-      if (err instanceof SignInNeeded) authGate.require(err.message);
-    }
+  /** Bumped by each `system_changed` event of `name` (0 before any). */
+  systemVersion(name: string): number {
+    return this.#systemVersions.get(name) ?? 0;
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -108,13 +101,12 @@ export class ClusterFeed {
             if (message.id !== null) lastId = message.id;
             const event = JSON.parse(message.data) as ConsoleEvent;
             this.events.unshift(event);
-            this.#notify();
-            if (!isBbsEvent(event)) continue;
-            const movedCell =
-              event.type === 'actual_lrp_changed' && event.before.cell_id !== event.after.cell_id;
-            this.view.apply(event);
             if (this.events.length > keptEvents) this.events.length = keptEvents;
-            if (movedCell) void this.#refreshCells();
+            this.#notify();
+            if (isSystemChange(event)) {
+              this.modelVersion++;
+              this.#systemVersions.set(event.system, this.systemVersion(event.system) + 1);
+            } else if (isBbsEvent(event)) this.view.apply(event);
           }
         }
         throw new Error('the event stream ended');

@@ -8,26 +8,17 @@ export type Resource<T> =
   | { readonly kind: 'error'; readonly message: string; readonly signIn: boolean };
 
 /**
- * Reads something the event stream does not carry (a system's tree, a container's history) and
- * reads it again when `trigger` changes — the feed's version, so it follows the cluster's events —
- * at most once per `minGapMs`, keeping the last value on screen while it reloads. `everyMs` adds
- * a timer for what the stream cannot tell (a model unit's life moves without a BBS event).
+ * Reads something the cluster view does not hold (a system's tree, a container's history) and
+ * reads it again when `trigger` changes — a count of the feed's events that concern it — at most
+ * once per `minGapMs`, keeping the last value on screen while it reloads.
  */
 export function useResource<T>(
   load: () => Promise<T>,
   key: string,
   trigger: number,
   minGapMs = 1000,
-  /** Also read again this often: for what changes without any event on the stream. */
-  everyMs?: number,
 ): Resource<T> {
   const [state, setState] = useState<Resource<T>>({ kind: 'loading' });
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    if (everyMs === undefined) return;
-    const timer = setInterval(() => setTick((n) => n + 1), everyMs);
-    return () => clearInterval(timer);
-  }, [everyMs]);
   const last = useRef({ key: '', at: 0, timer: undefined as ReturnType<typeof setTimeout> | undefined });
   useEffect(() => {
     let cancelled = false;
@@ -56,6 +47,6 @@ export function useResource<T>(
       cancelled = true;
       clearTimeout(last.current.timer);
     };
-  }, [key, trigger, tick]);
+  }, [key, trigger]);
   return state;
 }

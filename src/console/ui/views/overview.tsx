@@ -12,7 +12,7 @@ export function Overview() {
   const systems = useResource(
     () => apiGet<{ systems: SystemSummary[] }>('/v1/systems?limit=1000'),
     'systems',
-    feed.view.version,
+    feed.view.version + feed.modelVersion,
     2000,
   );
   const now = Date.now();

@@ -21,7 +21,7 @@ export function Systems() {
   const systems = useResource(
     () => apiGet<{ systems: SystemSummary[] }>('/v1/systems?limit=1000'),
     'systems',
-    feed.view.version,
+    feed.view.version + feed.modelVersion,
   );
   return (
     <Section
@@ -225,14 +225,13 @@ export function SystemDetail() {
   const location = useLocation();
   const [message, setMessage] = useState('');
   const [bump, setBump] = useState(0);
-  const trigger = feed.view.version + bump;
+  // Instances change with BBS events; units' lives, deploys and their progress with the model's.
+  const trigger = feed.view.version + feed.systemVersion(name) + bump;
   const system = useResource(
     () => apiGet<SystemStatusJson>(`/v1/systems/${encodeURIComponent(name)}`),
     name,
     trigger,
     1000,
-    // A unit's life (alive → dying → dead) is the model's and has no event on the BBS stream.
-    5000,
   );
   const deploys = useResource(
     () => apiGet<{ deploys: DeployRecord[] }>(`/v1/systems/${encodeURIComponent(name)}/deploys?limit=20`),
