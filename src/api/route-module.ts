@@ -12,6 +12,8 @@ export interface RouteDeps {
   /** Task completion_callback_url may name loopback/link-local addresses (src/core/callback-target.ts). */
   readonly allowPrivateCallbacks: boolean;
   readonly eventPollMs?: number;
+  /** How often an open event stream checks its caller's token again (ms, default 5,000). */
+  readonly eventReauthMs?: number;
   readonly onEvents?: (listener: () => void) => () => void;
   /** The newest event's id, for streams that start from now (`GET /v1/events?after=now`). */
   readonly headEventId?: () => Promise<string>;

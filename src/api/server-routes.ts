@@ -29,6 +29,7 @@ export const serverRoutes: readonly RouteModule[] = [
         redactsEnv,
         stillAuthorized,
         ...(deps.eventPollMs !== undefined ? { eventPollMs: deps.eventPollMs } : {}),
+        ...(deps.eventReauthMs !== undefined ? { reauthMs: deps.eventReauthMs } : {}),
         ...(deps.onEvents ? { onEvents: deps.onEvents } : {}),
         ...(deps.headEventId ? { headEventId: deps.headEventId } : {}),
         ...(deps.history ? { onUserWrite: userWriteHistory(deps.history.history, deps.history.now) } : {}),

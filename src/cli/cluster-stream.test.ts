@@ -229,8 +229,14 @@ describe('berth exec APP/INDEX through the server', { timeout: 240_000 }, () => 
         exit = (JSON.parse(frame.payload.toString()) as { exit_code: number }).exit_code;
     });
     await new Promise((r) => ws.once('open', r));
-    ws.send(execFrame(execChannel.stdin, 'stty size\n'));
-    await waitFor('the first size', async () => (out.includes('24 80') ? true : undefined));
+    // Keys typed before runc has put the terminal in raw mode can be discarded with the terminal's
+    // pending input (a loaded CI machine showed it): ask again every 2 s until the shell answers.
+    let asked = 0;
+    await waitFor('the first size', async () => {
+      if (out.includes('24 80')) return true;
+      if (asked++ % 8 === 0) ws.send(execFrame(execChannel.stdin, 'stty size\n'));
+      return undefined;
+    });
     ws.send(execFrame(execChannel.resize, JSON.stringify({ cols: 132, rows: 43 })));
     await new Promise((r) => setTimeout(r, 300));
     ws.send(execFrame(execChannel.stdin, 'stty size; exit 7\n'));

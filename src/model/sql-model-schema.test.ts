@@ -31,7 +31,11 @@ const ledgerBefore = {
 
 /** What berth has appended since (each list only appends): the ledgers a database has today. */
 const ledgerNow = {
-  ...ledgerBefore,
+  bbs_schema_migrations: [
+    ...ledgerBefore.bbs_schema_migrations,
+    // History's, recorded in the BBS's ledger as its version 2 was.
+    [13, 'API tokens may expire'],
+  ],
   model_schema_migrations: [
     ...ledgerBefore.model_schema_migrations,
     [2, 'action lifetime: timeout, accepted/in_progress states, job outcomes'],
@@ -118,7 +122,8 @@ describe('one migration runner, three owners', () => {
     await store.desireLRP(desiredDefinition('kept', 1));
     await store.close();
     // The old runners' bookkeeping, by hand: one applied_at for the whole BBS list (it ran in one
-    // transaction, history's version 2 among the BBS's), rows inserted in version order.
+    // transaction, history's version 2 among the BBS's), rows inserted in version order; then what
+    // the one runner appended since (its tables are in this file already).
     const db = new Database(file);
     db.exec('DELETE FROM bbs_schema_migrations');
     const insert = db.prepare(
@@ -126,6 +131,10 @@ describe('one migration runner, three owners', () => {
     );
     for (const [version, name] of ledgerBefore.bbs_schema_migrations)
       insert.run(version, name, '2025-06-01T00:00:00.000Z');
+    for (const [version, name] of ledgerNow.bbs_schema_migrations.slice(
+      ledgerBefore.bbs_schema_migrations.length,
+    ))
+      insert.run(version, name, '2026-11-25T00:00:00.000Z');
     db.close();
 
     const reopened = await openBbsStore(file);

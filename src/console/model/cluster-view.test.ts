@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BbsEvent } from '../../bbs/index.js';
-import { actualRecord, desiredRecord, taskRecord } from '../../testing/console-records.js';
+import { actualRecord, cellRecord, desiredRecord, taskRecord } from '../../testing/console-records.js';
 import { ClusterView } from './cluster-view.js';
 
 const at = { id: '1-1', created_at: '2026-11-25T10:00:00.000Z' };
@@ -107,5 +107,27 @@ describe('ClusterView: a snapshot, then events in order, each record guarded by 
     assert.equal(view.desired.get('a')?.instances, 3);
     assert.equal(view.tasks.get('t')?.state, 'RUNNING');
     assert.equal(view.actual.size, 0);
+  });
+
+  it('cells come and go by their events, kept sorted by id; a removal of an unknown cell changes nothing', () => {
+    const view = viewWith();
+    view.setCells([cellRecord('c2')]);
+    const version = view.version;
+    assert.equal(view.apply({ ...at, type: 'cell_appeared', cell: cellRecord('c1') }), true);
+    assert.equal(view.apply({ ...at, type: 'cell_appeared', cell: cellRecord('c3') }), true);
+    assert.deepEqual(
+      view.cells.map((c) => c.cell_id),
+      ['c1', 'c2', 'c3'],
+    );
+    const bigger = cellRecord('c2', { capacity: { memory_mb: 9999, disk_mb: 1, containers: 1 } });
+    assert.equal(view.apply({ ...at, type: 'cell_changed', before: cellRecord('c2'), after: bigger }), true);
+    assert.equal(view.cells.find((c) => c.cell_id === 'c2')?.capacity.memory_mb, 9999);
+    assert.equal(view.apply({ ...at, type: 'cell_disappeared', cell_id: 'c1', reason: 'expired' }), true);
+    assert.equal(view.apply({ ...at, type: 'cell_disappeared', cell_id: 'c9', reason: 'removed' }), false);
+    assert.deepEqual(
+      view.cells.map((c) => c.cell_id),
+      ['c2', 'c3'],
+    );
+    assert.equal(view.version, version + 4);
   });
 });

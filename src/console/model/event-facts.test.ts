@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { actualRecord, taskRecord } from '../../testing/console-records.js';
-import { type ConsoleEvent, eventFacts, isBbsEvent } from './event-facts.js';
+import { actualRecord, cellRecord, taskRecord } from '../../testing/console-records.js';
+import { type ConsoleEvent, eventFacts, isBbsEvent, isSystemChange } from './event-facts.js';
 
 const at = { id: '1-1', created_at: '2026-11-25T10:00:00.000Z' };
 
@@ -62,15 +62,41 @@ describe('event facts: every kind on GET /v1/events, known or not', () => {
   });
 
   it('a kind the console does not know is shown by its type and is not a BBS record change', () => {
-    const event: ConsoleEvent = { ...at, type: 'cell_appeared' };
+    const event: ConsoleEvent = { ...at, type: 'volume_created' };
     assert.deepEqual(eventFacts(event), {
       ...at,
-      type: 'cell_appeared',
+      type: 'volume_created',
       subject: '',
       system: '',
       cell_id: '',
       state: '',
     });
     assert.equal(isBbsEvent(event), false);
+  });
+
+  it("cells' presences give the cell; a system's model change gives the system", () => {
+    const appeared: ConsoleEvent = { ...at, type: 'cell_appeared', cell: cellRecord('c1') };
+    assert.equal(isBbsEvent(appeared), true);
+    assert.deepEqual(eventFacts(appeared), {
+      ...at,
+      type: 'cell_appeared',
+      subject: 'c1',
+      system: '',
+      cell_id: 'c1',
+      state: 'appeared',
+    });
+    const gone: ConsoleEvent = { ...at, type: 'cell_disappeared', cell_id: 'c1', reason: 'expired' };
+    assert.equal(eventFacts(gone).state, 'expired');
+    const changed: ConsoleEvent = { ...at, type: 'system_changed', system: 'shop' } as ConsoleEvent;
+    assert.equal(isSystemChange(changed), true);
+    assert.equal(isBbsEvent(changed), false);
+    assert.deepEqual(eventFacts(changed), {
+      ...at,
+      type: 'system_changed',
+      subject: 'shop',
+      system: 'shop',
+      cell_id: '',
+      state: 'changed',
+    });
   });
 });
