@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ActualLRP, BbsClient, type DesiredLRPDefinition } from '../bbs/index.js';
 import { HistoryClient } from '../history/index.js';
-import { runBerth } from '../testing/berth-cli.js';
-import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { runBerth, spawnBerth } from '../testing/berth-cli.js';
+import { firstLine, TestCluster, waitFor } from '../testing/cluster-harness.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
 
 /**
@@ -13,7 +14,8 @@ import { type PostgresServer, postgresSkipReason, startPostgres } from '../testi
  * real cell given both (`--bbs A,B`). kill -9 of the server the cell talks to (the first: a
  * client stays with the first server while it answers): the instances keep running, new work is
  * placed through the other server, and no history item is lost, including the report of a
- * container that ended after the kill.
+ * container that ended after the kill. A router given both servers follows the other one's events:
+ * the new work is reachable by its route.
  */
 describe('a cell given two servers on one PostgreSQL', {
   skip: postgresSkipReason() ?? false,
@@ -24,6 +26,7 @@ describe('a cell given two servers on one PostgreSQL', {
   let first = '';
   let second = '';
   let firstProcess: ChildProcess;
+  let routerPort = 0;
 
   before(async () => {
     pg = await startPostgres('failover');
@@ -33,7 +36,27 @@ describe('a cell given two servers on one PostgreSQL', {
     second = await cluster.startServer('s2', '1s', shared);
     await new BbsClient(first).upsertDomain({ domain: 'tests', ttl_ms: 0 });
     await cluster.startCell('f1', 'z1', 62900, `${first},${second}`);
+    const router = spawnBerth(['router', '--bbs', `${first},${second}`, '--listen', '127.0.0.1:0']);
+    cluster.processes.push(router);
+    routerPort = Number(new URL(await firstLine(router)).port);
   });
+
+  /**
+   * GET /hosts through the router for `host` (the instance's httpd serves /etc, and berth gives
+   * every container an /etc/hosts): its status, 0 when the router did not answer.
+   */
+  const viaRouter = (host: string) =>
+    new Promise<number>((resolve) => {
+      const req = request(
+        { host: '127.0.0.1', port: routerPort, path: '/hosts', headers: { host } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('error', () => resolve(0));
+      req.end();
+    });
   after(async () => {
     await cluster.cleanup();
     await pg?.stop();
@@ -92,11 +115,16 @@ describe('a cell given two servers on one PostgreSQL', {
     const history = new HistoryClient(second);
 
     // New work, placed through the other server onto the cell.
-    await viaSecond.desireLRP(lrp('fresh'));
+    const freshHost = 'fresh.test.berth.localhost';
+    await viaSecond.desireLRP(lrp('fresh', { routes: [{ hostname: freshHost, port: 8080 }] }));
     const [fresh] = await waitFor('fresh RUNNING through the second server', () =>
       runningOn(viaSecond, 'fresh', 1),
     );
     assert.equal(fresh!.cell_id, 'f1');
+    // The router lost the first server too: its route table now follows the second.
+    await waitFor('the new route served by the router', async () =>
+      (await viaRouter(freshHost)) === 200 ? true : undefined,
+    );
 
     // The instances kept running: the same containers, never replaced.
     const steadyAfter = await viaSecond.listActualLRPs({ process_guid: 'steady' });
