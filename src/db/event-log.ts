@@ -1,4 +1,5 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { type DbTables, numbered, type SqlBackend } from './sql-backend.js';
 
 /** An event as its owner builds it: `type` is its column, every other field its JSON `data`. */
@@ -13,24 +14,46 @@ const insertEventSql = 'INSERT INTO events (type, data, created_at) VALUES (?, ?
 /**
  * The one writer of the `events` table. Every owner that appends events (the BBS's mutations,
  * history's ingest) writes through `write`, so the rows commit with the change they describe and,
- * once committed, the listeners (SSE streams, the callback worker) wake at once instead of on
- * their next poll. One instance per database handle: every store on it shares the listeners.
+ * once committed, the listeners (SSE streams, the callback worker, the auctioneer) wake at once
+ * instead of on their next poll. One instance per database handle: every store on it shares the
+ * listeners. On PostgreSQL every commit that appended events also NOTIFYs the other servers of the
+ * database, whose listeners wake the same way (a write through one server wakes the auctioneer
+ * that holds the lease on another).
  */
 export class EventLog {
   readonly #backend: SqlBackend;
   readonly #listeners = new Set<CommittedEventsListener>();
+  /** Tells this log's own notifications (already announced in process) from other servers'. */
+  readonly #origin = randomUUID();
+  #stopListening: (() => Promise<void>) | undefined;
 
   constructor(backend: SqlBackend) {
     this.#backend = backend;
   }
 
   /**
-   * In-process wake-up after a commit that appended events; the listener is told their types, so
-   * a service that acts on a few (the auctioneer on new work) ignores the rest.
+   * Wake-up after a commit that appended events (this process's, or on PostgreSQL another
+   * server's); the listener is told their types, so a service that acts on a few (the auctioneer
+   * on new work) ignores the rest. The first listener opens the database's notification channel.
    */
   onEvents(listener: CommittedEventsListener): () => void {
     this.#listeners.add(listener);
+    if (!this.#stopListening && this.#backend.listenEvents)
+      this.#stopListening = this.#backend.listenEvents((payload) => this.#notified(payload));
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Closes the notification channel (the database is closing). */
+  async close(): Promise<void> {
+    const stop = this.#stopListening;
+    this.#stopListening = undefined;
+    await stop?.();
+  }
+
+  #notified(payload: string): void {
+    const parsed = parseEventsNotification(payload);
+    if (!parsed || parsed.origin === this.#origin || parsed.types.length === 0) return;
+    for (const listener of this.#listeners) listener(parsed.types);
   }
 
   /**
@@ -56,16 +79,8 @@ export class EventLog {
     return result;
   }
 
-  /**
-   * Tells the listeners of news that is no stored event (a cell's presence that began): in-process
-   * only, for a service that acts on it at once instead of on its next interval.
-   */
-  announce(types: readonly string[]): void {
-    for (const listener of this.#listeners) listener(types);
-  }
-
   #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
-    return insertEvents(tx, this.#backend.kind, events, createdAt);
+    return insertEvents(tx, this.#backend.kind, events, createdAt, this.#origin);
   }
 }
 
@@ -79,8 +94,18 @@ export async function insertEvents(
   kind: SqlBackend['kind'],
   events: readonly EventBody[],
   createdAt: string,
+  /** The EventLog that announces them in process itself; '' (a model write): every server's log does. */
+  origin = '',
 ): Promise<void> {
   if (events.length === 0) return;
+  if (kind === 'postgres') {
+    // Delivered when (and only if) this transaction commits, to every server LISTENing.
+    const payload = eventsNotification(
+      origin,
+      events.map((e) => e.type),
+    );
+    await sql`SELECT pg_notify(${eventsChannel}, ${payload})`.execute(tx);
+  }
   if (events.length === 1) {
     // The common case, one event per CAS: constant SQL, a prepared statement on PostgreSQL.
     const { type, ...data } = events[0]!;
@@ -111,3 +136,23 @@ const insertOneSql: Readonly<Record<SqlBackend['kind'], string>> = {
   sqlite: insertEventSql,
   postgres: numbered(insertEventSql),
 };
+
+/** The PostgreSQL channel of committed events. */
+export const eventsChannel = 'berth_events';
+
+/** `ORIGIN TYPE,TYPE…`, each type once: far below NOTIFY's 8,000-byte payload. */
+export function eventsNotification(origin: string, types: readonly string[]): string {
+  return `${origin} ${[...new Set(types)].join(',')}`;
+}
+
+export function parseEventsNotification(
+  payload: string,
+): { readonly origin: string; readonly types: string[] } | undefined {
+  const space = payload.indexOf(' ');
+  if (space < 0) return undefined;
+  const types = payload
+    .slice(space + 1)
+    .split(',')
+    .filter((t) => /^[a-z_]{1,64}$/.test(t));
+  return { origin: payload.slice(0, space), types };
+}

@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errnoCode } from '../core/index.js';
+import { eventsChannel } from './event-log.js';
+import { listenOnChannel } from './postgres-notifications.js';
 import { type DbTables, numbered, type RawEventRow, type SqlBackend } from './sql-backend.js';
 
 export interface PostgresBackendOptions {
@@ -105,6 +107,7 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
       }
     },
     isUniqueViolation: (err) => errnoCode(err) === '23505',
+    listenEvents: (onPayload) => listenOnChannel(options.url, eventsChannel, onPayload),
     close: () => db.destroy(),
   };
 }

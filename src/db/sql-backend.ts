@@ -65,6 +65,12 @@ export interface SqlBackend {
    */
   readRows<T>(fn: (query: RowQuery) => Promise<T>): Promise<T>;
   isUniqueViolation(err: unknown): boolean;
+  /**
+   * PostgreSQL: listens on the events channel on a connection of its own (reconnecting while it
+   * is open) and hands each notification's payload to `onPayload`; returns how to stop. Absent on
+   * SQLite, where only one server writes a database file.
+   */
+  listenEvents?(onPayload: (payload: string) => void): () => Promise<void>;
   close(): Promise<void>;
 }
 

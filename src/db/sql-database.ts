@@ -23,7 +23,8 @@ export class SqlDatabase {
     return runMigrations(this.backend, lists, now);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.events.close();
     return this.backend.close();
   }
 }
