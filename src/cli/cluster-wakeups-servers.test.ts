@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BbsClient } from '../bbs/index.js';
-import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { busyboxLrp, TestCluster, waitFor } from '../testing/cluster-harness.js';
 import { type PostgresServer, postgresSkipReason, startPostgres } from '../testing/postgres-harness.js';
 
 /**
@@ -54,21 +54,7 @@ describe('two servers on one PostgreSQL, every interval an hour', {
   it('an LRP desired through the standby server reaches RUNNING, placed by the other', async () => {
     assert.deepEqual(await singletonsOf(follower), [], 'the standby runs no singleton');
     const viaFollower = new BbsClient(follower);
-    await viaFollower.desireLRP({
-      process_guid: 'woken',
-      domain: 'tests',
-      instances: 1,
-      image: 'bb:1',
-      command: ['/bin/sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'],
-      env: {},
-      memory_mb: 16,
-      disk_mb: 16,
-      ports: [],
-      routes: {},
-      annotation: '',
-      start_timeout_s: 60,
-      placement_tags: [],
-    });
+    await viaFollower.desireLRP(busyboxLrp('woken'));
     const actual = await waitFor(
       'RUNNING without any periodic pass',
       async () => {

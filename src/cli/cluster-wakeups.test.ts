@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BbsClient } from '../bbs/index.js';
-import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { busyboxLrp, TestCluster, waitFor } from '../testing/cluster-harness.js';
 
 /**
  * Issue 20's event-driven hot path, end to end: a `berth server` and a `berth cell` with every
@@ -32,22 +32,8 @@ after(() => cluster.cleanup());
 
 describe('with every interval an hour', { timeout: 180_000 }, () => {
   it('a desired LRP reaches RUNNING', async () => {
-    await bbs.desireLRP({
-      process_guid: 'idle-web',
-      domain: 'tests',
-      instances: 1,
-      image: 'bb:1',
-      // Exits at once on SIGTERM, so the stop below does not wait out a graceful-stop timeout.
-      command: ['/bin/sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'],
-      env: {},
-      memory_mb: 16,
-      disk_mb: 16,
-      ports: [],
-      routes: {},
-      annotation: '',
-      start_timeout_s: 60,
-      placement_tags: [],
-    });
+    // Exits at once on SIGTERM, so the stop below does not wait out a graceful-stop timeout.
+    await bbs.desireLRP(busyboxLrp('idle-web'));
     const actual = await waitFor(
       'RUNNING without any periodic pass',
       async () => {

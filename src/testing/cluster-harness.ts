@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DesiredLRPDefinition } from '../bbs/index.js';
 import { mountsUnder } from '../runtime/mounts.js';
 import { runBerth, spawnBerth } from './berth-cli.js';
 import { makeBusyboxRootfs } from './busybox-rootfs.js';
@@ -50,6 +51,33 @@ export async function waitFor<T>(
  * Real `berth server` and `berth cell` processes in one temp dir, every interval shrunk by flags,
  * and a cleanup that leaves no container, mount or process behind (e2e tests of issues 4–8).
  */
+/**
+ * A one-instance LRP of the cluster tests' image (`bb:1`, which `startServer` imports) in domain
+ * `tests`, whose command loops until SIGTERM and then exits at once (a stop never waits out the
+ * graceful-stop timeout); `extra` overrides any field.
+ */
+export function busyboxLrp(
+  processGuid: string,
+  extra: Partial<DesiredLRPDefinition> = {},
+): DesiredLRPDefinition {
+  return {
+    process_guid: processGuid,
+    domain: 'tests',
+    instances: 1,
+    image: 'bb:1',
+    command: ['/bin/sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'],
+    env: {},
+    memory_mb: 16,
+    disk_mb: 16,
+    ports: [],
+    routes: {},
+    annotation: '',
+    start_timeout_s: 60,
+    placement_tags: [],
+    ...extra,
+  };
+}
+
 export class TestCluster {
   readonly root: string;
   readonly processes: ChildProcess[] = [];
