@@ -8,9 +8,10 @@
  * a last row times berth's own client (`berth image pull`) from the reference registry.
  *
  * Wall-clock on a shared machine says little, so each row also gives the server's CPU seconds
- * (user + system, from /proc) per GiB moved. After each push the bench waits for the server to
- * go idle (berth writes the rootfs after its reply) and reports that work in its own row, so a
- * pull is timed on a server doing nothing else. `BERTH_BENCH_SERVER_NODE_ARGS` (e.g.
+ * (user + system, from /proc) per GiB moved, and each step runs against both registries back to
+ * back. After its push the bench waits for each server to go idle (berth writes the rootfs
+ * after its reply) and reports that work in its own row, so a pull is timed on a server doing
+ * nothing else. `BERTH_BENCH_SERVER_NODE_ARGS` (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) is passed to berth's server process.
  */
 import { type ExecFileOptions, execFile, execFileSync } from 'node:child_process';
@@ -113,33 +114,40 @@ try {
       'docker-registry': { host: reference.host, pid: reference.pid },
       berth: { host: new URL(berth.url).host, pid: berth.child.pid },
     };
-    try {
-      for (const [name, { host, pid }] of Object.entries(servers)) {
-        const ref = `docker://${host}/bench/big:1`;
-        record(
-          `${name} push`,
-          await measured(pid, () =>
-            skopeo(['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}`, ref]),
-          ),
-        );
-        record(`${name} push: work after the reply`, await measured(pid, () => idle(pid)));
-        const out = (i: number) => `oci:${join(work, `pulled-${name}-${run}-${i}`)}`;
-        record(
-          `${name} pull`,
-          await measured(pid, () => skopeo(['copy', '--quiet', '--src-tls-verify=false', ref, out(0)])),
-        );
-        record(
-          `${name} ${concurrent} concurrent pulls`,
-          await measured(pid, () =>
-            Promise.all(
-              Array.from({ length: concurrent }, (_, i) =>
-                skopeo(['copy', '--quiet', '--src-tls-verify=false', ref, out(i + 1)]),
-              ),
+    const ref = (host: string) => `docker://${host}/bench/big:1`;
+    const pulled = (name: string, i: number) => join(work, `pulled-${name}-${run}-${i}`);
+    const out = (name: string, i: number) => `oci:${pulled(name, i)}`;
+    // Each step runs against both registries back to back, so that the two figures of a row are
+    // taken under the same load (it moves by the minute on a shared machine).
+    const steps: readonly (readonly [string, (name: string, host: string) => Promise<unknown>])[] = [
+      [
+        'push',
+        (_, host) => skopeo(['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}`, ref(host)]),
+      ],
+      [
+        'pull',
+        (name, host) => skopeo(['copy', '--quiet', '--src-tls-verify=false', ref(host), out(name, 0)]),
+      ],
+      [
+        `${concurrent} concurrent pulls`,
+        (name, host) =>
+          Promise.all(
+            Array.from({ length: concurrent }, (_, i) =>
+              skopeo(['copy', '--quiet', '--src-tls-verify=false', ref(host), out(name, i + 1)]),
             ),
           ),
-        );
-        for (let i = 0; i <= concurrent; i++)
-          rmSync(join(work, `pulled-${name}-${run}-${i}`), { recursive: true, force: true });
+      ],
+    ];
+    try {
+      for (const [step, action] of steps) {
+        for (const [name, { host, pid }] of Object.entries(servers)) {
+          record(`${name} ${step}`, await measured(pid, () => action(name, host)));
+          if (step === 'push')
+            record(`${name} push: work after the reply`, await measured(pid, () => idle(pid)));
+        }
+      }
+      for (const name of Object.keys(servers)) {
+        for (let i = 0; i <= concurrent; i++) rmSync(pulled(name, i), { recursive: true, force: true });
       }
       const source = pullSource(`${reference.host}/bench/big:1`, { serverUrl: berth.url });
       const store = openImageStore(join(work, `client-${run}`));
