@@ -67,10 +67,14 @@ async function measured(pid: number | undefined, fn: () => Promise<unknown>): Pr
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, cpu: cpuSeconds(pid) - cpu };
 }
 
-/** Resolves once `pid` has used no CPU for half a second (its work after a reply is done). */
+/**
+ * Resolves once `pid` has used (almost) no CPU for half a second: its work after a reply is done.
+ * An idle berth server uses about 6 ms per half second (its service loops), hence the 10 ms; a
+ * profiled one never gets that quiet, hence the minute's cap.
+ */
 async function idle(pid: number | undefined): Promise<void> {
   let last = cpuSeconds(pid);
-  for (;;) {
+  for (let waited = 0; waited < 60_000; waited += 500) {
     await new Promise((r) => setTimeout(r, 500));
     const now = cpuSeconds(pid);
     if (!(now - last > 0.01)) return;
