@@ -6,8 +6,8 @@ import type { ServerResponse } from 'node:http';
  * read stream piped into the response costs instead (measured, 100 MiB served 5 times over):
  * at its default 64 KiB pieces 3 s of server CPU per GiB, at 1 MiB pieces 1.3 s; and every piece
  * is a fresh buffer, so concurrent pulls of a 200 MiB image hand the collector gigabytes, which
- * it answers with full collections of the whole server's heap (a third of the CPU of 5
- * concurrent pulls went to the collector). Larger pieces gained nothing measurable.
+ * it answers with full collections of the whole server's heap (a quarter of the server's busy
+ * time during 5 concurrent pulls was the collector's). Larger pieces gained nothing measurable.
  */
 const pieceBytes = 1024 * 1024;
 
