@@ -5,13 +5,18 @@ const mainUrl = new URL('../cli/main.js', import.meta.url).href;
 
 /**
  * A real `berth server` process (auth off, loopback, port 0) on `dir` for the registry
- * benchmarks; resolves with the URL it prints first.
+ * benchmarks; resolves with the URL it prints first. `nodeArgs` go to node ahead of the script
+ * (`--cpu-prof` to profile the server).
  */
-export function startBenchServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
+export function startBenchServer(
+  dir: string,
+  nodeArgs: readonly string[] = [],
+): Promise<{ child: ChildProcess; url: string }> {
   mkdirSync(dir, { recursive: true });
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       '-e',
       `import(${JSON.stringify(mainUrl)}).then(async (m) => { process.exit(await m.main(process.argv.slice(1))); })`,
       '--',

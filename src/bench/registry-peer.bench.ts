@@ -6,10 +6,17 @@
  * each in MiB/s of image bytes moved. Both registries store on the same disk; berth's push
  * includes what a berth push does beyond storing (verifying diff_ids, flattening the rootfs), and
  * a last row times berth's own client (`berth image pull`) from the reference registry.
+ *
+ * Wall-clock on a shared machine says little, so each row also gives the server's CPU seconds
+ * (user + system, from /proc) per GiB moved, and each step runs against both registries back to
+ * back. After its push the bench waits for each server to go idle (berth writes the rootfs
+ * after its reply) and reports that work in its own row, so a pull is timed on a server doing
+ * nothing else. `BERTH_BENCH_SERVER_NODE_ARGS` (e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`) is passed to berth's server process.
  */
-import { type ExecFileOptions, execFile } from 'node:child_process';
+import { type ExecFileOptions, execFile, execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -35,10 +42,44 @@ function median(xs: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
+const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** CPU seconds (user + system, waited-for children included) process `pid` has used so far. */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After the command name (in parentheses, may hold spaces) field 3 comes first; utime, stime,
+  // cutime and cstime are fields 14 to 17.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / ticksPerSecond;
+}
+
+interface Sample {
+  readonly ms: number;
+  readonly cpu: number;
+}
+
+/** Wall time of `fn` and the CPU seconds `pid` spent meanwhile. */
+async function measured(pid: number | undefined, fn: () => Promise<unknown>): Promise<Sample> {
+  const cpu = cpuSeconds(pid);
   const start = process.hrtime.bigint();
   await fn();
-  return Number(process.hrtime.bigint() - start) / 1e6;
+  return { ms: Number(process.hrtime.bigint() - start) / 1e6, cpu: cpuSeconds(pid) - cpu };
+}
+
+/**
+ * Resolves once `pid` has used (almost) no CPU for half a second: its work after a reply is done.
+ * An idle berth server uses about 6 ms per half second (its service loops), hence the 10 ms; a
+ * profiled one never gets that quiet, hence the minute's cap.
+ */
+async function idle(pid: number | undefined): Promise<void> {
+  let last = cpuSeconds(pid);
+  for (let waited = 0; waited < 60_000; waited += 500) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpuSeconds(pid);
+    if (!(now - last > 0.01)) return;
+    last = now;
+  }
 }
 
 if (!hasCommand('skopeo') || !hasReferenceRegistry) {
@@ -66,43 +107,57 @@ try {
   const bytes = blobs.reduce((sum, b) => sum + b.length, 0);
   const rate = (ms: number, times = 1) => `${((times * bytes) / 1024 / 1024 / (ms / 1000)).toFixed(0)} MiB/s`;
 
-  const results = new Map<string, number[]>();
-  const record = (name: string, ms: number) => results.set(name, [...(results.get(name) ?? []), ms]);
+  const results = new Map<string, Sample[]>();
+  const record = (name: string, sample: Sample) => results.set(name, [...(results.get(name) ?? []), sample]);
+  const nodeArgs = (process.env.BERTH_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
   for (let run = 0; run < runs; run++) {
     const reference = await startReferenceRegistry(join(work, `reference-${run}`));
-    const berth = await startBenchServer(join(work, `berth-${run}`));
-    const hosts = { 'docker-registry': reference.host, berth: new URL(berth.url).host };
-    try {
-      for (const [name, host] of Object.entries(hosts)) {
-        const ref = `docker://${host}/bench/big:1`;
-        record(
-          `${name} push`,
-          await timed(() => skopeo(['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}`, ref])),
-        );
-        const out = (i: number) => `oci:${join(work, `pulled-${name}-${run}-${i}`)}`;
-        record(
-          `${name} pull`,
-          await timed(() => skopeo(['copy', '--quiet', '--src-tls-verify=false', ref, out(0)])),
-        );
-        record(
-          `${name} ${concurrent} concurrent pulls`,
-          await timed(() =>
-            Promise.all(
-              Array.from({ length: concurrent }, (_, i) =>
-                skopeo(['copy', '--quiet', '--src-tls-verify=false', ref, out(i + 1)]),
-              ),
+    const berth = await startBenchServer(join(work, `berth-${run}`), nodeArgs);
+    const servers = {
+      'docker-registry': { host: reference.host, pid: reference.pid },
+      berth: { host: new URL(berth.url).host, pid: berth.child.pid },
+    };
+    const ref = (host: string) => `docker://${host}/bench/big:1`;
+    const pulled = (name: string, i: number) => join(work, `pulled-${name}-${run}-${i}`);
+    const out = (name: string, i: number) => `oci:${pulled(name, i)}`;
+    // Each step runs against both registries back to back, so that the two figures of a row are
+    // taken under the same load (it moves by the minute on a shared machine).
+    const steps: readonly (readonly [string, (name: string, host: string) => Promise<unknown>])[] = [
+      [
+        'push',
+        (_, host) => skopeo(['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}`, ref(host)]),
+      ],
+      [
+        'pull',
+        (name, host) => skopeo(['copy', '--quiet', '--src-tls-verify=false', ref(host), out(name, 0)]),
+      ],
+      [
+        `${concurrent} concurrent pulls`,
+        (name, host) =>
+          Promise.all(
+            Array.from({ length: concurrent }, (_, i) =>
+              skopeo(['copy', '--quiet', '--src-tls-verify=false', ref(host), out(name, i + 1)]),
             ),
           ),
-        );
-        for (let i = 0; i <= concurrent; i++)
-          rmSync(join(work, `pulled-${name}-${run}-${i}`), { recursive: true, force: true });
+      ],
+    ];
+    try {
+      for (const [step, action] of steps) {
+        for (const [name, { host, pid }] of Object.entries(servers)) {
+          record(`${name} ${step}`, await measured(pid, () => action(name, host)));
+          if (step === 'push')
+            record(`${name} push: work after the reply`, await measured(pid, () => idle(pid)));
+        }
+      }
+      for (const name of Object.keys(servers)) {
+        for (let i = 0; i <= concurrent; i++) rmSync(pulled(name, i), { recursive: true, force: true });
       }
       const source = pullSource(`${reference.host}/bench/big:1`, { serverUrl: berth.url });
       const store = openImageStore(join(work, `client-${run}`));
       record(
         'berth image pull from docker-registry',
-        await timed(() => pullImage(store, source.client, source.reference)),
+        await measured(reference.pid, () => pullImage(store, source.client, source.reference)),
       );
     } finally {
       berth.child.kill('SIGTERM');
@@ -116,9 +171,16 @@ try {
   console.log(
     `image: ${(bytes / 1024 / 1024).toFixed(1)} MiB in ${layerCount} gzip'd random layers; skopeo as the client; median of ${runs} run(s)`,
   );
-  for (const [name, times] of results) {
+  console.log(`${''.padEnd(42)} ${'wall'.padStart(9)}  ${'rate'.padStart(9)}  server CPU`);
+  for (const [name, samples] of results) {
     const many = name.includes('concurrent') ? concurrent : 1;
-    console.log(`${name.padEnd(42)} ${fmt(median(times)).padStart(9)}  ${rate(median(times), many)}`);
+    const ms = median(samples.map((s) => s.ms));
+    const cpu = median(samples.map((s) => s.cpu));
+    const perGiB = cpu / ((many * bytes) / 1024 ** 3);
+    const shown = name.includes('after the reply') ? '' : rate(ms, many);
+    console.log(
+      `${name.padEnd(42)} ${fmt(ms).padStart(9)}  ${shown.padStart(9)}  ${cpu.toFixed(2)} s, ${perGiB.toFixed(2)} s/GiB`,
+    );
   }
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -2,13 +2,13 @@
  * The registry's blob room: blob reads (with ranges) and the upload protocol (monolithic, chunked
  * and streamed), each upload a session on disk until its digest is checked.
  */
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errnoCode } from '../core/index.js';
 import { type ImageStore, isBlobDigest } from '../runtime/image/index.js';
+import { sendFileRange } from './blob-send.js';
 import { RegistryError } from './registry-errors.js';
-import { checkDigest, type RegistryRoute } from './registry-paths.js';
+import { apiVersion, checkDigest, type RegistryRoute } from './registry-paths.js';
 import { rangeHeader, type UploadSessions } from './upload-sessions.js';
 
 function unknownBlob(digest: string): RegistryError {
@@ -24,29 +24,45 @@ export async function getBlob(
 ): Promise<FastifyReply> {
   const digest = checkDigest(route.digest);
   if (!store.repositories.hasBlob(route.name, digest)) throw unknownBlob(digest);
-  const path = store.blobPath(digest);
-  const info = await stat(path).catch((err: unknown) => {
+  const file = await open(store.blobPath(digest), 'r').catch((err: unknown) => {
     if (errnoCode(err) === 'ENOENT') return undefined;
     throw err;
   });
-  if (info === undefined) throw unknownBlob(digest);
-  const size = info.size;
-  reply
-    .header('content-type', 'application/octet-stream')
-    .header('Docker-Content-Digest', digest)
-    .header('ETag', `"${digest}"`)
-    .header('Accept-Ranges', 'bytes');
-  const range = parseRange(request.headers.range, size);
-  if (range === 'invalid') {
-    return reply.code(416).header('Content-Range', `bytes */${size}`).send();
+  if (file === undefined) throw unknownBlob(digest);
+  try {
+    const size = (await file.stat()).size;
+    reply
+      .header('content-type', 'application/octet-stream')
+      .header('Docker-Content-Digest', digest)
+      .header('ETag', `"${digest}"`)
+      .header('Accept-Ranges', 'bytes');
+    const range = parseRange(request.headers.range, size);
+    if (range === 'invalid') {
+      return reply.code(416).header('Content-Range', `bytes */${size}`).send();
+    }
+    const start = range?.start ?? 0;
+    const end = range?.end ?? size - 1;
+    reply.header('content-length', String(Math.max(0, end - start + 1)));
+    if (range !== undefined) reply.code(206).header('Content-Range', `bytes ${start}-${end}/${size}`);
+    if (request.method === 'HEAD') return reply.send();
+    if (size === 0) return reply.send(Buffer.alloc(0));
+    // The body is written here, not by fastify (see blob-send.ts): the headers go on the raw
+    // response, the one the registry's onSend hook adds included.
+    reply.hijack();
+    for (const [header, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(header, value);
+    }
+    reply.raw.setHeader(apiVersion.name, apiVersion.value);
+    try {
+      await sendFileRange(reply.raw, file, start, end);
+    } catch (err) {
+      reply.raw.destroy();
+      throw err;
+    }
+    return reply;
+  } finally {
+    await file.close();
   }
-  const start = range?.start ?? 0;
-  const end = range?.end ?? size - 1;
-  reply.header('content-length', String(Math.max(0, end - start + 1)));
-  if (range !== undefined) reply.code(206).header('Content-Range', `bytes ${start}-${end}/${size}`);
-  if (request.method === 'HEAD') return reply.send();
-  if (size === 0) return reply.send(Buffer.alloc(0));
-  return reply.send(createReadStream(path, { start, end }));
 }
 
 /** One `bytes=a-b` / `bytes=a-` / `bytes=-n` range (what registry clients send); else the whole blob. */

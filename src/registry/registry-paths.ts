@@ -1,6 +1,9 @@
 import { isBlobDigest } from '../runtime/image/index.js';
 import { RegistryError } from './registry-errors.js';
 
+/** The header every answer under `/v2/` carries, as docker expects of a registry. */
+export const apiVersion = { name: 'Docker-Distribution-API-Version', value: 'registry/2.0' } as const;
+
 /**
  * Routing of `/v2/<name>/…` by hand: repository names contain slashes (`library/busybox`), so
  * one wildcard route receives every request and these patterns split name from action, as the

@@ -79,7 +79,8 @@ describe('registry routes (OCI Distribution, in-process server)', () => {
   });
 
   it('monolithic upload (POST ?digest=) then HEAD, GET and a Range GET', async () => {
-    const blob = randomBytes(1000);
+    // Larger than the two 1 MiB buffers a GET is read through, so they are reused (blob-send.ts).
+    const blob = randomBytes(2 * 1024 * 1024 + 300_001);
     const digest = sha256(blob);
     const post = await fetch(`${url}/v2/a/b/blobs/uploads/?digest=${digest}`, {
       method: 'POST',
@@ -91,17 +92,25 @@ describe('registry routes (OCI Distribution, in-process server)', () => {
     assert.equal(post.headers.get('docker-content-digest'), digest);
     const head = await fetch(`${url}/v2/a/b/blobs/${digest}`, { method: 'HEAD' });
     assert.equal(head.status, 200);
-    assert.equal(head.headers.get('content-length'), '1000');
+    assert.equal(head.headers.get('content-length'), String(blob.length));
     assert.equal(head.headers.get('docker-content-digest'), digest);
     const get = await fetch(`${url}/v2/a/b/blobs/${digest}`);
-    assert.deepEqual(Buffer.from(await get.arrayBuffer()), blob);
+    assert.equal(get.headers.get('content-length'), String(blob.length));
+    assert.equal(get.headers.get('docker-content-digest'), digest);
+    assert.equal(get.headers.get('docker-distribution-api-version'), 'registry/2.0');
+    assert.ok(Buffer.from(await get.arrayBuffer()).equals(blob), 'the GET serves the blob byte for byte');
     const elsewhere = await fetch(`${url}/v2/other/repo/blobs/${digest}`);
     assert.equal(elsewhere.status, 404, 'a blob is readable only through a repository it was pushed to');
     assert.equal((await errorOf(elsewhere)).errors[0]?.code, 'BLOB_UNKNOWN');
     const range = await fetch(`${url}/v2/a/b/blobs/${digest}`, { headers: { range: 'bytes=10-19' } });
     assert.equal(range.status, 206);
-    assert.equal(range.headers.get('content-range'), 'bytes 10-19/1000');
+    assert.equal(range.headers.get('content-range'), `bytes 10-19/${blob.length}`);
     assert.deepEqual(Buffer.from(await range.arrayBuffer()), blob.subarray(10, 20));
+    const across = await fetch(`${url}/v2/a/b/blobs/${digest}`, {
+      headers: { range: 'bytes=1048000-2098000' },
+    });
+    assert.equal(across.status, 206);
+    assert.ok(Buffer.from(await across.arrayBuffer()).equals(blob.subarray(1048000, 2098001)));
     const wrong = await fetch(`${url}/v2/a/b/blobs/uploads/?digest=${sha256(Buffer.from('x'))}`, {
       method: 'POST',
       body: blob,

@@ -5,7 +5,7 @@ import { deleteBlob, getBlob, startUpload, upload } from './registry-blob-handle
 import { RegistryError, type RegistryErrorCode } from './registry-errors.js';
 import { listCatalog, listReferrers, listTags } from './registry-listing.js';
 import { deleteManifest, getManifest, putManifest } from './registry-manifest-handlers.js';
-import { matchRegistryPath, maxNameLength } from './registry-paths.js';
+import { apiVersion, matchRegistryPath, maxNameLength } from './registry-paths.js';
 import { UploadSessions } from './upload-sessions.js';
 
 /** What a request needs: `pull` for reads (viewers), `push` for writes (operators). */
@@ -27,8 +27,6 @@ export interface RegistryRoutesOptions {
   /** Uploads idle longer than this are deleted (default 1 hour). */
   readonly uploadIdleTtlMs?: number;
 }
-
-const apiVersion = { name: 'Docker-Distribution-API-Version', value: 'registry/2.0' } as const;
 
 /**
  * The OCI Distribution API v1.1 (pull, push, content discovery, content management) under

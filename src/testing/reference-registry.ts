@@ -17,6 +17,8 @@ export interface ReferenceRegistry {
   /** `127.0.0.1:PORT`, as image references name it. */
   readonly host: string;
   readonly url: string;
+  /** The server's process id (the benchmark reads its CPU time from /proc). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ export async function startReferenceRegistry(dir: string): Promise<ReferenceRegi
   return {
     host,
     url,
+    pid: child.pid,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { sha256Digest } from './digest.js';
 
@@ -16,9 +14,20 @@ const batchBytes = 1024 * 1024;
 export class UncompressedDigester {
   readonly #hash = createHash('sha256');
   readonly #gunzip: Gunzip;
+  readonly #closed: Promise<void>;
   #failed = false;
-  #pending: Uint8Array[] = [];
-  #pendingBytes = 0;
+  /**
+   * The input is gathered into two buffers taken in turn, each handed to the inflater when full:
+   * each write is a trip to the thread pool and a callback back, which cost more than the copy
+   * (measured: 2.6 s of server CPU per 200 MiB pushed piece by piece, 1.9 s gathered); and
+   * reusing the two (rather than concatenating into a new buffer each time) spares a fresh
+   * mebibyte per batch, faulted in, copied into and collected.
+   */
+  readonly #batches = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
+  /** Resolves when the inflater is done with each batch's last contents (or has failed). */
+  readonly #inflated: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  #turn: 0 | 1 = 0;
+  #filled = 0;
 
   private constructor() {
     this.#gunzip = createGunzip({ chunkSize: batchBytes });
@@ -26,6 +35,8 @@ export class UncompressedDigester {
     this.#gunzip.on('error', () => {
       this.#failed = true;
     });
+    // A failed inflater may never call back for what it was given: waits end at its close too.
+    this.#closed = new Promise((resolve) => this.#gunzip.once('close', () => resolve()));
   }
 
   /** A digester for a blob whose first bytes are `head`, if they say gzip; else undefined. */
@@ -35,25 +46,26 @@ export class UncompressedDigester {
 
   /** Feeds the next bytes; resolves when the inflater can take more (its back-pressure). */
   async write(chunk: Uint8Array): Promise<void> {
-    if (this.#failed) return;
-    this.#pending.push(chunk);
-    this.#pendingBytes += chunk.length;
-    if (this.#pendingBytes >= batchBytes) await this.#flush();
+    let offset = 0;
+    while (offset < chunk.length && !this.#failed) {
+      const batch = this.#batches[this.#turn];
+      const copied = Math.min(batchBytes - this.#filled, chunk.length - offset);
+      batch.set(chunk.subarray(offset, offset + copied), this.#filled);
+      this.#filled += copied;
+      offset += copied;
+      if (this.#filled === batchBytes) await this.#flush();
+    }
   }
 
-  /**
-   * Hands what was gathered to the inflater as one piece: each write is a trip to the thread
-   * pool and a callback back, which cost more than the copy (measured: 2.6 s of server CPU per
-   * 200 MiB pushed piece by piece, 1.9 s gathered).
-   */
+  /** Hands the batch being filled to the inflater, then waits until the other one is free. */
   async #flush(): Promise<void> {
-    if (this.#pendingBytes === 0) return;
-    const batch = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending);
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    if (batch !== undefined && !this.#gunzip.write(batch)) {
-      await Promise.race([once(this.#gunzip, 'drain'), once(this.#gunzip, 'close')]);
-    }
+    if (this.#filled === 0) return;
+    const turn = this.#turn;
+    const batch = this.#batches[turn].subarray(0, this.#filled);
+    this.#inflated[turn] = new Promise((resolve) => this.#gunzip.write(batch, () => resolve()));
+    this.#filled = 0;
+    this.#turn = turn === 0 ? 1 : 0;
+    await Promise.race([this.#inflated[this.#turn], this.#closed]);
   }
 
   /** The uncompressed digest, or undefined when the bytes were not a whole gzip stream. */
@@ -61,12 +73,7 @@ export class UncompressedDigester {
     if (this.#failed) return undefined;
     await this.#flush();
     this.#gunzip.end();
-    try {
-      await finished(this.#gunzip);
-    } catch {
-      // catch-all: a corrupt stream only means no cached digest; the import finds the real error.
-      return undefined;
-    }
+    await this.#closed;
     return this.#failed ? undefined : sha256Digest(this.#hash.digest('hex'));
   }
 
