@@ -44,6 +44,7 @@ export type {
   ReadEventsRequest,
   RecordCounts,
   ReleaseLeaseRequest,
+  ReleaseVolumePinsRequest,
   RemoveActualLRPRequest,
   RemoveDesiredLRPRequest,
   RemoveEvacuatingActualLRPRequest,
@@ -60,6 +61,8 @@ export type {
   TaskStartRequestDelivery,
   UpdateDesiredLRPRequest,
   UpsertDomainRequest,
+  VolumePin,
+  VolumePinFilter,
 } from './bbs-store.js';
 export {
   type ActualLRP,
@@ -179,3 +182,12 @@ export {
   taskStates,
   taskTransitions,
 } from './task-transitions.js';
+export {
+  cellVolumeName,
+  namedVolumes,
+  pinnedPlacementTags,
+  type VolumeMount,
+  VolumeMountsSchema,
+  validateVolumeMounts,
+  volumeLimits,
+} from './volume-mounts.js';

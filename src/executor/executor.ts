@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { closeSync } from 'node:fs';
-import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
+import type { ActualLRPNetInfo, Monitor, PortMapping, VolumeMount } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import { readStopRequest, writeStopRequest } from '../history/index.js';
 import {
@@ -21,6 +21,7 @@ import {
   containerResult,
   type ExecutorContainer,
 } from './container-state.js';
+import { podVolumeOptions } from './container-volumes.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
 import { PodWorker } from './pod-worker.js';
@@ -41,6 +42,8 @@ export interface ContainerRunSpec {
    * runs (`writeSharedFile`); absent = no shared dir.
    */
   readonly shared_files?: Readonly<Record<string, string>>;
+  /** The DesiredLRP's or task's volumes (container-volumes.ts); absent = none. */
+  readonly volumes?: readonly VolumeMount[];
 }
 
 /** Where a container sees its shared files (its relations file among them). */
@@ -279,6 +282,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         ...(this.#options.logSizeMax !== undefined ? { logSizeMax: this.#options.logSizeMax } : {}),
         labels: { [`${labelPrefix}container`]: saved },
         ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
+        ...(spec.volumes !== undefined ? podVolumeOptions(spec.volumes, record.tags) : {}),
       });
       record.podUuid = prepared.location.uuid;
       if (record.state !== 'INITIALIZING') {

@@ -456,5 +456,6 @@ function runSpecOfLRP(
     ports: desired.ports,
     ...(desired.monitor ? { monitor: desired.monitor } : {}),
     start_timeout_s: desired.start_timeout_s,
+    ...(desired.volumes ? { volumes: desired.volumes } : {}),
   };
 }

@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { DurationMs, Name, PageQuery, pageOfWhole } from '../../core/index.js';
+import { DurationMs, limits, Name, PageQuery, pageOfWhole } from '../../core/index.js';
 import { publicCellPresence } from '../bbs-types.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { bbsPublicOperations } from './public-operations.js';
@@ -49,6 +49,39 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
       },
     },
     async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
+  );
+  app.get(
+    bbsPublicOperations.listVolumePins.path,
+    {
+      schema: {
+        tags: ['volumes'],
+        summary: 'The cells holding named volumes, which pin their instances there: { volume_pins }',
+        querystring: Type.Object(
+          { domain: Type.Optional(Name()), cell_id: Type.Optional(Name()) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => ({ volume_pins: await store.listVolumePins(request.query) }),
+  );
+  app.delete(
+    bbsPublicOperations.releaseVolumePins.path,
+    {
+      schema: {
+        tags: ['volumes'],
+        summary:
+          "Releases a domain's pins (one volume, one index): those instances start anywhere, with fresh volumes",
+        params: Type.Object({ domain: Name() }),
+        querystring: Type.Object(
+          {
+            volume: Type.Optional(Name()),
+            index: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxInstances })),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => store.releaseVolumePins({ domain: request.params.domain, ...request.query }),
   );
   app.get(
     '/v1/leases',
