@@ -39,7 +39,7 @@ const unpin: CommandHandler = {
   async run(ctx) {
     const domain = ctx.positionals[0] ?? '';
     const volume = stringOption(ctx.values, 'volume');
-    const index = intOption(ctx.values, 'index');
+    const index = intOption(ctx.values, 'index')?.toString();
     const { released } = await serverClient(ctx).call(ops.releaseVolumePins, {
       params: { domain },
       query: { ...(volume !== undefined ? { volume } : {}), ...(index !== undefined ? { index } : {}) },

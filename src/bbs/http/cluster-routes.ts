@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { DurationMs, limits, Name, PageQuery, pageOfWhole } from '../../core/index.js';
+import { DurationMs, Name, PageQuery, pageOfWhole } from '../../core/index.js';
 import { publicCellPresence } from '../bbs-types.js';
 import type { BbsRoutesOptions } from './bbs-routes-options.js';
 import { bbsPublicOperations } from './public-operations.js';
@@ -75,13 +75,20 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
         querystring: Type.Object(
           {
             volume: Type.Optional(Name()),
-            index: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxInstances })),
+            index: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: 'an instance index' })),
           },
           { additionalProperties: false },
         ),
       },
     },
-    async (request) => store.releaseVolumePins({ domain: request.params.domain, ...request.query }),
+    async (request) => {
+      const { volume, index } = request.query;
+      return store.releaseVolumePins({
+        domain: request.params.domain,
+        ...(volume !== undefined ? { volume } : {}),
+        ...(index !== undefined ? { index: Number(index) } : {}),
+      });
+    },
   );
   app.get(
     '/v1/leases',

@@ -104,7 +104,7 @@ export const bbsPublicOperations = {
   >('GET', '/v1/volume_pins'),
   releaseVolumePins: httpOperation<
     { domain: string },
-    { volume?: string; index?: number },
+    { volume?: string; index?: string },
     undefined,
     { released: number }
   >('DELETE', '/v1/volume_pins/:domain'),
