@@ -1,4 +1,5 @@
 import type { RoutesInput } from './http-routes.js';
+import type { PodSidecar } from './pod-sidecars.js';
 import type { TaskOutputDeclaration } from './task-output-types.js';
 import type { VolumeMount } from './volume-mounts.js';
 /**
@@ -62,6 +63,8 @@ export interface DesiredLRP {
   readonly placement_tags: readonly string[];
   /** Volumes of each instance (volume-mounts.ts); a named one pins the instance to its cell. Absent: none. */
   readonly volumes?: readonly VolumeMount[];
+  /** More apps in each instance's pod, beside its own (pod-sidecars.ts). Absent: none. */
+  readonly sidecars?: readonly PodSidecar[];
   readonly created_at: string;
   readonly modification_tag: ModificationTag;
 }

@@ -3,6 +3,7 @@ import type { DesiredLRPDefinition } from './bbs-store.js';
 import type { Monitor, TaskDefinition } from './bbs-types.js';
 import { normalizeRoutes, validateHttpRoutes } from './http-routes.js';
 import { monitorTimingOf, validateMonitorTiming } from './monitor-timing.js';
+import { validatePodSidecars } from './pod-sidecars.js';
 import { validateTaskOutputs } from './task-output-types.js';
 import { validateVolumeMounts } from './volume-mounts.js';
 
@@ -22,8 +23,9 @@ export function desiredWithDefaults(
   ) as Partial<DesiredLRPDefinition> &
     Pick<DesiredLRPDefinition, 'process_guid' | 'domain' | 'instances' | 'image'>;
   const monitor = given.monitor !== undefined ? withMonitorDefaults(given.monitor) : undefined;
-  const { volumes: asked, ...rest } = given;
+  const { volumes: asked, sidecars, ...rest } = given;
   const volumes = validateVolumeMounts(asked);
+  validatePodSidecars(sidecars);
   const desired = {
     ...rest,
     env: given.env ?? {},
@@ -36,6 +38,7 @@ export function desiredWithDefaults(
     placement_tags: given.placement_tags ?? [],
     ...(monitor !== undefined ? { monitor } : {}),
     ...(volumes !== undefined && volumes.length > 0 ? { volumes } : {}),
+    ...(sidecars !== undefined && sidecars.length > 0 ? { sidecars } : {}),
   };
   validateInstances(desired.instances);
   validateRoutes(desired.routes, desired.ports);

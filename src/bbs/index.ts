@@ -139,6 +139,12 @@ export {
 } from './monitor-timing.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
+export {
+  mainAppName,
+  type PodSidecar,
+  PodSidecarsSchema,
+  validatePodSidecars,
+} from './pod-sidecars.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { cellAppearedNews } from './sql/cell-store.js';

@@ -163,6 +163,55 @@ services:
     const gone = await runBerth(['teardown', 'store', '--wait', '--server', serverUrl]);
     assert.equal(gone.code, 0, `${gone.stdout} ${gone.stderr}`);
   });
+  it("a `colocate: pod` sidecar runs in its principal's pod and reaches it on 127.0.0.1", async () => {
+    const file = join(cluster.root, 'podside.yaml');
+    writeFileSync(
+      file,
+      `system: podside
+services:
+  /web:
+    image: bb:1
+    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"]
+    ports: [8080]
+    monitor: {tcp: 8080}
+    memory_mb: 16
+  /web/probe:
+    image: bb:1
+    subordinate_to: /web
+    colocate: pod
+    command: ["/bin/busybox", "sh", "-c", "until /bin/busybox wget -q -O /tmp/got http://127.0.0.1:8080/hostname; do sleep 0.2; done; echo \\"reached $(cat /tmp/got)\\"; exec /bin/busybox sleep 3600"]
+`,
+    );
+    const r = await runBerth(['deploy', file, '--wait', '--timeout', '120s', '--server', serverUrl]);
+    assert.equal(r.code, 0, `${r.stdout} ${r.stderr}`);
+    const actuals = (await bbs.listActualLRPs({ domain: 'system-podside' })).filter((a) => !a.evacuating);
+    assert.equal(actuals.length, 1, 'one instance: the sidecar has no LRP of its own');
+    const [web] = actuals;
+    assert.ok(web && web.state === 'RUNNING');
+    const desired = await bbs.getDesiredLRP({ process_guid: web.process_guid });
+    assert.deepEqual(
+      desired.sidecars?.map((s) => s.name),
+      ['probe'],
+    );
+    const hostname = (await fetchText(web, '/hostname')).trim();
+    // The probe is an app of the principal's pod on its cell: its log says what it fetched.
+    const cellDir = join(cluster.root, web.cell_id);
+    const listed = await runBerth(['list', '--dir', cellDir, '--format', 'json']);
+    const pods = JSON.parse(listed.stdout) as { uuid: string; state: string }[];
+    const logs = await waitFor('the probe reached its principal', async () => {
+      for (const pod of pods.filter((p) => p.state === 'running')) {
+        const out = await runBerth(['logs', '--dir', cellDir, '--app', 'probe', pod.uuid]);
+        if (out.code === 0 && out.stdout.includes('reached')) return out.stdout;
+      }
+      return undefined;
+    });
+    assert.equal(logs.trim(), `reached ${hostname}`);
+    const st = (await (await fetch(`${serverUrl}/v1/systems/podside`)).json()) as SystemStatusJson;
+    assert.equal(st.state, 'stable', JSON.stringify(st));
+    const gone = await runBerth(['teardown', 'podside', '--wait', '--server', serverUrl]);
+    assert.equal(gone.code, 0, `${gone.stdout} ${gone.stderr}`);
+  });
+
   it('an LRP with a named volume restarts after a crash on its cell, with its data, even when another cell is emptier', async () => {
     await bbs.desireLRP(lrp('vol-app'));
     const first = await waitFor('vol-app RUNNING', async () => {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { closeSync } from 'node:fs';
-import type { ActualLRPNetInfo, Monitor, PortMapping, VolumeMount } from '../bbs/index.js';
+import type { ActualLRPNetInfo, Monitor, PodSidecar, PortMapping, VolumeMount } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import { readStopRequest, writeStopRequest } from '../history/index.js';
 import {
@@ -12,6 +12,7 @@ import {
   readInLayeredRoot,
   readLogTail,
 } from '../runtime/index.js';
+import { podSidecarOptions, podVolumeOptions, resolveSidecarImages } from './container-pod-options.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -21,7 +22,6 @@ import {
   containerResult,
   type ExecutorContainer,
 } from './container-state.js';
-import { podVolumeOptions } from './container-volumes.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
 import { PodWorker } from './pod-worker.js';
@@ -42,8 +42,10 @@ export interface ContainerRunSpec {
    * runs (`writeSharedFile`); absent = no shared dir.
    */
   readonly shared_files?: Readonly<Record<string, string>>;
-  /** The DesiredLRP's or task's volumes (container-volumes.ts); absent = none. */
+  /** The DesiredLRP's or task's volumes (container-pod-options.ts); absent = none. */
   readonly volumes?: readonly VolumeMount[];
+  /** More apps of the pod (container-pod-options.ts); absent = none. */
+  readonly sidecars?: readonly PodSidecar[];
 }
 
 /** Where a container sees its shared files (its relations file among them). */
@@ -271,7 +273,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       }
       const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
       const image = await this.#options.runtime.resolveImage(spec.image);
-      const prepared = await this.#pods.prepare(spec.image, image, {
+      const sideImages = await resolveSidecarImages(this.#options.runtime, spec.sidecars);
+      const prepared = await this.#pods.prepare(spec.image, image, sideImages, {
         ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
         env,
         name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
@@ -283,6 +286,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         labels: { [`${labelPrefix}container`]: saved },
         ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
         ...(spec.volumes !== undefined ? podVolumeOptions(spec.volumes, record.tags) : {}),
+        ...(spec.sidecars !== undefined ? podSidecarOptions(spec.sidecars) : {}),
       });
       record.podUuid = prepared.location.uuid;
       if (record.state !== 'INITIALIZING') {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ActualLRPState } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { withPodSidecars } from './pod-sidecar-rules.js';
 import type { SecretSpec, ServiceDefinition, SystemDefinition } from './system-definition.js';
 import { containsPath } from './tree-path.js';
 
@@ -74,6 +75,8 @@ export function specVersion(spec: ServiceDefinition): string {
   // Only when present, so the versions of services without secrets or volumes stay what they were.
   if (spec.secrets) picked.secrets = secretDigests(spec.secrets);
   if (spec.volumes) picked.volumes = spec.volumes;
+  if (spec.pod_sidecars) picked.pod_sidecars = spec.pod_sidecars;
+  if (spec.colocate) picked.colocate = spec.colocate;
   return createHash('sha256').update(canonical(picked)).digest('hex').slice(0, 12);
 }
 
@@ -133,7 +136,8 @@ export function planDeploy(
 ): DeployPlan {
   const inScope = (p: string) => containsPath(path, p);
   const now = new Map(current.map((c) => [c.path, c]));
-  const wanted = definition.services.filter((s) => inScope(s.path));
+  // A principal's version is made of its pod sidecars too: changing one rolls the principal.
+  const wanted = withPodSidecars(definition.services).filter((s) => inScope(s.path));
   const services: ServiceChange[] = [];
   for (const spec of wanted) {
     const version = specVersion(spec);
@@ -150,7 +154,7 @@ export function planDeploy(
         version,
         spec,
         changed: [
-          ...changedFields(old.spec, spec, [...versionFields, 'volumes']),
+          ...changedFields(old.spec, spec, [...versionFields, 'volumes', 'pod_sidecars', 'colocate']),
           ...(secretsChanged(old.spec, spec) ? ['secrets'] : []),
           ...changedFields(old.spec, spec, inPlaceFields),
         ],

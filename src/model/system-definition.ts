@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { Monitor, VolumeMount } from '../bbs/index.js';
+import type { Monitor, PodSidecar, VolumeMount } from '../bbs/index.js';
 import {
   monitorTimingProblems,
   monitorTimingProperties,
@@ -24,6 +24,7 @@ import {
   nestingDepthExceeds,
   Routes,
 } from '../core/index.js';
+import { colocateProblems } from './pod-sidecar-rules.js';
 import type { SealedSecret } from './secret-box.js';
 import { serviceVolumeProblems } from './service-volumes.js';
 import { isTreePath } from './tree-path.js';
@@ -81,6 +82,10 @@ export interface ServiceDefinition {
   readonly subordinate_to?: string;
   /** Volumes of each instance (service-volumes.ts); absent when none. */
   readonly volumes?: readonly VolumeMount[];
+  /** A sidecar that runs in its principal's pod (pod-sidecar-rules.ts). */
+  readonly colocate?: 'pod';
+  /** A principal's pod sidecars, derived at deploy from its `colocate: pod` sidecars (never written). */
+  readonly pod_sidecars?: readonly PodSidecar[];
 }
 
 export interface JobDefinition {
@@ -159,6 +164,7 @@ const ServiceSchema = Type.Object(
     relations: Type.Optional(Type.Array(Name(), { maxItems: limits.maxSystemEntries })),
     subordinate_to: Type.Optional(Name()),
     volumes: Type.Optional(VolumeMountsSchema),
+    colocate: Type.Optional(Type.Literal('pod')),
   },
   { additionalProperties: false },
 );
@@ -290,13 +296,16 @@ export function validateSystemDefinition(
   problems.push(...cycleProblems(services));
   problems.push(...sizeProblems(services));
   if (problems.length > 0) return { ok: false, problems };
+  const normalized = [...services]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([path, s]) => normalizeService(path, s));
+  problems.push(...colocateProblems(normalized));
+  if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
     definition: {
       system: top.system as string,
-      services: [...services]
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([path, s]) => normalizeService(path, s)),
+      services: normalized,
       jobs: [...jobs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, j]) => normalizeJob(path, j)),
     },
   };
@@ -444,6 +453,7 @@ function normalizeService(path: string, s: RawService): ServiceDefinition {
     ...(s.volumes !== undefined && s.volumes.length > 0
       ? { volumes: validateVolumeMounts(s.volumes) ?? [] }
       : {}),
+    ...(s.colocate !== undefined ? { colocate: s.colocate } : {}),
   };
 }
 

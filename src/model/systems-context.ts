@@ -68,6 +68,7 @@ export async function ensureDesiredLRP(
     start_timeout_s: 60,
     placement_tags: placementTags,
     ...(spec.volumes ? { volumes: desiredVolumes(spec.path, spec.volumes) } : {}),
+    ...(spec.pod_sidecars ? { sidecars: spec.pod_sidecars } : {}),
   };
   await store.desireLRP(def).catch(ignoreAlreadyExists);
 }

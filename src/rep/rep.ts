@@ -457,5 +457,6 @@ function runSpecOfLRP(
     ...(desired.monitor ? { monitor: desired.monitor } : {}),
     start_timeout_s: desired.start_timeout_s,
     ...(desired.volumes ? { volumes: desired.volumes } : {}),
+    ...(desired.sidecars ? { sidecars: desired.sidecars } : {}),
   };
 }

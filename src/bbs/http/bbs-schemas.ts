@@ -17,6 +17,7 @@ import {
   Routes as RoutesSchema,
   Url,
 } from '../../core/index.js';
+import { PodSidecarsSchema } from '../pod-sidecars.js';
 import { OutputsMaxBytesSchema, TaskOutputsSchema } from '../task-output-types.js';
 import { VolumeMountsSchema } from '../volume-mounts.js';
 
@@ -95,6 +96,7 @@ export const DesiredLRPDefinitionSchema = Type.Object(
     start_timeout_s: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxTimeoutS })),
     placement_tags: Type.Optional(PlacementTags()),
     volumes: Type.Optional(VolumeMountsSchema),
+    sidecars: Type.Optional(PodSidecarsSchema),
   },
   strict,
 );
