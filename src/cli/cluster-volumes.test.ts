@@ -14,10 +14,11 @@ import { runBerth } from '../testing/berth-cli.js';
 import { TestCluster, waitFor } from '../testing/cluster-harness.js';
 
 /**
- * Issue 23 part 3 on real cells: a server and two cell processes running runc pods. A named
+ * Issue 23 parts 3 and 4 on real cells: a server and two cell processes running runc pods. A named
  * volume keeps an instance's data on its cell and pins the instance there across crashes; a gone
  * cell leaves it waiting with a placement error naming the cell until an operator releases the pin;
- * a system's database keeps its rows across a rolling redeploy; bad volumes are 400s naming the field.
+ * a system's database keeps its rows across a rolling redeploy; bad volumes are 400s naming the
+ * field; a `colocate: pod` sidecar is an app of its principal's pod and reaches it on 127.0.0.1.
  */
 const cluster = new TestCluster('berth-volumes-');
 let serverUrl = '';
