@@ -30,15 +30,15 @@ export class RequestOutbox {
   async takeStartRequests(req: TakeRequestsRequest): Promise<StartRequestDelivery[]> {
     const rows = await this.#takeStartRows('lrp', req);
     // One request per DesiredLRP and payload: indices pinned to different cells differ in their tags.
-    const byGuid = new Map<string, { ids: number[]; indices: number[]; row: (typeof rows)[number] }>();
+    const byRequest = new Map<string, { ids: number[]; indices: number[]; row: (typeof rows)[number] }>();
     for (const row of rows) {
       const key = `${row.guid}\u0000${row.payload}`;
-      const group = byGuid.get(key) ?? { ids: [], indices: [], row };
+      const group = byRequest.get(key) ?? { ids: [], indices: [], row };
       group.ids.push(Number(row.id));
       if (!group.indices.includes(row.idx)) group.indices.push(row.idx);
-      byGuid.set(key, group);
+      byRequest.set(key, group);
     }
-    return [...byGuid.values()].map(({ ids, indices, row }) => {
+    return [...byRequest.values()].map(({ ids, indices, row }) => {
       const payload = JSON.parse(row.payload) as {
         memory_mb: number;
         disk_mb: number;
