@@ -90,6 +90,12 @@ const rows: readonly Row[] = [
     expect: { error: /^pinned to cell c1 by its named volumes, which is gone: .*berth volume unpin/ },
   },
   {
+    name: 'pinned to a cell that now requires a tag the work lacks: waits, saying so',
+    cells: [cell('c1', 'z1', { placement_tags: ['gpu'] }), cell('c2', 'z1')],
+    work: work(0, 'c1'),
+    expect: { error: /^pinned to cell c1 by its named volumes, whose placement tags it does not match/ },
+  },
+  {
     name: 'pinned to a full cell: waits for room there, never takes another',
     cells: [cell('c1', 'z1', full), cell('c2', 'z1')],
     work: work(0, 'c1'),

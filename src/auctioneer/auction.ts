@@ -141,6 +141,8 @@ function mayLeaveZone(work: AuctionWork): boolean {
 export function pinnedCellReason(
   cellId: string,
   cells: readonly Pick<CellState, 'cell_id' | 'evacuating'>[],
+  /** The live cell is there but its placement tags do not match the work's (else: no room). */
+  tagsMismatch = false,
 ): string {
   const cell = cells.find((c) => c.cell_id === cellId);
   const state =
@@ -148,7 +150,9 @@ export function pinnedCellReason(
       ? 'which is gone'
       : cell.evacuating
         ? 'which is evacuating'
-        : 'which has no room for it';
+        : tagsMismatch
+          ? 'whose placement tags it does not match'
+          : 'which has no room for it';
   return `pinned to cell ${cellId} by its named volumes, ${state}: it waits for that cell (or for an operator to release the pin: berth volume unpin)`;
 }
 
@@ -414,7 +418,7 @@ function pinnedCell(w: AuctionWork): string | undefined {
 
 function noMatchingCellReason(w: AuctionWork, liveCells: number, cells: readonly CellState[]): string {
   const pin = pinnedCell(w);
-  if (pin !== undefined) return pinnedCellReason(pin, cells);
+  if (pin !== undefined) return pinnedCellReason(pin, cells, true);
   if (liveCells === 0) return 'no cells available';
   return `found no compatible cell for placement tags [${[...w.placement_tags].sort().join(', ')}]`;
 }
