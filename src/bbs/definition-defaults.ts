@@ -25,7 +25,7 @@ export function desiredWithDefaults(
   const monitor = given.monitor !== undefined ? withMonitorDefaults(given.monitor) : undefined;
   const { volumes: asked, sidecars, ...rest } = given;
   const volumes = validateVolumeMounts(asked);
-  validatePodSidecars(sidecars);
+  validatePodSidecars(sidecars, volumes);
   const desired = {
     ...rest,
     env: given.env ?? {},

@@ -143,6 +143,8 @@ export {
   mainAppName,
   type PodSidecar,
   PodSidecarsSchema,
+  type SidecarMount,
+  SidecarMountsSchema,
   validatePodSidecars,
 } from './pod-sidecars.js';
 export type { BbsDatabase } from './sql/bbs-database.js';

@@ -1,5 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import { Argv, EnvMap, ImageRef, InvalidArgumentError } from '../core/index.js';
+import {
+  Argv,
+  EnvMap,
+  ImageRef,
+  InvalidArgumentError,
+  mountTargetProblem,
+  plainMountTarget,
+} from '../core/index.js';
+import type { VolumeMount } from './volume-mounts.js';
 
 /**
  * A sidecar container in an LRP instance's pod (issue 23, Kubernetes' sidecar containers): a
@@ -15,6 +23,15 @@ export interface PodSidecar {
   /** The whole argv; absent → the image's Entrypoint + Cmd. */
   readonly command?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
+  /** Volumes of the instance (the DesiredLRP's `volumes`) this app mounts too, as in a Kubernetes pod. */
+  readonly mounts?: readonly SidecarMount[];
+}
+
+export interface SidecarMount {
+  /** The name of one of the DesiredLRP's volumes. */
+  readonly volume: string;
+  readonly target: string;
+  readonly read_only?: boolean;
 }
 
 /** The app name of an instance's own (first) app when it has sidecars. */
@@ -24,6 +41,19 @@ export const podSidecarLimits = { maxSidecars: 4 } as const;
 
 /** The runtime's app names (rkt's AC names), lookahead-free for the API fuzzer. */
 const sidecarNamePattern = '^[a-z0-9][a-z0-9-]*$';
+
+/** A sidecar's mounts of its instance's volumes, by name. */
+export const SidecarMountsSchema = Type.Array(
+  Type.Object(
+    {
+      volume: Type.String({ minLength: 1, maxLength: 64 }),
+      target: Type.String({ maxLength: 1024 }),
+      read_only: Type.Optional(Type.Boolean()),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: 8 },
+);
 
 export const PodSidecarsSchema = Type.Array(
   Type.Object(
@@ -36,14 +66,22 @@ export const PodSidecarsSchema = Type.Array(
       image: ImageRef(),
       command: Type.Optional(Argv(undefined, { description: 'The whole argv' })),
       env: Type.Optional(EnvMap()),
+      mounts: Type.Optional(SidecarMountsSchema),
     },
     { additionalProperties: false },
   ),
   { maxItems: podSidecarLimits.maxSidecars },
 );
 
-/** Checks the sidecars of a DesiredLRP (in process too), naming the offending field. */
-export function validatePodSidecars(sidecars: readonly PodSidecar[] | undefined, field = 'sidecars'): void {
+/**
+ * Checks the sidecars of a DesiredLRP (in process too), naming the offending field; a mount must
+ * name one of the DesiredLRP's `volumes`, at a valid target of its own.
+ */
+export function validatePodSidecars(
+  sidecars: readonly PodSidecar[] | undefined,
+  volumes: readonly VolumeMount[] = [],
+  field = 'sidecars',
+): void {
   if (sidecars === undefined) return;
   const refuse = (at: string, message: string): never => {
     throw new InvalidArgumentError(`Invalid ${at}: ${message}`, { field: at });
@@ -65,5 +103,20 @@ export function validatePodSidecars(sidecars: readonly PodSidecar[] | undefined,
       );
     names.add(s.name);
     if (typeof s.image !== 'string' || s.image === '') refuse(`${field}[${i}].image`, 'an image is required');
+    const targets = new Set<string>();
+    const mounts: readonly SidecarMount[] = s.mounts ?? [];
+    mounts.forEach((m, j) => {
+      const mount = `${field}[${i}].mounts[${j}]`;
+      if (!volumes.some((v) => v.name === m.volume))
+        refuse(
+          `${mount}.volume`,
+          `"${m.volume}" is not one of the volumes (${volumes.map((v) => v.name).join(', ') || 'none'})`,
+        );
+      const problem = mountTargetProblem(m.target);
+      if (problem !== undefined) refuse(`${mount}.target`, problem);
+      const target = plainMountTarget(m.target);
+      if (targets.has(target)) refuse(`${mount}.target`, `two mounts at ${target}`);
+      targets.add(target);
+    });
   });
 }

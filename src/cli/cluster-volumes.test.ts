@@ -164,7 +164,7 @@ services:
     const gone = await runBerth(['teardown', 'store', '--wait', '--server', serverUrl]);
     assert.equal(gone.code, 0, `${gone.stdout} ${gone.stderr}`);
   });
-  it("a `colocate: pod` sidecar runs in its principal's pod and reaches it on 127.0.0.1", async () => {
+  it("a `colocate: pod` sidecar runs in its principal's pod: it reaches it on 127.0.0.1 and mounts its volume", async () => {
     const file = join(cluster.root, 'podside.yaml');
     writeFileSync(
       file,
@@ -172,15 +172,17 @@ services:
 services:
   /web:
     image: bb:1
-    command: ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/etc"]
+    command: ["/bin/busybox", "sh", "-c", "echo from-web > /shared/hello; exec /bin/busybox httpd -f -p 8080 -h /etc"]
     ports: [8080]
     monitor: {tcp: 8080}
     memory_mb: 16
+    volumes: [{name: shared, kind: empty, target: /shared}]
   /web/probe:
     image: bb:1
     subordinate_to: /web
     colocate: pod
-    command: ["/bin/busybox", "sh", "-c", "until /bin/busybox wget -q -O /tmp/got http://127.0.0.1:8080/hostname; do sleep 0.2; done; echo \\"reached $(cat /tmp/got)\\"; exec /bin/busybox sleep 3600"]
+    mounts: [{volume: shared, target: /from-app, read_only: true}]
+    command: ["/bin/busybox", "sh", "-c", "until [ -e /from-app/hello ] && /bin/busybox wget -q -O /tmp/got http://127.0.0.1:8080/hostname; do sleep 0.2; done; echo \\"reached $(cat /tmp/got) $(cat /from-app/hello)\\"; exec /bin/busybox sleep 3600"]
 `,
     );
     const r = await runBerth(['deploy', file, '--wait', '--timeout', '120s', '--server', serverUrl]);
@@ -206,7 +208,8 @@ services:
       }
       return undefined;
     });
-    assert.equal(logs.trim(), `reached ${hostname}`);
+    // Same network (127.0.0.1 is the principal) and the principal's empty volume, shared.
+    assert.equal(logs.trim(), `reached ${hostname} from-web`);
     const st = (await (await fetch(`${serverUrl}/v1/systems/podside`)).json()) as SystemStatusJson;
     assert.equal(st.state, 'stable', JSON.stringify(st));
     const gone = await runBerth(['teardown', 'podside', '--wait', '--server', serverUrl]);

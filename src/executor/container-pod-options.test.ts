@@ -32,10 +32,26 @@ describe('a container’s pod options (issue 23)', () => {
   it('sidecars are more apps of the pod; the main app is "app"; the first exit ends the pod', () => {
     assert.deepEqual(podSidecarOptions([]), {});
     assert.deepEqual(
-      podSidecarOptions([{ name: 'probe', image: 'bb:1', command: ['sh'], env: { A: '1' } }]),
+      podSidecarOptions([
+        {
+          name: 'probe',
+          image: 'bb:1',
+          command: ['sh'],
+          env: { A: '1' },
+          mounts: [{ volume: 'logs', target: '/l', read_only: true }],
+        },
+      ]),
       {
         appName: 'app',
-        sideApps: [{ image: 'bb:1', name: 'probe', command: ['sh'], env: ['A=1'] }],
+        sideApps: [
+          {
+            image: 'bb:1',
+            name: 'probe',
+            command: ['sh'],
+            env: ['A=1'],
+            mounts: [{ volume: 'logs', target: '/l', readOnly: true }],
+          },
+        ],
         exitOnFirst: true,
       },
     );

@@ -46,6 +46,15 @@ export function podSidecarOptions(
       name: s.name,
       ...(s.command && s.command.length > 0 ? { command: s.command } : {}),
       env: Object.entries(s.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      ...(s.mounts && s.mounts.length > 0
+        ? {
+            mounts: s.mounts.map((m) => ({
+              volume: m.volume,
+              target: m.target,
+              readOnly: m.read_only ?? false,
+            })),
+          }
+        : {}),
     })),
     exitOnFirst: true,
   };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type DeployedService, planDeploy, specVersion } from './deploy-plan.js';
+import { scopedVolumeName } from './service-volumes.js';
 import { InvalidDefinitionError, type SystemDefinition } from './system-definition.js';
 import { parseSystemDefinition } from './system-definition-yaml.js';
 
@@ -34,6 +35,19 @@ describe('sidecars in the principal’s pod (colocate: pod)', () => {
     const web = deployed(shop('command: [sh], env: {A: "1"}')).find((s) => s.path === '/web');
     assert.deepEqual(web?.spec.pod_sidecars, [
       { name: 'probe', image: 'bb:1', command: ['sh'], env: { A: '1' } },
+    ]);
+  });
+
+  it("a pod sidecar mounts its principal's volumes by the names its principal's DesiredLRP gives them", () => {
+    const def = parseSystemDefinition(`
+system: shop
+services:
+  /web: {image: bb:1, volumes: [{name: logs, kind: empty, target: /var/log/web}]}
+  /web/ship: {image: bb:1, subordinate_to: /web, colocate: pod, mounts: [{volume: logs, target: /logs, read_only: true}]}
+`);
+    const web = deployed(def).find((s) => s.path === '/web');
+    assert.deepEqual(web?.spec.pod_sidecars?.[0]?.mounts, [
+      { volume: scopedVolumeName('/web', 'logs'), target: '/logs', read_only: true },
     ]);
   });
 
@@ -81,6 +95,21 @@ describe('sidecars in the principal’s pod (colocate: pod)', () => {
       /\/b\/x colocate: \/a\/x is also named "x" in the pod of \/web/,
     ],
     ['another value', '/p: {image: bb:1, subordinate_to: /web, colocate: cell}', /\/p colocate: /],
+    [
+      'mounting a volume its principal lacks',
+      '/p: {image: bb:1, subordinate_to: /web, colocate: pod, mounts: [{volume: logs, target: /logs}]}',
+      /\/p mounts\[0\]\.volume: \/web has no volume "logs"/,
+    ],
+    [
+      'mounting over /proc',
+      '/p: {image: bb:1, subordinate_to: /web, colocate: pod, mounts: [{volume: logs, target: /proc}]}',
+      /\/p mounts\[0\]\.target: "\/proc": \/proc is the kernel's/,
+    ],
+    [
+      'mounts without colocate',
+      '/p: {image: bb:1, subordinate_to: /web, mounts: [{volume: logs, target: /l}]}',
+      /\/p mounts: only a pod sidecar/,
+    ],
   ];
   for (const [what, services, expected] of refusals)
     it(`refuses a colocate ${what}, naming the field`, () => {

@@ -1,4 +1,6 @@
-import { mainAppName, type PodSidecar } from '../bbs/index.js';
+import { mainAppName, type PodSidecar, type SidecarMount } from '../bbs/index.js';
+import { mountTargetProblem, plainMountTarget } from '../core/index.js';
+import { scopedVolumeName } from './service-volumes.js';
 
 /**
  * Sidecars in their principal's pod (issue 23, `colocate: pod`): a subordinate service whose units
@@ -19,7 +21,8 @@ interface SidecarSpec {
   readonly ports: readonly number[];
   readonly monitor?: unknown;
   readonly secrets?: unknown;
-  readonly volumes?: readonly unknown[];
+  readonly volumes?: readonly { readonly name: string }[];
+  readonly mounts?: readonly SidecarMount[];
   readonly routes: Readonly<Record<string, unknown>>;
 }
 
@@ -39,8 +42,10 @@ export function colocateProblems(services: readonly SidecarSpec[]): Problem[] {
   const out: Problem[] = [];
   const names = new Map<string, string>();
   for (const s of services) {
-    if (s.colocate === undefined) continue;
     const problem = (field: string, message: string) => out.push({ path: s.path, field, message });
+    if (s.mounts !== undefined && s.colocate === undefined)
+      problem('mounts', 'only a pod sidecar (colocate: pod) mounts its principal’s volumes');
+    if (s.colocate === undefined) continue;
     if (s.subordinate_to === undefined) {
       problem('colocate', 'only a sidecar (subordinate_to) shares its principal’s pod');
       continue;
@@ -51,6 +56,17 @@ export function colocateProblems(services: readonly SidecarSpec[]): Problem[] {
     if (s.secrets !== undefined) problem('secrets', 'a pod sidecar takes env only');
     if ((s.volumes ?? []).length > 0) problem('volumes', 'a pod sidecar has no volumes of its own');
     if (Object.keys(s.routes).length > 0) problem('routes', 'a pod sidecar has no routes of its own');
+    const principal = services.find((p) => p.path === s.subordinate_to);
+    const targets = new Set<string>();
+    (s.mounts ?? []).forEach((m, i) => {
+      if (!(principal?.volumes ?? []).some((v) => v.name === m.volume))
+        problem(`mounts[${i}].volume`, `${s.subordinate_to} has no volume "${m.volume}"`);
+      const bad = mountTargetProblem(m.target);
+      if (bad !== undefined) problem(`mounts[${i}].target`, bad);
+      else if (targets.has(plainMountTarget(m.target)))
+        problem(`mounts[${i}].target`, `two mounts at ${plainMountTarget(m.target)}`);
+      targets.add(plainMountTarget(m.target));
+    });
     const name = podSidecarName(s.path);
     const key = `${s.subordinate_to}\u0000${name}`;
     if (name === mainAppName)
@@ -78,6 +94,10 @@ export function withPodSidecars<T extends SidecarSpec & { readonly pod_sidecars?
           image: c.image,
           ...(c.command ? { command: c.command } : {}),
           env: c.env,
+          // The principal's DesiredLRP names its volumes scoped by its path (service-volumes.ts).
+          ...(c.mounts
+            ? { mounts: c.mounts.map((m) => ({ ...m, volume: scopedVolumeName(s.path, m.volume) })) }
+            : {}),
         }),
       );
     return sidecars.length > 0 ? { ...s, pod_sidecars: sidecars } : s;

@@ -56,8 +56,12 @@ export function serviceVolumeProblems(
  * service does.
  */
 export function desiredVolumes(path: string, volumes: readonly VolumeMount[]): VolumeMount[] {
-  const scope = createHash('sha256').update(path).digest('hex').slice(0, 6);
-  return volumes.map((v) => ({ ...v, name: `${v.name}.${scope}` }));
+  return volumes.map((v) => ({ ...v, name: scopedVolumeName(path, v.name) }));
+}
+
+/** The name a service's volume has in its DesiredLRPs: `<name>.<hash of the service path>`. */
+export function scopedVolumeName(path: string, name: string): string {
+  return `${name}.${createHash('sha256').update(path).digest('hex').slice(0, 6)}`;
 }
 
 /** A service whose instances keep data on their cells: it is rolled stop-first. */

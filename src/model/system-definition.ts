@@ -1,10 +1,11 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { Monitor, PodSidecar, VolumeMount } from '../bbs/index.js';
+import type { Monitor, PodSidecar, SidecarMount, VolumeMount } from '../bbs/index.js';
 import {
   monitorTimingProblems,
   monitorTimingProperties,
   normalizeRoutes,
+  SidecarMountsSchema,
   VolumeMountsSchema,
   validateRoutes,
   validateVolumeMounts,
@@ -82,8 +83,9 @@ export interface ServiceDefinition {
   readonly subordinate_to?: string;
   /** Volumes of each instance (service-volumes.ts); absent when none. */
   readonly volumes?: readonly VolumeMount[];
-  /** A sidecar that runs in its principal's pod (pod-sidecar-rules.ts). */
+  /** A sidecar that runs in its principal's pod, mounting its principal's volumes (pod-sidecar-rules.ts). */
   readonly colocate?: 'pod';
+  readonly mounts?: readonly SidecarMount[];
   /** A principal's pod sidecars, derived at deploy from its `colocate: pod` sidecars (never written). */
   readonly pod_sidecars?: readonly PodSidecar[];
 }
@@ -165,6 +167,7 @@ const ServiceSchema = Type.Object(
     subordinate_to: Type.Optional(Name()),
     volumes: Type.Optional(VolumeMountsSchema),
     colocate: Type.Optional(Type.Literal('pod')),
+    mounts: Type.Optional(SidecarMountsSchema),
   },
   { additionalProperties: false },
 );
@@ -454,6 +457,7 @@ function normalizeService(path: string, s: RawService): ServiceDefinition {
       ? { volumes: validateVolumeMounts(s.volumes) ?? [] }
       : {}),
     ...(s.colocate !== undefined ? { colocate: s.colocate } : {}),
+    ...(s.mounts !== undefined && s.mounts.length > 0 ? { mounts: s.mounts } : {}),
   };
 }
 
