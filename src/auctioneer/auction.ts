@@ -10,6 +10,8 @@ export interface LRPAuctionWork {
   readonly memory_mb: number;
   readonly disk_mb: number;
   readonly placement_tags: readonly string[];
+  /** The cell its named volumes pin it to (its tags name that cell too); absent: unpinned. */
+  readonly pinned_cell?: string;
 }
 
 export interface TaskAuctionWork {
@@ -94,6 +96,7 @@ export function lrpWorkFromStartRequest(req: LRPStartRequest): LRPAuctionWork[] 
     memory_mb: req.memory_mb,
     disk_mb: req.disk_mb,
     placement_tags: req.placement_tags,
+    ...(req.pinned_cell !== undefined ? { pinned_cell: req.pinned_cell } : {}),
   }));
 }
 
@@ -123,9 +126,34 @@ export function preferredZoneIndex(processGuid: string, index: number, nZones: n
   return ((guidHash(processGuid) % nZones) + index) % nZones;
 }
 
-/** Index ≤ 1 (and tasks, which have no index) may leave their zone; index > 1 must not. */
+/**
+ * Index ≤ 1 (and tasks, which have no index) may leave their zone; index > 1 must not. Work pinned
+ * to a cell by its volumes goes to that cell's zone, whichever it is.
+ */
 function mayLeaveZone(work: AuctionWork): boolean {
-  return work.kind === 'task' || work.index <= 1;
+  return work.kind === 'task' || work.index <= 1 || work.pinned_cell !== undefined;
+}
+
+/**
+ * Why work pinned to a cell by its named volumes was not placed (Diego-like: it waits for its
+ * cell; only an operator's release of the pin lets it start elsewhere, with fresh volumes).
+ */
+export function pinnedCellReason(
+  cellId: string,
+  cells: readonly Pick<CellState, 'cell_id' | 'evacuating'>[],
+  /** The live cell is there but its placement tags do not match the work's (else: no room). */
+  tagsMismatch = false,
+): string {
+  const cell = cells.find((c) => c.cell_id === cellId);
+  const state =
+    cell === undefined
+      ? 'which is gone'
+      : cell.evacuating
+        ? 'which is evacuating'
+        : tagsMismatch
+          ? 'whose placement tags it does not match'
+          : 'which has no room for it';
+  return `pinned to cell ${cellId} by its named volumes, ${state}: it waits for that cell (or for an operator to release the pin: berth volume unpin)`;
 }
 
 function tagKey(tags: readonly string[]): string {
@@ -331,7 +359,7 @@ export function auction(
     const guid = workGuid(w);
     const heaps = zoneHeaps(w);
     if (heaps.every((h) => h === undefined)) {
-      failures.push({ work: w, reason: noMatchingCellReason(w, n) });
+      failures.push({ work: w, reason: noMatchingCellReason(w, n, cells) });
       continue;
     }
     const preferred =
@@ -369,14 +397,28 @@ export function auction(
         chosen = { slot: b.slot, zone: z, spread, score: b.score };
       }
     }
-    if (chosen !== undefined) place(chosen.slot, chosen.zone, w, guid);
-    else failures.push({ work: w, reason: 'insufficient resources: no cell in any zone has room' });
+    if (chosen !== undefined) {
+      place(chosen.slot, chosen.zone, w, guid);
+      continue;
+    }
+    const pin = pinnedCell(w);
+    const reason =
+      pin === undefined
+        ? 'insufficient resources: no cell in any zone has room'
+        : pinnedCellReason(pin, cells);
+    failures.push({ work: w, reason });
   }
 
   return { placements, failures };
 }
 
-function noMatchingCellReason(w: AuctionWork, liveCells: number): string {
+function pinnedCell(w: AuctionWork): string | undefined {
+  return w.kind === 'lrp' ? w.pinned_cell : undefined;
+}
+
+function noMatchingCellReason(w: AuctionWork, liveCells: number, cells: readonly CellState[]): string {
+  const pin = pinnedCell(w);
+  if (pin !== undefined) return pinnedCellReason(pin, cells, true);
   if (liveCells === 0) return 'no cells available';
   return `found no compatible cell for placement tags [${[...w.placement_tags].sort().join(', ')}]`;
 }

@@ -107,7 +107,8 @@ interface Delivery {
 
 interface PoolEntry {
   readonly key: string;
-  readonly work: AuctionWork;
+  /** The newest request's: a released volume pin changes an instance's tags between requests. */
+  work: AuctionWork;
   readonly deliveries: Delivery[];
   /** Batches this work has been through without being placed. */
   attempts: number;
@@ -441,6 +442,10 @@ export class AuctioneerService {
     if (entry === undefined) {
       entry = { key, work, deliveries: [], attempts: 0, recordedError: undefined };
       this.#pool.set(key, entry);
+    } else if (delivery !== undefined && !samePlacement(entry.work, work)) {
+      // Placed by what it asks for now (its pin released, say); the error recorded was the old one's.
+      entry.work = work;
+      entry.recordedError = undefined;
     } else if (delivery !== undefined && entry.recordedError !== undefined && delivery.kind === 'lrp') {
       // A fresh start request (the converger re-emitted it) for work whose error is already
       // recorded: nothing new to record, so it is settled for the outbox at once.
@@ -480,6 +485,11 @@ function keysOf(work: RepWork): string[] {
     ...work.lrps.map((w) => lrpKey(w.process_guid, w.index)),
     ...work.tasks.map((w) => taskKey(w.task_guid)),
   ];
+}
+
+function samePlacement(a: AuctionWork, b: AuctionWork): boolean {
+  const pin = (w: AuctionWork) => (w.kind === 'lrp' ? (w.pinned_cell ?? '') : '');
+  return pin(a) === pin(b) && a.placement_tags.join('\u0000') === b.placement_tags.join('\u0000');
 }
 
 function taskAuctionWork(req: TaskStartRequest): TaskAuctionWork {

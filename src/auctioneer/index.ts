@@ -11,6 +11,7 @@ export {
   lrpWorkFromStartRequest,
   type Placement,
   type PlacementFailure,
+  pinnedCellReason,
   preferredZoneIndex,
   type TaskAuctionWork,
   taskWork,

@@ -65,6 +65,8 @@ export class BbsClient implements BbsStore {
   deleteTask = this.#operation('deleteTask');
   upsertDomain = this.#operation('upsertDomain');
   listDomains = this.#operation('listDomains');
+  listVolumePins = this.#operation('listVolumePins');
+  releaseVolumePins = this.#operation('releaseVolumePins');
   ownerOf = this.#operation('ownerOf');
   heartbeatCell = this.#operation('heartbeatCell');
   listCells = this.#operation('listCells');

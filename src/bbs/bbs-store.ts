@@ -94,6 +94,11 @@ export interface BbsStore {
    */
   expireCells(): Promise<string[]>;
 
+  // Named volumes: the cells that hold their data, pinning instances there (sql/volume-pins.ts).
+  listVolumePins(req?: VolumePinFilter): Promise<VolumePin[]>;
+  /** An operator's choice: the released instances may start elsewhere, with fresh volumes. */
+  releaseVolumePins(req: ReleaseVolumePinsRequest): Promise<{ readonly released: number }>;
+
   // Leases for singletons (converger, auctioneer), fenced by a token that grows on every handover.
   acquireLease(req: AcquireLeaseRequest): Promise<LeaseResult>;
   releaseLease(req: ReleaseLeaseRequest): Promise<void>;
@@ -284,6 +289,27 @@ export interface FailTaskRequest extends CasTaskRequest {
 }
 export interface CancelTaskRequest extends TaskGuidRequest {
   readonly expected?: ModificationTag;
+}
+
+/** The cell holding the data of one named volume of one instance index of a domain. */
+export interface VolumePin {
+  readonly domain: string;
+  readonly volume: string;
+  readonly index: number;
+  readonly cell_id: string;
+  readonly created_at: string;
+}
+
+export interface VolumePinFilter {
+  readonly domain?: string;
+  readonly cell_id?: string;
+}
+
+/** Releases the pins of a domain, narrowed to one volume and/or one index when given. */
+export interface ReleaseVolumePinsRequest {
+  readonly domain: string;
+  readonly volume?: string;
+  readonly index?: number;
 }
 
 export interface UpsertDomainRequest {

@@ -1,5 +1,7 @@
 import type { RoutesInput } from './http-routes.js';
+import type { PodSidecar } from './pod-sidecars.js';
 import type { TaskOutputDeclaration } from './task-output-types.js';
+import type { VolumeMount } from './volume-mounts.js';
 /**
  * The records of the BBS (seed 002, DESIGN.md "cluster"). These types are the contract between
  * the store, its HTTP API and every component that talks to it (rep, auctioneer, converger, model).
@@ -59,6 +61,10 @@ export interface DesiredLRP {
   /** Seconds an instance may stay CLAIMED before its monitor passes. */
   readonly start_timeout_s: number;
   readonly placement_tags: readonly string[];
+  /** Volumes of each instance (volume-mounts.ts); a named one pins the instance to its cell. Absent: none. */
+  readonly volumes?: readonly VolumeMount[];
+  /** More apps in each instance's pod, beside its own (pod-sidecars.ts). Absent: none. */
+  readonly sidecars?: readonly PodSidecar[];
   readonly created_at: string;
   readonly modification_tag: ModificationTag;
 }
@@ -138,6 +144,8 @@ export interface TaskDefinition {
   readonly outputs?: readonly TaskOutputDeclaration[];
   /** Bytes of output content allowed (default taskOutputLimits.defaultBytes). */
   readonly outputs_max_bytes?: number;
+  /** Volumes of the task's container (volume-mounts.ts); a named one is not pinned: a task runs once. */
+  readonly volumes?: readonly VolumeMount[];
 }
 
 export interface Task extends TaskDefinition {
@@ -207,4 +215,9 @@ export interface LRPStartRequest {
   readonly memory_mb: number;
   readonly disk_mb: number;
   readonly placement_tags: readonly string[];
+  /**
+   * The cell holding these indices' named volumes (volume-pins): their placement tags name it too;
+   * the auction says so in its placement error when that cell cannot take them. Absent: unpinned.
+   */
+  readonly pinned_cell?: string;
 }

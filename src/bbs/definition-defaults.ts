@@ -3,7 +3,9 @@ import type { DesiredLRPDefinition } from './bbs-store.js';
 import type { Monitor, TaskDefinition } from './bbs-types.js';
 import { normalizeRoutes, validateHttpRoutes } from './http-routes.js';
 import { monitorTimingOf, validateMonitorTiming } from './monitor-timing.js';
+import { validatePodSidecars } from './pod-sidecars.js';
 import { validateTaskOutputs } from './task-output-types.js';
+import { validateVolumeMounts } from './volume-mounts.js';
 
 /**
  * The store's own defaults and bounds for what it is asked to desire. The HTTP schemas refuse
@@ -21,8 +23,11 @@ export function desiredWithDefaults(
   ) as Partial<DesiredLRPDefinition> &
     Pick<DesiredLRPDefinition, 'process_guid' | 'domain' | 'instances' | 'image'>;
   const monitor = given.monitor !== undefined ? withMonitorDefaults(given.monitor) : undefined;
+  const { volumes: asked, sidecars, ...rest } = given;
+  const volumes = validateVolumeMounts(asked);
+  validatePodSidecars(sidecars, volumes);
   const desired = {
-    ...given,
+    ...rest,
     env: given.env ?? {},
     memory_mb: given.memory_mb ?? 0,
     disk_mb: given.disk_mb ?? 0,
@@ -32,6 +37,8 @@ export function desiredWithDefaults(
     start_timeout_s: given.start_timeout_s ?? 60,
     placement_tags: given.placement_tags ?? [],
     ...(monitor !== undefined ? { monitor } : {}),
+    ...(volumes !== undefined && volumes.length > 0 ? { volumes } : {}),
+    ...(sidecars !== undefined && sidecars.length > 0 ? { sidecars } : {}),
   };
   validateInstances(desired.instances);
   validateRoutes(desired.routes, desired.ports);
@@ -43,8 +50,11 @@ export function taskWithDefaults(req: TaskDefinition): TaskDefinition {
     Object.entries(req).filter(([, v]) => v !== undefined),
   ) as Partial<TaskDefinition> & Pick<TaskDefinition, 'task_guid' | 'domain' | 'image'>;
   validateTaskOutputs(given.outputs, given.outputs_max_bytes);
+  const { volumes: asked, ...rest } = given;
+  const volumes = validateVolumeMounts(asked);
   return {
-    ...given,
+    ...rest,
+    ...(volumes !== undefined && volumes.length > 0 ? { volumes } : {}),
     env: given.env ?? {},
     memory_mb: given.memory_mb ?? 0,
     disk_mb: given.disk_mb ?? 0,

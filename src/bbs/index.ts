@@ -44,6 +44,7 @@ export type {
   ReadEventsRequest,
   RecordCounts,
   ReleaseLeaseRequest,
+  ReleaseVolumePinsRequest,
   RemoveActualLRPRequest,
   RemoveDesiredLRPRequest,
   RemoveEvacuatingActualLRPRequest,
@@ -60,6 +61,8 @@ export type {
   TaskStartRequestDelivery,
   UpdateDesiredLRPRequest,
   UpsertDomainRequest,
+  VolumePin,
+  VolumePinFilter,
 } from './bbs-store.js';
 export {
   type ActualLRP,
@@ -136,6 +139,14 @@ export {
 } from './monitor-timing.js';
 export { isPostgresUrl, type OpenBbsStoreOptions, openBbsStore } from './open-bbs-store.js';
 export { cellPlacementTag } from './placement-tags.js';
+export {
+  mainAppName,
+  type PodSidecar,
+  PodSidecarsSchema,
+  type SidecarMount,
+  SidecarMountsSchema,
+  validatePodSidecars,
+} from './pod-sidecars.js';
 export type { BbsDatabase } from './sql/bbs-database.js';
 export { bbsMigrationList } from './sql/bbs-migrations.js';
 export { cellAppearedNews } from './sql/cell-store.js';
@@ -179,3 +190,12 @@ export {
   taskStates,
   taskTransitions,
 } from './task-transitions.js';
+export {
+  cellVolumeName,
+  namedVolumes,
+  pinnedPlacementTags,
+  type VolumeMount,
+  VolumeMountsSchema,
+  validateVolumeMounts,
+  volumeLimits,
+} from './volume-mounts.js';

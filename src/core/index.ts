@@ -112,3 +112,9 @@ export {
   type WakeReason,
   Wakeup,
 } from './service-loop.js';
+export {
+  mountTargetProblem,
+  plainMountTarget,
+  reservedMountTargets,
+  volumeNamePattern,
+} from './volume-rules.js';

@@ -1,6 +1,7 @@
 import type { LogTail, PodRuntime } from '../runtime/index.js';
+import type { ContainerRunSpec } from './container-run-spec.js';
 import type { ContainerResource, ContainerTags, ExecutorContainer } from './container-state.js';
-import type { ContainerRunSpec, ExecutorCapacity } from './executor.js';
+import type { ExecutorCapacity } from './executor.js';
 
 /**
  * What a rep (and the cell's history journal) asks of its cell's executor: the seam between the

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { closeSync } from 'node:fs';
-import type { ActualLRPNetInfo, Monitor, PortMapping } from '../bbs/index.js';
+import type { ActualLRPNetInfo, PortMapping } from '../bbs/index.js';
 import { BerthError, isNotFound, NotFoundError } from '../core/index.js';
 import { readStopRequest, writeStopRequest } from '../history/index.js';
 import {
@@ -12,6 +12,8 @@ import {
   readInLayeredRoot,
   readLogTail,
 } from '../runtime/index.js';
+import { podSidecarOptions, podVolumeOptions, resolveSidecarImages } from './container-pod-options.js';
+import { type ContainerRunSpec, sharedDirPath } from './container-run-spec.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -24,27 +26,6 @@ import {
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
 import { PodWorker } from './pod-worker.js';
-
-/** What to run in a reserved container: the run info of a DesiredLRP or a Task. */
-export interface ContainerRunSpec {
-  readonly image: string;
-  readonly command?: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  /** Container ports; each gets a host port on this cell. The first is $PORT. */
-  readonly ports: readonly number[];
-  readonly monitor?: Monitor;
-  readonly start_timeout_s?: number;
-  /** Tasks: a file in the container whose first 10 KiB become the task result. */
-  readonly result_file?: string;
-  /**
-   * Files the container sees read-only under `sharedDirPath`, which the cell keeps current while it
-   * runs (`writeSharedFile`); absent = no shared dir.
-   */
-  readonly shared_files?: Readonly<Record<string, string>>;
-}
-
-/** Where a container sees its shared files (its relations file among them). */
-export const sharedDirPath = '/run/berth';
 
 export interface ExecutorCapacity {
   readonly memory_mb: number;
@@ -268,7 +249,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       }
       const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
       const image = await this.#options.runtime.resolveImage(spec.image);
-      const prepared = await this.#pods.prepare(spec.image, image, {
+      const sideImages = await resolveSidecarImages(this.#options.runtime, spec.sidecars);
+      const prepared = await this.#pods.prepare(spec.image, image, sideImages, {
         ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
         env,
         name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
@@ -279,6 +261,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         ...(this.#options.logSizeMax !== undefined ? { logSizeMax: this.#options.logSizeMax } : {}),
         labels: { [`${labelPrefix}container`]: saved },
         ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
+        ...(spec.volumes !== undefined ? podVolumeOptions(spec.volumes, record.tags) : {}),
+        ...(spec.sidecars !== undefined ? podSidecarOptions(spec.sidecars) : {}),
       });
       record.podUuid = prepared.location.uuid;
       if (record.state !== 'INITIALIZING') {

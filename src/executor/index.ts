@@ -1,4 +1,5 @@
 export type { CellExecutor } from './cell-executor.js';
+export { type ContainerRunSpec, sharedDirPath } from './container-run-spec.js';
 export {
   assertContainerTransition,
   type ContainerResource,
@@ -12,13 +13,7 @@ export {
   type LRPContainerTags,
   type TaskContainerTags,
 } from './container-state.js';
-export {
-  type ContainerRunSpec,
-  Executor,
-  type ExecutorCapacity,
-  type ExecutorOptions,
-  sharedDirPath,
-} from './executor.js';
+export { Executor, type ExecutorCapacity, type ExecutorOptions } from './executor.js';
 export {
   type CollectedOutputs,
   collectTaskOutputs,

@@ -22,6 +22,8 @@ export type PodWorkRequest =
       readonly imageRef: string;
       /** Resolved by the caller, which alone holds the image store. */
       readonly image: ResolvedImage;
+      /** The images of the pod's other apps (its sidecars), by reference, resolved likewise. */
+      readonly sideImages: Readonly<Record<string, ResolvedImage>>;
       readonly options: PrepareOptions;
     };
 
@@ -53,7 +55,14 @@ async function perform(request: PodWorkRequest): Promise<PreparedPodAnswer | und
     await remover.remove(request.uuid);
     return undefined;
   }
-  const runtime = new PodRuntime(dataDir, { resolve: async () => request.image });
+  const runtime = new PodRuntime(dataDir, {
+    resolve: async (ref) => {
+      if (ref === request.imageRef) return request.image;
+      const side = request.sideImages[ref];
+      if (side === undefined) throw new BerthError('internal', `The pod worker was not given image ${ref}`);
+      return side;
+    },
+  });
   const { location, manifest, lockFd } = await runtime.prepare(request.imageRef, request.options);
   return { location, manifest, lockFd };
 }

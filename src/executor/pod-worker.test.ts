@@ -20,11 +20,16 @@ describe('PodWorker (PodRuntime.prepare and remove on a worker thread)', () => {
     const images = busyboxResolver();
     const runtime = new PodRuntime(dataDir, images);
     const image = await runtime.resolveImage('busybox');
-    const prepared = await worker.prepare('busybox', image, {
-      command: ['/bin/true'],
-      net: 'none',
-      labels: { who: 'worker' },
-    });
+    const prepared = await worker.prepare(
+      'busybox',
+      image,
+      {},
+      {
+        command: ['/bin/true'],
+        net: 'none',
+        labels: { who: 'worker' },
+      },
+    );
     assert.equal(prepared.location.phase, 'prepare');
     assert.deepEqual(prepared.manifest.labels, { who: 'worker' });
     assert.equal(prepared.manifest.image.rootfs, images.rootfs);
@@ -41,7 +46,7 @@ describe('PodWorker (PodRuntime.prepare and remove on a worker thread)', () => {
     const runtime = new PodRuntime(dataDir, busyboxResolver());
     const image = await runtime.resolveImage('busybox');
     await assert.rejects(
-      worker.prepare('busybox', image, { name: 'bad name!' }),
+      worker.prepare('busybox', image, {}, { name: 'bad name!' }),
       (err: unknown) => isBerthError(err) && err.code === 'invalid_argument',
     );
   });

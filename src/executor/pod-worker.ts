@@ -33,8 +33,13 @@ export class PodWorker {
   }
 
   /** Embryo → Prepare with the lock held, as `PodRuntime.prepare`, for an image already resolved. */
-  async prepare(imageRef: string, image: ResolvedImage, options: PrepareOptions): Promise<PreparedPodAnswer> {
-    const prepared = await this.#request({ op: 'prepare', imageRef, image, options });
+  async prepare(
+    imageRef: string,
+    image: ResolvedImage,
+    sideImages: Readonly<Record<string, ResolvedImage>>,
+    options: PrepareOptions,
+  ): Promise<PreparedPodAnswer> {
+    const prepared = await this.#request({ op: 'prepare', imageRef, image, sideImages, options });
     if (!prepared) throw new BerthError('internal', 'The pod worker prepared no pod');
     return prepared;
   }

@@ -10,7 +10,8 @@ import { type DeployRecord, listDeployHistory, pickRollbackTarget } from './depl
 import { SecretBox } from './secret-box.js';
 import { modelMigrationList } from './sql-model-schema.js';
 import { modelWrite } from './sql-model-txn-runner.js';
-import { InvalidDefinitionError, parseSystemDefinition } from './system-definition.js';
+import { InvalidDefinitionError } from './system-definition.js';
+import { parseSystemDefinition } from './system-definition-yaml.js';
 
 function record(
   id: string,

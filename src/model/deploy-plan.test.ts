@@ -8,7 +8,8 @@ import {
   type RollingInstance,
   specVersion,
 } from './deploy-plan.js';
-import { parseSystemDefinition, type ServiceDefinition } from './system-definition.js';
+import type { ServiceDefinition } from './system-definition.js';
+import { parseSystemDefinition } from './system-definition-yaml.js';
 
 const base = parseSystemDefinition(`
 system: shop

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ActualLRPState } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
+import { withPodSidecars } from './pod-sidecar-rules.js';
 import type { SecretSpec, ServiceDefinition, SystemDefinition } from './system-definition.js';
 import { containsPath } from './tree-path.js';
 
@@ -71,8 +72,11 @@ export function canonical(value: unknown): string {
 export function specVersion(spec: ServiceDefinition): string {
   const picked: Record<string, unknown> = {};
   for (const f of versionFields) picked[f] = spec[f] ?? null;
-  // Only when present, so the versions of services without secrets stay what they were.
+  // Only when present, so the versions of services without secrets or volumes stay what they were.
   if (spec.secrets) picked.secrets = secretDigests(spec.secrets);
+  if (spec.volumes) picked.volumes = spec.volumes;
+  if (spec.pod_sidecars) picked.pod_sidecars = spec.pod_sidecars;
+  if (spec.colocate) picked.colocate = spec.colocate;
   return createHash('sha256').update(canonical(picked)).digest('hex').slice(0, 12);
 }
 
@@ -132,7 +136,8 @@ export function planDeploy(
 ): DeployPlan {
   const inScope = (p: string) => containsPath(path, p);
   const now = new Map(current.map((c) => [c.path, c]));
-  const wanted = definition.services.filter((s) => inScope(s.path));
+  // A principal's version is made of its pod sidecars too: changing one rolls the principal.
+  const wanted = withPodSidecars(definition.services).filter((s) => inScope(s.path));
   const services: ServiceChange[] = [];
   for (const spec of wanted) {
     const version = specVersion(spec);
@@ -149,7 +154,7 @@ export function planDeploy(
         version,
         spec,
         changed: [
-          ...changedFields(old.spec, spec, versionFields),
+          ...changedFields(old.spec, spec, [...versionFields, 'volumes', 'pod_sidecars', 'colocate']),
           ...(secretsChanged(old.spec, spec) ? ['secrets'] : []),
           ...changedFields(old.spec, spec, inPlaceFields),
         ],
@@ -222,4 +227,20 @@ export function nextRollingStep(
   const newInstances = Math.min(desired, Math.max(newActuals.length, runningNew + Math.max(1, maxSurge)));
   const oldLeft = oldActuals.length - stop.length;
   return { new_instances: newInstances, stop_old: stop, done: oldLeft === 0 && runningNew >= desired };
+}
+
+/**
+ * One step of the stop-first roll of a service that keeps data on its cells (named volumes, as a
+ * Kubernetes Deployment with `strategy: Recreate` or a one-replica StatefulSet): two versions of an
+ * instance never write its volume at once, so every old instance stops before a new one starts.
+ */
+export function nextRecreateStep(
+  oldActuals: readonly RollingInstance[],
+  newActuals: readonly RollingInstance[],
+  desired: number,
+): RollingStep {
+  if (oldActuals.length > 0)
+    return { new_instances: 0, stop_old: oldActuals.map((i) => i.index).sort((a, b) => a - b), done: false };
+  const runningNew = newActuals.filter((i) => i.state === 'RUNNING').length;
+  return { new_instances: desired, stop_old: [], done: runningNew >= desired };
 }

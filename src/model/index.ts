@@ -216,13 +216,13 @@ export {
   definitionDefaults,
   InvalidDefinitionError,
   type JobDefinition,
-  parseSystemDefinition,
   type SecretSpec,
   type ServiceDefinition,
   type SystemDefinition,
   storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
+export { parseSystemDefinition } from './system-definition-yaml.js';
 export {
   type DeployRequest,
   parseDefinition,

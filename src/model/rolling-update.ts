@@ -1,10 +1,11 @@
 import { BerthError, orAbsent } from '../core/index.js';
 import type { ActionControl } from './action-runner.js';
-import { nextRollingStep } from './deploy-plan.js';
+import { nextRecreateStep, nextRollingStep } from './deploy-plan.js';
 import { modelServiceName, serviceProcessGuid, sidecarUnitIndex, systemDomain } from './instance-names.js';
 import { rolloutServiceOf } from './rollout-observe.js';
 import { serviceProblem } from './rollout-plan.js';
 import { ensureUnits } from './service-model-writes.js';
+import { keepsData } from './service-volumes.js';
 import type { ServiceDefinition } from './system-definition.js';
 import type { ServiceRecord } from './system-service-record.js';
 import { ensureDesiredLRP, primaries, removeDesiredLRP, type SystemsContext } from './systems-context.js';
@@ -39,13 +40,17 @@ export async function rollingUpdate(
     return;
   }
   await systems.putService({ ...row, spec, version, process_guid: newGuid, old_process_guid: oldGuid });
-  await ensureDesiredLRP(store, newGuid, spec, Math.min(1, spec.instances), system, []);
-  await control.note(`rolling ${spec.path} from ${oldGuid} to ${newGuid}`);
+  // A service that keeps data rolls stop-first: its new version starts once the old one is gone.
+  const stopFirst = keepsData(spec);
+  await ensureDesiredLRP(store, newGuid, spec, stopFirst ? 0 : Math.min(1, spec.instances), system, []);
+  await control.note(
+    `rolling ${spec.path} from ${oldGuid} to ${newGuid}${stopFirst ? ' (stop-first: it keeps data in volumes)' : ''}`,
+  );
   for (;;) {
     control.checkpoint();
     const oldActuals = primaries(await store.listActualLRPs({ process_guid: oldGuid }));
     const newActuals = primaries(await store.listActualLRPs({ process_guid: newGuid }));
-    const step = nextRollingStep(oldActuals, newActuals, spec.instances);
+    const step = (stopFirst ? nextRecreateStep : nextRollingStep)(oldActuals, newActuals, spec.instances);
     const current = await store.getDesiredLRP({ process_guid: newGuid });
     if (current.instances !== step.new_instances)
       await store.updateDesiredLRP({ process_guid: newGuid, update: { instances: step.new_instances } });

@@ -1,6 +1,7 @@
 import type { ActualLRP, Task } from '../bbs/index.js';
 import { orAbsent } from '../core/index.js';
-import { isServiceOf, sidecarUnitIndex, systemDomain } from './instance-names.js';
+import { isServiceOf, systemDomain } from './instance-names.js';
+import { sidecarInstanceIndex } from './pod-sidecar-instances.js';
 import {
   planRollout,
   type RolloutJob,
@@ -60,7 +61,7 @@ function observeService(
   const principal = rows.find((r) => r.path === spec.subordinate_to);
   const desired = principal?.kind === 'service' ? principal.spec.instances : 0;
   const current = actuals.flatMap((actual) => {
-    const index = sidecarUnitIndex(row.process_guid, actual.process_guid);
+    const index = sidecarInstanceIndex(row, principal, actual);
     return index === undefined ? [] : [{ index, actual }];
   });
   return rolloutServiceOf(row.path, desired, current, 0);

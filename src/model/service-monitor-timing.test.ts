@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openBbsStore } from '../bbs/index.js';
 import { systemDomain } from './instance-names.js';
-import { parseSystemDefinition } from './system-definition.js';
+import { parseSystemDefinition } from './system-definition-yaml.js';
 import { ensureDesiredLRP } from './systems-context.js';
 
 /** A service's monitor timing (issue 20) reaches the DesiredLRP its deploy desires, field for field. */

@@ -113,7 +113,8 @@ export function planSidecarLRPs(
   const desired = new Map(s.desired.map((d) => [d.process_guid, d]));
   const out: SystemAgentAction[] = [];
   for (const row of serviceRows(s.services)) {
-    if (!isSidecarRecord(row)) continue;
+    // A pod sidecar runs in its principal's pods: it has no LRPs of its own.
+    if (!isSidecarRecord(row) || row.spec.colocate === 'pod') continue;
     for (const name of s.view.unitsOfService(row.model_name, 'alive')) {
       const unit = s.view.unit(name);
       if (!unit || unit.cell_id === null) continue;

@@ -4,10 +4,10 @@ import { limits } from '../core/index.js';
 import {
   type DefinitionProblem,
   InvalidDefinitionError,
-  parseSystemDefinition,
   storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
+import { parseSystemDefinition } from './system-definition-yaml.js';
 
 const issueExample = `
 system: shop

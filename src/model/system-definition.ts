@@ -1,12 +1,14 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { parseDocument } from 'yaml';
-import type { Monitor } from '../bbs/index.js';
+import type { Monitor, PodSidecar, SidecarMount, VolumeMount } from '../bbs/index.js';
 import {
   monitorTimingProblems,
   monitorTimingProperties,
   normalizeRoutes,
+  SidecarMountsSchema,
+  VolumeMountsSchema,
   validateRoutes,
+  validateVolumeMounts,
 } from '../bbs/index.js';
 import {
   ArgString,
@@ -23,7 +25,9 @@ import {
   nestingDepthExceeds,
   Routes,
 } from '../core/index.js';
+import { colocateProblems } from './pod-sidecar-rules.js';
 import type { SealedSecret } from './secret-box.js';
+import { serviceVolumeProblems } from './service-volumes.js';
 import { isTreePath } from './tree-path.js';
 
 /** One reason a definition is refused. `path` is the service or job (or `/` for the file itself). */
@@ -77,6 +81,13 @@ export interface ServiceDefinition {
   readonly relations: readonly string[];
   /** The principal service's path when this service is a sidecar. */
   readonly subordinate_to?: string;
+  /** Volumes of each instance (service-volumes.ts); absent when none. */
+  readonly volumes?: readonly VolumeMount[];
+  /** A sidecar that runs in its principal's pod, mounting its principal's volumes (pod-sidecar-rules.ts). */
+  readonly colocate?: 'pod';
+  readonly mounts?: readonly SidecarMount[];
+  /** A principal's pod sidecars, derived at deploy from its `colocate: pod` sidecars (never written). */
+  readonly pod_sidecars?: readonly PodSidecar[];
 }
 
 export interface JobDefinition {
@@ -154,6 +165,9 @@ const ServiceSchema = Type.Object(
     routes: Type.Optional(Routes()),
     relations: Type.Optional(Type.Array(Name(), { maxItems: limits.maxSystemEntries })),
     subordinate_to: Type.Optional(Name()),
+    volumes: Type.Optional(VolumeMountsSchema),
+    colocate: Type.Optional(Type.Literal('pod')),
+    mounts: Type.Optional(SidecarMountsSchema),
   },
   { additionalProperties: false },
 );
@@ -195,6 +209,8 @@ function schemaProblems(schema: TSchema, value: unknown, path: string): Definiti
         message:
           'must be one of {tcp: PORT}, {http: {port: PORT, path: /…}}, {command: [argv]}, with optional timeout_ms, period_ms, failure_threshold, startup_grace_ms (integers)',
       });
+    } else if (parts[0] === 'volumes' && parts[2] === 'kind' && e.message === 'Expected union value') {
+      out.push({ path, field, message: "must be named or empty (a cell's host paths are not offered)" });
     } else if (e.message === 'Unexpected property') {
       out.push({ path, field, message: 'unknown field' });
     } else if (e.value === undefined && e.message.startsWith('Expected')) {
@@ -283,13 +299,16 @@ export function validateSystemDefinition(
   problems.push(...cycleProblems(services));
   problems.push(...sizeProblems(services));
   if (problems.length > 0) return { ok: false, problems };
+  const normalized = [...services]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([path, s]) => normalizeService(path, s));
+  problems.push(...colocateProblems(normalized));
+  if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
     definition: {
       system: top.system as string,
-      services: [...services]
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([path, s]) => normalizeService(path, s)),
+      services: normalized,
       jobs: [...jobs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, j]) => normalizeJob(path, j)),
     },
   };
@@ -360,6 +379,7 @@ function referenceProblems(
     out.push({ path, field: 'monitor', message: `port ${monitorPort} is not in ports` });
   }
   if (svc.monitor) for (const problem of monitorTimingProblems(svc.monitor)) out.push({ path, ...problem });
+  out.push(...serviceVolumeProblems(path, svc));
   return out;
 }
 
@@ -433,6 +453,11 @@ function normalizeService(path: string, s: RawService): ServiceDefinition {
     annotation: s.annotation ?? '',
     relations: [...new Set(s.relations ?? [])].sort(),
     ...(s.subordinate_to !== undefined ? { subordinate_to: s.subordinate_to } : {}),
+    ...(s.volumes !== undefined && s.volumes.length > 0
+      ? { volumes: validateVolumeMounts(s.volumes) ?? [] }
+      : {}),
+    ...(s.colocate !== undefined ? { colocate: s.colocate } : {}),
+    ...(s.mounts !== undefined && s.mounts.length > 0 ? { mounts: s.mounts } : {}),
   };
 }
 
@@ -474,37 +499,4 @@ export function storedDefinitionProblems(definition: SystemDefinition): Definiti
   } catch (err) {
     return [{ path: '/', field: '', message: `unreadable stored definition: ${(err as Error).message}` }];
   }
-}
-
-/** Parses the YAML form of issue 8; throws `InvalidDefinitionError` listing every problem. */
-export function parseSystemDefinition(text: string): SystemDefinition {
-  let doc: ReturnType<typeof parseDocument>;
-  try {
-    doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-  } catch (err) {
-    // The YAML parser recurses: a document nested thousands deep overflows its stack.
-    throw new InvalidDefinitionError([
-      { path: '/', field: '', message: `YAML cannot be read: ${(err as Error).message}` },
-    ]);
-  }
-  if (doc.errors.length > 0) {
-    throw new InvalidDefinitionError(
-      doc.errors.map((e) => ({
-        path: '/',
-        field: '',
-        message: `YAML line ${e.linePos?.[0]?.line ?? '?'}: ${e.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '')}`,
-      })),
-    );
-  }
-  let value: unknown;
-  try {
-    value = doc.toJS({ maxAliasCount: 100 });
-  } catch (err) {
-    throw new InvalidDefinitionError([
-      { path: '/', field: '', message: `YAML cannot be read: ${(err as Error).message}` },
-    ]);
-  }
-  const result = validateSystemDefinition(value);
-  if (!result.ok) throw new InvalidDefinitionError(result.problems);
-  return result.definition;
 }

@@ -20,11 +20,11 @@ import { type ActionRecord, type ActionWork, SqlSystemStore, type SystemRecord }
 import { SystemAgent } from './system-agent.js';
 import {
   InvalidDefinitionError,
-  parseSystemDefinition,
   type SystemDefinition,
   storedDefinitionProblems,
   validateSystemDefinition,
 } from './system-definition.js';
+import { parseSystemDefinition } from './system-definition-yaml.js';
 import { type CellUnitRelations, relationsForCell, relationsForInstance } from './system-relations.js';
 import { type SystemStatusJson, SystemStatusView } from './system-status-view.js';
 import type { SystemsContext } from './systems-context.js';

@@ -2,6 +2,7 @@ import type { ActualLRP, Task } from '../bbs/index.js';
 import { NotFoundError, orAbsent } from '../core/index.js';
 import { isServiceOf, sidecarUnitIndex, systemDomain, systemLabel, unitLabel } from './instance-names.js';
 import type { ModelView } from './model-types.js';
+import { sidecarInstanceIndex } from './pod-sidecar-instances.js';
 import { jobState } from './rollout-observe.js';
 import type { ActionRecord } from './sql-system-store.js';
 import type { JobRecord, ServiceRecord, SystemServiceRecord } from './system-service-record.js';
@@ -150,24 +151,24 @@ function serviceStatus(
   const spec = row.spec;
   const sidecar = spec.subordinate_to !== undefined;
   // A sidecar's instances are its units' own LRPs (`<guid>.uN`): the unit index is in the guid.
+  const principal = sidecar ? rows.find((r) => r.path === spec.subordinate_to) : undefined;
   const indexOf = (a: ActualLRP): number | undefined => {
     if (!sidecar)
       return a.process_guid === row.process_guid || a.process_guid === row.old_process_guid
         ? a.index
         : undefined;
     return (
-      sidecarUnitIndex(row.process_guid, a.process_guid) ??
+      sidecarInstanceIndex(row, principal, a) ??
       (row.old_process_guid === null ? undefined : sidecarUnitIndex(row.old_process_guid, a.process_guid))
     );
   };
   const isCurrent = (a: ActualLRP) =>
-    a.process_guid === row.process_guid || sidecarUnitIndex(row.process_guid, a.process_guid) !== undefined;
+    a.process_guid === row.process_guid || sidecarInstanceIndex(row, principal, a) !== undefined;
   const mine = actuals.flatMap((a) => {
     const index = indexOf(a);
     return index === undefined ? [] : [{ actual: a, index, version: isCurrent(a) ? row.version : 'old' }];
   });
   const svc = view.service(row.model_name);
-  const principal = sidecar ? rows.find((r) => r.path === spec.subordinate_to) : undefined;
   const desired = sidecar ? (principal?.kind === 'service' ? principal.spec.instances : 0) : spec.instances;
   const state = serviceState({
     life: svc?.life ?? 'alive',

@@ -4,6 +4,7 @@ import type { DeployerLog } from './action-runner.js';
 import { systemDomain } from './instance-names.js';
 import { settleModel } from './model-settler.js';
 import type { SecretBox } from './secret-box.js';
+import { desiredVolumes } from './service-volumes.js';
 import type { SqlModelTxnRunner } from './sql-model-txn-runner.js';
 import type { SqlSystemStore } from './sql-system-store.js';
 import type { ServiceDefinition } from './system-definition.js';
@@ -66,6 +67,8 @@ export async function ensureDesiredLRP(
     ...(spec.monitor ? { monitor: spec.monitor } : {}),
     start_timeout_s: 60,
     placement_tags: placementTags,
+    ...(spec.volumes ? { volumes: desiredVolumes(spec.path, spec.volumes) } : {}),
+    ...(spec.pod_sidecars ? { sidecars: spec.pod_sidecars } : {}),
   };
   await store.desireLRP(def).catch(ignoreAlreadyExists);
 }

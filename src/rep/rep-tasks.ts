@@ -85,5 +85,6 @@ function runSpecOfTask(task: Task): ContainerRunSpec {
     env: task.env,
     ports: [],
     ...(task.result_file ? { result_file: task.result_file } : {}),
+    ...(task.volumes ? { volumes: task.volumes } : {}),
   };
 }

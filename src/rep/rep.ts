@@ -456,5 +456,7 @@ function runSpecOfLRP(
     ports: desired.ports,
     ...(desired.monitor ? { monitor: desired.monitor } : {}),
     start_timeout_s: desired.start_timeout_s,
+    ...(desired.volumes ? { volumes: desired.volumes } : {}),
+    ...(desired.sidecars ? { sidecars: desired.sidecars } : {}),
   };
 }

@@ -54,10 +54,12 @@ export {
   holderEntry,
   type ImageResolver,
   ImageUnavailableError,
+  type MountSpec,
   PodRuntime,
   type PrepareOptions,
   parseMemory,
   type ResolvedImage,
+  type VolumeSpec,
 } from './pod-runtime.js';
 export {
   assertPhaseMove,

@@ -4,19 +4,22 @@
  */
 import { lstatSync, realpathSync } from 'node:fs';
 import { posix } from 'node:path';
-import { errnoCode, InvalidArgumentError } from '../core/index.js';
+import {
+  errnoCode,
+  InvalidArgumentError,
+  mountTargetProblem,
+  plainMountTarget,
+  volumeNamePattern,
+} from '../core/index.js';
 import type { AppMount, PodVolume } from './pod-manifest.js';
 import { type MountSpec, parseMemory, type VolumeSpec } from './pod-options.js';
 
 export type { MountSpec, VolumeSpec };
 
-export const volumeNamePattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+export { volumeNamePattern };
 
 /** The tmpfs size of `kind=empty,tmpfs=true` when no size is given (as /dev/shm's). */
 const defaultTmpfsBytes = 64 * 1024 * 1024;
-
-/** Container paths no volume may cover: the kernel's views the runtime mounts itself. */
-const reservedTargets = ['/proc', '/sys'];
 
 function keyValues(text: string, flag: string): { head: string; fields: Map<string, string> } {
   const [head = '', ...rest] = text.split(',');
@@ -112,25 +115,12 @@ export function parseShortVolume(text: string, index: number): { volume: VolumeS
   return { volume, mount: { volume: volume.name, target, readOnly } };
 }
 
-/** A container path a volume may be mounted at: absolute, plain, not / and not over /proc or /sys. */
+/** A container path a volume may be mounted at (core's `mountTargetProblem`), in its plain spelling. */
 export function checkMountTarget(target: string): string {
-  const plain = posix.normalize(target);
-  if (!target.startsWith('/') || target.split('/').some((p) => p === '..' || p === '.') || plain === '/')
-    throw new InvalidArgumentError(
-      `Invalid mount target "${target}": expected an absolute path other than /`,
-      {
-        target,
-      },
-    );
-  const reserved = reservedTargets.find((r) => plain === r || plain.startsWith(`${r}/`));
-  if (reserved !== undefined)
-    throw new InvalidArgumentError(
-      `Cannot mount a volume at "${target}": ${reserved} is the kernel's, not the app's`,
-      {
-        target,
-      },
-    );
-  return plain.replace(/\/$/, '');
+  const problem = mountTargetProblem(target);
+  if (problem !== undefined)
+    throw new InvalidArgumentError(`Cannot mount a volume at ${problem}`, { target });
+  return plainMountTarget(target);
 }
 
 /**

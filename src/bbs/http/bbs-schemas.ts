@@ -17,7 +17,9 @@ import {
   Routes as RoutesSchema,
   Url,
 } from '../../core/index.js';
+import { PodSidecarsSchema } from '../pod-sidecars.js';
 import { OutputsMaxBytesSchema, TaskOutputsSchema } from '../task-output-types.js';
+import { VolumeMountsSchema } from '../volume-mounts.js';
 
 /**
  * TypeBox schemas of the BBS's JSON: they validate requests (a malformed one is a 400 that names
@@ -93,6 +95,8 @@ export const DesiredLRPDefinitionSchema = Type.Object(
     monitor: Type.Optional(MonitorSchema),
     start_timeout_s: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxTimeoutS })),
     placement_tags: Type.Optional(PlacementTags()),
+    volumes: Type.Optional(VolumeMountsSchema),
+    sidecars: Type.Optional(PodSidecarsSchema),
   },
   strict,
 );
@@ -127,6 +131,7 @@ export const TaskDefinitionSchema = Type.Object(
     placement_tags: Type.Optional(PlacementTags()),
     outputs: Type.Optional(TaskOutputsSchema),
     outputs_max_bytes: Type.Optional(OutputsMaxBytesSchema),
+    volumes: Type.Optional(VolumeMountsSchema),
   },
   strict,
 );
@@ -281,6 +286,15 @@ export const operationBodies = {
   deleteTask: Type.Object(TaskCas, strict),
   upsertDomain: Type.Object({ domain: Name(), ttl_ms: DurationMs(), owner: Type.Optional(Name()) }, strict),
   listDomains: Empty,
+  listVolumePins: Type.Object({ domain: Type.Optional(Name()), cell_id: Type.Optional(Name()) }, strict),
+  releaseVolumePins: Type.Object(
+    {
+      domain: Name(),
+      volume: Type.Optional(Name()),
+      index: Type.Optional(Type.Integer({ minimum: 0, maximum: limits.maxInstances })),
+    },
+    strict,
+  ),
   ownerOf: Type.Union([
     Type.Object({ domain: Name() }, strict),
     Type.Object({ process_guid: Name() }, strict),

@@ -51,6 +51,46 @@ export function registerClusterRoutes(root: FastifyInstance, options: BbsRoutesO
     async (request) => store.upsertDomain({ domain: request.params.domain, ttl_ms: request.body.ttl_ms }),
   );
   app.get(
+    bbsPublicOperations.listVolumePins.path,
+    {
+      schema: {
+        tags: ['volumes'],
+        summary: 'The cells holding named volumes, which pin their instances there: { volume_pins }',
+        querystring: Type.Object(
+          { domain: Type.Optional(Name()), cell_id: Type.Optional(Name()) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => ({ volume_pins: await store.listVolumePins(request.query) }),
+  );
+  app.delete(
+    bbsPublicOperations.releaseVolumePins.path,
+    {
+      schema: {
+        tags: ['volumes'],
+        summary:
+          "Releases a domain's pins (one volume, one index): those instances start anywhere, with fresh volumes",
+        params: Type.Object({ domain: Name() }),
+        querystring: Type.Object(
+          {
+            volume: Type.Optional(Name()),
+            index: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: 'an instance index' })),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const { volume, index } = request.query;
+      return store.releaseVolumePins({
+        domain: request.params.domain,
+        ...(volume !== undefined ? { volume } : {}),
+        ...(index !== undefined ? { index: Number(index) } : {}),
+      });
+    },
+  );
+  app.get(
     '/v1/leases',
     {
       schema: {

@@ -46,6 +46,8 @@ export function registerLrpRoutes(root: FastifyInstance, options: BbsRoutesOptio
         ...(b.monitor !== undefined ? { monitor: withMonitorDefaults(b.monitor) } : {}),
         start_timeout_s: b.start_timeout_s ?? 60,
         placement_tags: b.placement_tags ?? [],
+        ...(b.volumes !== undefined ? { volumes: b.volumes } : {}),
+        ...(b.sidecars !== undefined ? { sidecars: b.sidecars } : {}),
       });
       return reply.code(201).header('etag', etag(desired.modification_tag)).send(desired);
     },

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { httpOperation, type PageQuery, type QueryOf } from '../../core/index.js';
+import type { VolumePin } from '../bbs-store.js';
 import type { ActualLRP, CellPresence, DesiredLRP, Domain, Task } from '../bbs-types.js';
 import type { TaskDelivery } from '../task-callback-log.js';
 import type {
@@ -95,4 +96,16 @@ export const bbsPublicOperations = {
     'PUT',
     '/v1/domains/:domain',
   ),
+  listVolumePins: httpOperation<
+    undefined,
+    { domain?: string; cell_id?: string },
+    undefined,
+    { volume_pins: VolumePin[] }
+  >('GET', '/v1/volume_pins'),
+  releaseVolumePins: httpOperation<
+    { domain: string },
+    { volume?: string; index?: string },
+    undefined,
+    { released: number }
+  >('DELETE', '/v1/volume_pins/:domain'),
 } as const;

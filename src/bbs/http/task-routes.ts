@@ -68,6 +68,7 @@ export function registerTaskRoutes(root: FastifyInstance, options: BbsRoutesOpti
         placement_tags: b.placement_tags ?? [],
         ...(b.outputs !== undefined ? { outputs: b.outputs } : {}),
         ...(b.outputs_max_bytes !== undefined ? { outputs_max_bytes: b.outputs_max_bytes } : {}),
+        ...(b.volumes !== undefined ? { volumes: b.volumes } : {}),
       });
       return reply.code(201).header('etag', etag(task.modification_tag)).send(task);
     },

@@ -31,7 +31,8 @@ import {
 import { loadDesired } from './desired-lrp-records.js';
 import { recordStartRequests, requestStartIfDesired } from './request-outbox.js';
 import { actualToRow, newUnclaimed, readAllActual, rowToActual } from './row-mapping.js';
-import { nextTag, requireTag, type StoreContext, validatePage } from './store-context.js';
+import { nextTag, requireTag, type StoreContext, type Tx, validatePage } from './store-context.js';
+import { recordVolumePins } from './volume-pins.js';
 
 /**
  * ActualLRPs: the reads, and every action of seed 002's lifecycle (claim, start, crash, fail,
@@ -133,13 +134,14 @@ export class ActualLrpStore {
           address: req.net_info.address,
           ports: req.net_info.ports,
         };
+        await pinVolumes(tx, lrp);
         return createActual(tx, lrp);
       }
       const before = await requireActual(tx, req, req.expected);
       assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
       // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
       if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
-      return replaceActual(tx, before, {
+      const after = await replaceActual(tx, before, {
         ...before,
         state: 'RUNNING',
         instance_guid: req.instance_key.instance_guid,
@@ -149,6 +151,8 @@ export class ActualLrpStore {
         placement_error: '',
         since: before.state === 'RUNNING' ? before.since : tx.now,
       });
+      if (before.state !== 'RUNNING') await pinVolumes(tx, after);
+      return after;
     });
   }
 
@@ -177,6 +181,8 @@ export class ActualLrpStore {
         assertActualLRPTransition(before.state, req.state, actualLrpKey(req));
         assertOwner(before, req.instance_key, 'crash');
         lrp = await replaceActual(tx, before, { ...before, ...crash, placement_error: '' });
+        // It ran on that cell, monitor passed or not: its volumes' data is there now.
+        if (before.cell_id !== '') await pinVolumes(tx, before);
       }
       if (lrp.state === 'UNCLAIMED') await requestStartIfDesired(tx, lrp);
       return lrp;
@@ -299,4 +305,13 @@ export class ActualLrpStore {
       await deleteActual(tx, before);
     });
   }
+}
+
+/**
+ * An instance that ran on a cell (it started RUNNING, or crashed there) pins its named volumes, if
+ * its DesiredLRP has any, to that cell.
+ */
+async function pinVolumes(tx: Tx, lrp: ActualLRP): Promise<void> {
+  const desired = await loadDesired(tx, lrp.process_guid, false);
+  if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, lrp.index, lrp.cell_id);
 }

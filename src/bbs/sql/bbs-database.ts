@@ -15,6 +15,7 @@ export type BbsDatabase = DbTables & {
   domains: { domain: string; fresh_until: string; owner: string | null };
   cells: CellRow;
   start_requests: StartRequestRow;
+  volume_pins: VolumePinRow;
   stop_requests: StopRequestRow;
   leases: { name: string; holder: string; token: number; expires_at: string };
 };
@@ -100,5 +101,14 @@ export interface StopRequestRow {
   instance_guid: string;
   cell_id: string;
   available_at: string;
+  created_at: string;
+}
+
+/** The cell holding a named volume's data for one instance index of a domain (migration 8). */
+export interface VolumePinRow {
+  domain: string;
+  volume: string;
+  idx: number;
+  cell_id: string;
   created_at: string;
 }

@@ -132,6 +132,23 @@ export const bbsMigrations: readonly SchemaMigration[] = [
       postgres: ['ALTER TABLE domains ADD COLUMN owner TEXT'],
     },
   },
+  {
+    version: 8,
+    name: 'named volumes pin instances to the cell that holds their data',
+    statements: {
+      // One row per (domain, volume, instance index): the cell where that volume's data lives.
+      sqlite: [
+        `CREATE TABLE volume_pins (
+          domain TEXT NOT NULL, volume TEXT NOT NULL, idx INTEGER NOT NULL, cell_id TEXT NOT NULL,
+          created_at TEXT NOT NULL, PRIMARY KEY (domain, volume, idx))`,
+      ],
+      postgres: [
+        `CREATE TABLE volume_pins (
+          domain TEXT NOT NULL, volume TEXT NOT NULL, idx INTEGER NOT NULL, cell_id TEXT NOT NULL,
+          created_at TEXT NOT NULL, PRIMARY KEY (domain, volume, idx))`,
+      ],
+    },
+  },
 ];
 
 /** What SqlBbsStore.open registers with the db layer's migration runner. */

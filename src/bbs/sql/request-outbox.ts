@@ -10,8 +10,10 @@ import type {
   TaskStartRequestDelivery,
 } from '../bbs-store.js';
 import type { ActualLRP, DesiredLRP } from '../bbs-types.js';
+import { pinnedPlacementTags } from '../volume-mounts.js';
 import { loadDesired } from './desired-lrp-records.js';
 import { insertChunk, type StoreContext, type Tx } from './store-context.js';
+import { pinnedCells } from './volume-pins.js';
 
 /**
  * The two outboxes: start requests (for the auctioneer) and stop requests (for the reps), written
@@ -27,18 +29,21 @@ export class RequestOutbox {
 
   async takeStartRequests(req: TakeRequestsRequest): Promise<StartRequestDelivery[]> {
     const rows = await this.#takeStartRows('lrp', req);
-    const byGuid = new Map<string, { ids: number[]; indices: number[]; row: (typeof rows)[number] }>();
+    // One request per DesiredLRP and payload: indices pinned to different cells differ in their tags.
+    const byRequest = new Map<string, { ids: number[]; indices: number[]; row: (typeof rows)[number] }>();
     for (const row of rows) {
-      const group = byGuid.get(row.guid) ?? { ids: [], indices: [], row };
+      const key = `${row.guid}\u0000${row.payload}`;
+      const group = byRequest.get(key) ?? { ids: [], indices: [], row };
       group.ids.push(Number(row.id));
       if (!group.indices.includes(row.idx)) group.indices.push(row.idx);
-      byGuid.set(row.guid, group);
+      byRequest.set(key, group);
     }
-    return [...byGuid.values()].map(({ ids, indices, row }) => {
+    return [...byRequest.values()].map(({ ids, indices, row }) => {
       const payload = JSON.parse(row.payload) as {
         memory_mb: number;
         disk_mb: number;
         placement_tags: string[];
+        pinned_cell?: string;
       };
       return {
         ids,
@@ -49,6 +54,7 @@ export class RequestOutbox {
           memory_mb: payload.memory_mb,
           disk_mb: payload.disk_mb,
           placement_tags: payload.placement_tags,
+          ...(payload.pinned_cell !== undefined ? { pinned_cell: payload.pinned_cell } : {}),
         },
       };
     });
@@ -184,16 +190,28 @@ export async function recordStop(tx: Tx, kind: 'lrp' | 'task', stop: LRPStopRequ
     .execute();
 }
 
+/**
+ * Start requests for `indices` of `desired`, one row each. An index pinned to a cell by its named
+ * volumes (volume-pins.ts) carries that cell's placement tag, so the auction places it there or
+ * nowhere.
+ */
 export async function recordStartRequests(
   tx: Tx,
   desired: DesiredLRP,
   indices: readonly number[],
 ): Promise<void> {
-  const payload = JSON.stringify({
-    memory_mb: desired.memory_mb,
-    disk_mb: desired.disk_mb,
-    placement_tags: desired.placement_tags,
-  });
+  const pins = await pinnedCells(tx, desired, indices);
+  const base = { memory_mb: desired.memory_mb, disk_mb: desired.disk_mb };
+  const unpinned = JSON.stringify({ ...base, placement_tags: desired.placement_tags });
+  const payloadOf = (index: number): string => {
+    const cell = pins.get(index);
+    if (cell === undefined) return unpinned;
+    return JSON.stringify({
+      ...base,
+      placement_tags: pinnedPlacementTags(desired.placement_tags, cell),
+      pinned_cell: cell,
+    });
+  };
   for (let i = 0; i < indices.length; i += insertChunk) {
     await tx.db
       .insertInto('start_requests')
@@ -203,7 +221,7 @@ export async function recordStartRequests(
           guid: desired.process_guid,
           idx: index,
           domain: desired.domain,
-          payload,
+          payload: payloadOf(index),
           available_at: tx.now,
           created_at: tx.now,
         })),

@@ -12,6 +12,7 @@ import { SnapshotReads } from './snapshot-reads.js';
 import { type SqlBbsStoreOptions, StoreContext } from './store-context.js';
 import { TaskOutputStore, taskOutputMigrationList } from './task-output-store.js';
 import { TaskStore } from './task-store.js';
+import { VolumePinStore } from './volume-pins.js';
 
 export type { SqlBbsStoreOptions } from './store-context.js';
 
@@ -36,6 +37,7 @@ export class SqlBbsStore implements BbsStore {
   readonly #leases: LeaseStore;
   readonly #snapshots: SnapshotReads;
   readonly #events: EventStore;
+  readonly #pins: VolumePinStore;
 
   private constructor(database: SqlDatabase, options: SqlBbsStoreOptions) {
     this.database = database;
@@ -50,6 +52,7 @@ export class SqlBbsStore implements BbsStore {
     this.#leases = new LeaseStore(ctx);
     this.#snapshots = new SnapshotReads(ctx);
     this.#events = new EventStore(ctx);
+    this.#pins = new VolumePinStore(ctx);
   }
 
   /**
@@ -136,6 +139,10 @@ export class SqlBbsStore implements BbsStore {
   upsertDomain: BbsStore['upsertDomain'] = (req) => this.#domains.upsertDomain(req);
   listDomains: BbsStore['listDomains'] = () => this.#domains.listDomains();
   ownerOf: BbsStore['ownerOf'] = (req) => this.#domains.ownerOf(req);
+
+  // Volume pins
+  listVolumePins: BbsStore['listVolumePins'] = (req) => this.#pins.listVolumePins(req);
+  releaseVolumePins: BbsStore['releaseVolumePins'] = (req) => this.#pins.releaseVolumePins(req);
 
   // CellStore
   heartbeatCell: BbsStore['heartbeatCell'] = (req) => this.#cells.heartbeatCell(req);
