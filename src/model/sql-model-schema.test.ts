@@ -33,6 +33,7 @@ const ledgerBefore = {
 const ledgerNow = {
   bbs_schema_migrations: [
     ...ledgerBefore.bbs_schema_migrations,
+    [8, 'named volumes pin instances to the cell that holds their data'],
     // History's, recorded in the BBS's ledger as its version 2 was.
     [13, 'API tokens may expire'],
   ],
@@ -111,6 +112,7 @@ describe('one migration runner, three owners', () => {
       'task_outputs',
       'task_outputs_schema_migrations',
       'tasks',
+      'volume_pins',
     ]);
   });
 
