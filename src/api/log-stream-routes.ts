@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { BbsStore } from '../bbs/index.js';
 import { InvalidArgumentError, Name } from '../core/index.js';
-import { repLogLines } from '../rep/index.js';
+import { type LogLine, repLogLines } from '../rep/index.js';
 import {
   type AppRef,
   cellsById,
@@ -16,8 +16,11 @@ import {
 
 /** One line of `GET /v1/logs`: a container's line with its `[APP/INDEX]` source, or an error of one. */
 export interface ServerLogLine {
+  /** When the line was written (stage 1 read it from the app's pipe). */
   readonly ts: string;
   readonly source: string;
+  /** `stdout` or `stderr`; absent for a container whose log an older berth wrote. */
+  readonly stream?: LogLine['stream'];
   readonly line?: string;
   readonly error?: string;
 }
@@ -128,7 +131,12 @@ class LogFanIn {
       for await (const line of lines) {
         if (line.event === 'live') await release();
         else if (line.line !== undefined)
-          await this.#emit({ ts: line.ts, source: target.source, line: line.line });
+          await this.#emit({
+            ts: line.ts,
+            source: target.source,
+            ...(line.stream ? { stream: line.stream } : {}),
+            line: line.line,
+          });
       }
     } catch (err) {
       // One instance's cell failing must not end the others' streams: it is a line of its own.
@@ -171,7 +179,7 @@ export function registerLogStreamRoutes(app: FastifyInstance, options: LogStream
       schema: {
         tags: ['logs'],
         summary:
-          "Lines of an app's instances or a task (NDJSON, {ts, source, line}); with follow, as they are written",
+          "Lines of an app's instances or a task (NDJSON, {ts, source, stream, line}); with follow, as they are written",
         querystring: Type.Object(
           {
             app: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
