@@ -5,7 +5,7 @@ import { type LogLine, LogLineWriter, type LogLineWriterOptions } from './log-li
 
 const at = (ms: number) => new Date(Date.UTC(2026, 10, 27, 15, 0, 0, ms));
 const framed = (stream: LogStream, text: string, ms: number) =>
-  encodeLogRecords(stream, Buffer.from(text), at(ms)).bytes;
+  encodeLogRecords(stream, Buffer.from(text), at(ms));
 
 /** Writes `chunks` through a LogLineWriter and returns the lines it sent, `live` marks included. */
 async function lines(

@@ -28,7 +28,7 @@ function decodeAll(bytes: Buffer | string, pieces = 1) {
 
 function framed(...writes: [LogStream, string, number][]): Buffer {
   return Buffer.concat(
-    writes.map(([stream, text, ms]) => encodeLogRecords(stream, Buffer.from(text), at(ms)).bytes),
+    writes.map(([stream, text, ms]) => encodeLogRecords(stream, Buffer.from(text), at(ms))),
   );
 }
 
@@ -69,7 +69,7 @@ describe('the log records (CRI format)', () => {
   });
 
   it('cuts a line longer than the bound into P records, and keeps empty lines and \\r', () => {
-    const { bytes, ends } = encodeLogRecords('stdout', Buffer.from(`${'x'.repeat(10)}\n\nend\r\n`), at(0), 4);
+    const bytes = encodeLogRecords('stdout', Buffer.from(`${'x'.repeat(10)}\n\nend\r\n`), at(0), 4);
     const { records, text } = decodeAll(bytes);
     assert.deepEqual(
       records.map((r) => [r.partial, r.content]),
@@ -82,8 +82,19 @@ describe('the log records (CRI format)', () => {
       ],
     );
     assert.equal(text, `${'x'.repeat(10)}\n\nend\r\n`);
-    assert.equal(ends.at(-1), bytes.length);
-    assert.equal(ends.length, records.length);
+    // Every newline ends a record: a writer rotates at any of them.
+    assert.equal(bytes.filter((b) => b === 0x0a).length, records.length);
+    // A trailing part longer than the bound: P records only.
+    const rest = decodeAll(encodeLogRecords('stderr', Buffer.from('a\nbbbbbbbbb'), at(0), 4)).records;
+    assert.deepEqual(
+      rest.map((r) => [r.stream, r.partial, r.content]),
+      [
+        ['stderr', false, 'a'],
+        ['stderr', true, 'bbbb'],
+        ['stderr', true, 'bbbb'],
+        ['stderr', true, 'b'],
+      ],
+    );
   });
 
   it('a log from an older berth is read as it is, without times or streams', () => {

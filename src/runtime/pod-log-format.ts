@@ -34,47 +34,40 @@ const recordHead = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z) (stdout|std
 /** The longest head: a time with nanoseconds, `stderr`, the tag and three spaces. */
 const maxHeadBytes = 30 + 1 + 6 + 1 + 1 + 1;
 
-/** Records encoded into one buffer; `ends[i]` is where record i ends (a writer rotates only there). */
-export interface EncodedRecords {
-  readonly bytes: Buffer;
-  readonly ends: readonly number[];
-}
-
 /**
  * The records of `chunk`, read from `stream` at `time`: one record per line of the chunk, a
- * trailing part without its newline tagged P, lines longer than `maxContent` cut. One buffer for
- * the whole chunk: a flooding app's pipe delivers 64 KiB of short lines at a time.
+ * trailing part without its newline tagged P, lines longer than `maxContent` cut. Every newline
+ * of the result ends a record (content never holds one), which is where a writer may rotate.
+ * Built as a latin1 string, which maps each byte to one character and back: a flooding app's
+ * pipe delivers 64 KiB of short lines at a time, and copying each line into a buffer of its own
+ * costs far more than one join.
  */
 export function encodeLogRecords(
   stream: LogStream,
   chunk: Uint8Array,
   time: Date,
   maxContent: number = maxRecordContent,
-): EncodedRecords {
-  const data = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+): Buffer {
   const stamp = time.toISOString();
-  const full = Buffer.from(`${stamp} ${stream} F `);
-  const part = Buffer.from(`${stamp} ${stream} P `);
-  // At most one record per newline, plus one per maxContent bytes, plus a trailing partial.
-  let lines = 1;
-  for (let at = data.indexOf(newline); at !== -1; at = data.indexOf(newline, at + 1)) lines++;
-  const bytes = Buffer.allocUnsafe(
-    data.length + (lines + Math.ceil(data.length / maxContent)) * (full.length + 1),
-  );
-  const ends: number[] = [];
-  let out = 0;
-  for (let at = 0; at < data.length; ) {
-    const end = data.indexOf(newline, at);
-    const lineEnd = end === -1 ? data.length : end;
-    const take = Math.min(lineEnd - at, maxContent);
-    const whole = end !== -1 && at + take === lineEnd;
-    out += (whole ? full : part).copy(bytes, out);
-    out += data.copy(bytes, out, at, at + take);
-    bytes[out++] = newline;
-    ends.push(out);
-    at += take + (whole ? 1 : 0);
-  }
-  return { bytes: bytes.subarray(0, out), ends };
+  const full = `${stamp} ${stream} F `;
+  const lines = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('latin1').split('\n');
+  const rest = lines.pop() ?? '';
+  let long = rest.length > maxContent;
+  for (let i = 0; i < lines.length && !long; i++) long = (lines[i] as string).length > maxContent;
+  let text = lines.length > 0 ? `${full}${lines.join(`\n${full}`)}\n` : '';
+  if (long) {
+    const part = `${stamp} ${stream} P `;
+    text = '';
+    for (const line of lines) {
+      let at = 0;
+      for (; line.length - at > maxContent; at += maxContent)
+        text += `${part}${line.slice(at, at + maxContent)}\n`;
+      text += `${full}${line.slice(at)}\n`;
+    }
+    for (let at = 0; at < rest.length; at += maxContent)
+      text += `${part}${rest.slice(at, at + maxContent)}\n`;
+  } else if (rest !== '') text += `${stamp} ${stream} P ${rest}\n`;
+  return Buffer.from(text, 'latin1');
 }
 
 /**

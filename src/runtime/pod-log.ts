@@ -17,6 +17,7 @@ import { encodeLogRecords, type LogStream, maxRecordContent } from './pod-log-fo
 export const defaultLogSizeMax = 10 * 1024 * 1024;
 /** Smaller caps would rotate on nearly every write. */
 export const minLogSizeMax = 8 * 1024;
+const newline = 0x0a;
 /** Every size has a bound (issue 17): a cap past the disks berth runs on is a typo. */
 export const maxLogSizeMax = 16 * 1024 ** 3;
 
@@ -82,21 +83,18 @@ export class RotatingLogWriter {
 
   /** What the app wrote to `stream`, read at `time`: one write per file it lands in. */
   write(stream: LogStream, chunk: Uint8Array, time: Date = new Date()): void {
-    const { bytes, ends } = encodeLogRecords(stream, chunk, time, this.#maxContent);
-    let from = 0;
-    while (from < bytes.length) {
-      // The records that still fit in this file; none when even the first does not (rotate first).
+    const bytes = encodeLogRecords(stream, chunk, time, this.#maxContent);
+    for (let from = 0; from < bytes.length; ) {
+      // The records that still fit in this file (each ends with the only newline it holds).
       const room = this.#maxBytes - this.#size;
-      let to = from;
-      for (const end of ends) {
-        if (end <= from) continue;
+      let to = bytes.length - from <= room ? bytes.length : bytes.lastIndexOf(newline, from + room - 1) + 1;
+      if (to <= from) {
+        if (this.#size > 0) {
+          this.#rotate();
+          continue;
+        }
         // A fresh file takes at least one record (a record is at most half the cap, see above).
-        if (end - from > room && (to > from || this.#size > 0)) break;
-        to = end;
-      }
-      if (to === from) {
-        this.#rotate();
-        continue;
+        to = bytes.indexOf(newline, from) + 1;
       }
       for (let offset = from; offset < to; ) offset += writeSync(this.#fd, bytes, offset, to - offset);
       this.#size += to - from;
