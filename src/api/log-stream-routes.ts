@@ -1,10 +1,11 @@
 import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { BbsStore } from '../bbs/index.js';
-import { InvalidArgumentError, Name } from '../core/index.js';
-import { repLogLines } from '../rep/index.js';
+import { InvalidArgumentError, isNotFound, Name } from '../core/index.js';
+import { type LogLine, repLogLines } from '../rep/index.js';
 import {
   type AppRef,
   cellsById,
@@ -16,14 +17,19 @@ import {
 
 /** One line of `GET /v1/logs`: a container's line with its `[APP/INDEX]` source, or an error of one. */
 export interface ServerLogLine {
+  /** When the line was written (stage 1 read it from the app's pipe). */
   readonly ts: string;
   readonly source: string;
+  /** `stdout` or `stderr`; absent for a container whose log an older berth wrote. */
+  readonly stream?: LogLine['stream'];
   readonly line?: string;
   readonly error?: string;
 }
 
 /** How often a follower looks for new instances besides the BBS's own wake-ups (other servers' writes). */
 const refreshMs = 1000;
+/** How often a task's follower looks whether the task has finished, while no stream of it is open. */
+const taskPollMs = 250;
 
 interface LogsQuery {
   readonly app?: string;
@@ -36,6 +42,13 @@ interface LogsQuery {
 
 export interface LogStreamOptions {
   readonly store: BbsStore;
+  /**
+   * The log a finished container left in the history (finalization keeps its end), with the time
+   * it finished: what a finished task shows once its cell has removed the container.
+   */
+  readonly finalizedLog?:
+    | ((guid: string) => Promise<{ readonly text: string; readonly ts: string } | undefined>)
+    | undefined;
   /** Wakes on this server's BBS commits (berth-server.ts: `store.onEvents`); returns unsubscribe. */
   readonly onEvents?: ((listener: () => void) => () => void) | undefined;
 }
@@ -64,6 +77,12 @@ async function writeLine(res: ServerResponse, line: ServerLogLine, gone: AbortSi
  */
 class LogFanIn {
   readonly #attached = new Set<string>();
+  /**
+   * Containers whose stream came to its end (the container stopped): never attached again, as a
+   * restarted instance is a new container (a new instance_guid) and a task runs once. One that
+   * broke (its cell unreachable) may be.
+   */
+  readonly #ended = new Set<string>();
   readonly #held: ServerLogLine[] = [];
   #pendingInitial = 0;
   #live = false;
@@ -75,6 +94,7 @@ class LogFanIn {
     readonly query: LogsQuery,
     readonly res: ServerResponse,
     readonly gone: AbortSignal,
+    readonly finalizedLog: LogStreamOptions['finalizedLog'],
   ) {}
 
   async attachAll(initial: boolean): Promise<void> {
@@ -82,7 +102,7 @@ class LogFanIn {
       index: this.query.index,
       finished: !this.query.follow,
     });
-    const fresh = targets.filter((t) => !this.#attached.has(t.guid));
+    const fresh = targets.filter((t) => !this.#attached.has(t.guid) && !this.#ended.has(t.guid));
     if (fresh.length === 0) {
       if (initial) await this.#release();
       return;
@@ -107,6 +127,11 @@ class LogFanIn {
     return this.#pumps.size;
   }
 
+  /** Whether this container's stream came to its end. */
+  ended(guid: string): boolean {
+    return this.#ended.has(guid);
+  }
+
   async #pump(target: InstanceTarget, cell: Parameters<typeof repLogLines>[0] | undefined, initial: boolean) {
     let released = !initial;
     const release = async () => {
@@ -128,9 +153,16 @@ class LogFanIn {
       for await (const line of lines) {
         if (line.event === 'live') await release();
         else if (line.line !== undefined)
-          await this.#emit({ ts: line.ts, source: target.source, line: line.line });
+          await this.#emit({
+            ts: line.ts,
+            source: target.source,
+            ...(line.stream ? { stream: line.stream } : {}),
+            line: line.line,
+          });
       }
     } catch (err) {
+      // A finished task whose cell removed its container: the log the history kept of it.
+      if (isNotFound(err) && target.state === 'COMPLETED' && (await this.#finalized(target))) return;
       // One instance's cell failing must not end the others' streams: it is a line of its own.
       const message = err instanceof Error ? err.message : String(err);
       if (!this.gone.aborted)
@@ -139,6 +171,19 @@ class LogFanIn {
       this.#attached.delete(target.guid);
       await release();
     }
+  }
+
+  /** Sends the finalized log of a container, each line at its end's time; false when there is none. */
+  async #finalized(target: InstanceTarget): Promise<boolean> {
+    const log = await this.finalizedLog?.(target.guid).catch(() => undefined); // catch-all: none kept
+    if (!log) return false;
+    const lines = log.text.endsWith('\n') ? log.text.slice(0, -1).split('\n') : log.text.split('\n');
+    const tail = this.query.tail;
+    for (const line of tail === undefined ? lines : lines.slice(Math.max(0, lines.length - tail)))
+      if (log.text !== '' && (this.query.since_ms === undefined || Date.parse(log.ts) >= this.query.since_ms))
+        await this.#emit({ ts: log.ts, source: target.source, line });
+    this.#ended.add(target.guid);
+    return true;
   }
 
   async #emit(line: ServerLogLine): Promise<void> {
@@ -151,6 +196,26 @@ class LogFanIn {
     const held = this.#held.splice(0).sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0));
     this.#live = true;
     for (const line of held) await writeLine(this.res, line, this.gone);
+  }
+}
+
+/**
+ * Resolves once a followed task has nothing more to say: its container's stream came to its end
+ * (the task is completing), or the task is past RUNNING (or gone) with no stream open.
+ */
+async function untilTaskEnds(store: BbsStore, guid: string, fan: LogFanIn, gone: AbortSignal): Promise<void> {
+  while (!gone.aborted) {
+    await fan.drained();
+    if (fan.activeCount === 0 && fan.ended(guid)) return;
+    const state = await store.getTask({ task_guid: guid }).then(
+      (task) => task.state,
+      (err: unknown) => {
+        if (isNotFound(err)) return 'deleted';
+        return 'RUNNING'; // catch-all: the BBS unreachable this time: the next look tells
+      },
+    );
+    if (fan.activeCount === 0 && state !== 'PENDING' && state !== 'RUNNING') return;
+    await sleep(taskPollMs);
   }
 }
 
@@ -171,7 +236,7 @@ export function registerLogStreamRoutes(app: FastifyInstance, options: LogStream
       schema: {
         tags: ['logs'],
         summary:
-          "Lines of an app's instances or a task (NDJSON, {ts, source, line}); with follow, as they are written",
+          "Lines of an app's instances or a task (NDJSON, {ts, source, stream, line}); with follow, as they are written",
         querystring: Type.Object(
           {
             app: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
@@ -211,7 +276,7 @@ export function registerLogStreamRoutes(app: FastifyInstance, options: LogStream
       const gone = new AbortController();
       open.add(gone);
       res.on('close', () => gone.abort());
-      const fan = new LogFanIn(options.store, ref, q, res, gone.signal);
+      const fan = new LogFanIn(options.store, ref, q, res, gone.signal, options.finalizedLog);
       let timer: NodeJS.Timeout | undefined;
       let unsubscribe: (() => void) | undefined;
       try {
@@ -235,11 +300,7 @@ export function registerLogStreamRoutes(app: FastifyInstance, options: LogStream
           // A task's stream ends with the task; an app's follows until the client goes.
           await new Promise<void>((resolve) => {
             gone.signal.addEventListener('abort', () => resolve());
-            if ('task' in ref)
-              void fan.drained().then(async () => {
-                await fan.attachAll(false);
-                if (fan.activeCount === 0) resolve();
-              });
+            if ('task' in ref) void untilTaskEnds(options.store, ref.task, fan, gone.signal).then(resolve);
           });
         }
         await fan.drained();

@@ -1,4 +1,5 @@
 import { registerBbsRoutes, registerTaskOutputRoutes } from '../bbs/index.js';
+import { isTerminalStatus } from '../history/index.js';
 import { registryRoutes } from '../registry/index.js';
 import { agentRoutes } from './agent-routes.js';
 import { redactsEnv, stillAuthorized } from './auth/auth-hook.js';
@@ -55,7 +56,19 @@ export const serverRoutes: readonly RouteModule[] = [
   {
     name: 'logs and exec',
     register: async (app, deps) => {
-      registerLogStreamRoutes(app, { store: deps.store, onEvents: deps.onEvents });
+      const history = deps.history?.history;
+      registerLogStreamRoutes(app, {
+        store: deps.store,
+        onEvents: deps.onEvents,
+        finalizedLog: history
+          ? async (guid) => {
+              const [logs, record] = await Promise.all([history.getLogs(guid), history.getContainer(guid)]);
+              // Not finalized yet: the cell's error (the container is gone) says what happened.
+              if (!isTerminalStatus(record.status)) return undefined;
+              return { text: logs.text, ts: record.status_time };
+            }
+          : undefined,
+      });
       registerExecRoutes(app, {
         store: deps.store,
         history: deps.history ? { history: deps.history.history, now: deps.history.now } : undefined,

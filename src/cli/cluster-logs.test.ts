@@ -26,12 +26,18 @@ before(async () => {
 
 after(() => cluster.cleanup());
 
+/**
+ * A line as long as a usual log line (80 bytes with its newline): each is a record of the log with
+ * its time and stream, which for lines of two bytes (`yes`) would be twenty times the output.
+ */
+const floodLine = `flooding the log ${'.'.repeat(62)}`;
+
 function floodTask(guid: string, bytes: number, tag: string) {
   return {
     task_guid: guid,
     domain: 'tests',
     image: 'bb:1',
-    command: ['/bin/sh', '-c', `yes | head -c ${bytes}; echo THE-END`],
+    command: ['/bin/sh', '-c', `yes '${floodLine}' | head -c ${bytes}; echo THE-END`],
     env: {},
     memory_mb: 16,
     disk_mb: 16,
@@ -68,7 +74,7 @@ describe('a task that floods its log', { timeout: 300_000 }, () => {
     assert.equal(task.failed, false, task.failure_reason);
     assert.equal(record.logs_truncated, true);
     assert.ok(record.logs_size <= 20 * mib, `${record.logs_size} bytes of log were on disk`);
-    assert.ok(logs.text.endsWith('y\ny\nTHE-END\n'), logs.text.slice(-40));
+    assert.ok(logs.text.endsWith(`${floodLine}\n${floodLine}\nTHE-END\n`), logs.text.slice(-200));
     assert.ok(logs.text.length <= mib);
   });
 
@@ -78,6 +84,6 @@ describe('a task that floods its log', { timeout: 300_000 }, () => {
     assert.equal(task.failed, false, task.failure_reason);
     assert.equal(record.logs_truncated, true);
     assert.ok(record.logs_size <= 2 * mib, `${record.logs_size} bytes of log were on disk`);
-    assert.ok(logs.text.endsWith('y\ny\nTHE-END\n'), logs.text.slice(-40));
+    assert.ok(logs.text.endsWith(`${floodLine}\n${floodLine}\nTHE-END\n`), logs.text.slice(-200));
   });
 });

@@ -20,7 +20,7 @@ import { unreachableHint } from './server-client.js';
 import { resolveServerTarget } from './server-target.js';
 
 /** Flags that only a cluster app's logs take; a local pod's `berth logs` refuses them. */
-const clusterOnlyFlags = ['task', 'index', 'since', 'tail', 'timestamps'] as const;
+const clusterOnlyFlags = ['task', 'index', 'since', 'tail'] as const;
 
 /**
  * The one rule telling `berth logs NAME` a pod on this machine from a cluster app (docs/logs-and-exec.md):
@@ -96,8 +96,16 @@ async function clusterLogs(ctx: CommandContext): Promise<number> {
     try {
       for await (const text of lines) {
         if (!text) continue;
-        const line = JSON.parse(text) as { ts: string; source: string; line?: string; error?: string };
-        (line.error !== undefined ? ctx.stderr : ctx.stdout).write(formatLogLine(line, timestamps));
+        const line = JSON.parse(text) as {
+          ts: string;
+          source: string;
+          stream?: string;
+          line?: string;
+          error?: string;
+        };
+        // The app's stderr to ours, as `docker logs` does; a cell's error too.
+        const toStderr = line.error !== undefined || line.stream === 'stderr';
+        (toStderr ? ctx.stderr : ctx.stdout).write(formatLogLine(line, timestamps));
       }
     } catch (err) {
       // Ctrl-C ends a follow: the aborted body is how it ends, not an error.

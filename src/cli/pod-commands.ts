@@ -23,7 +23,7 @@ import type {
 } from '../runtime/index.js';
 import { podFiles } from '../runtime/pod-dirs.js';
 import { parseLogSizeMax } from '../runtime/pod-log.js';
-import { copyLog, followLog } from '../runtime/pod-log-reader.js';
+import { copyLog, endLog, followLog, LogRecordWriter } from '../runtime/pod-log-reader.js';
 import { findApp, PodRuntime, type PrepareOptions, parseMemory, podApps } from '../runtime/pod-runtime.js';
 import {
   booleanOption,
@@ -335,11 +335,17 @@ const logs: CommandHandler = {
       info.manifest && appName !== undefined
         ? join(pod.dir, findApp(info.manifest, appName).bundle)
         : pod.dir;
+    // The app's stdout to ours, its stderr to ours, each line with its time on request.
+    const out = new LogRecordWriter(
+      { stdout: ctx.stdout, stderr: ctx.stderr },
+      { timestamps: booleanOption(ctx.values, 'timestamps') },
+    );
     // In chunks, never whole: a log is up to twice its cap (pod-log.ts), and a reader that is
     // slower than the disk holds berth back instead of filling its memory.
-    if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') await copyLog(dir, ctx.stdout);
+    if (!booleanOption(ctx.values, 'follow') || info.state !== 'running') await copyLog(dir, out);
     // Follow: what is there, then whatever is appended (across rotations) until the pod's lock drops.
-    else await followLog(dir, ctx.stdout, runtime.waitExit(info.uuid));
+    else await followLog(dir, out, runtime.waitExit(info.uuid));
+    await endLog(out);
     return 0;
   },
 };

@@ -19,7 +19,7 @@ export const clusterLogFlags: FlagSpecs = {
     valueName: 'N',
     description: 'Only the last N lines of each instance, then follow (cluster apps)',
   },
-  timestamps: { type: 'boolean', description: 'Start each line with its time (cluster apps)' },
+  timestamps: { type: 'boolean', description: 'Start each line with the time it was written' },
 };
 
 export const streamCommandTable: readonly CommandEntry[] = [

@@ -1,9 +1,12 @@
 import { Writable } from 'node:stream';
+import { type LogRecord, LogRecordDecoder, type LogStream } from '../runtime/index.js';
 
 /** One line of a container's log as the rep streams it: NDJSON, one object a line. */
 export interface LogLine {
-  /** ISO-8601: when the rep read the line (see LogLineWriter for lines already on disk). */
+  /** ISO-8601: when the line was written (see LogLineWriter for logs from an older berth). */
   readonly ts: string;
+  /** Which of the app's streams printed it; absent in a log from an older berth. */
+  readonly stream?: LogStream;
   readonly line?: string;
   /** `live`: the backlog has been sent, lines from here on are read as they are written. */
   readonly event?: 'live';
@@ -15,7 +18,7 @@ export const maxLogLineBytes = 16 * 1024;
 export interface LogLineWriterOptions {
   /** Bytes already in the log when the stream began: its backlog. */
   readonly backlogBytes: number;
-  /** The time given to backlog lines (the log's last write: the pod log keeps no times per line). */
+  /** The time given to backlog lines of a log from an older berth, which keeps no times: its last write. */
   readonly backlogTime: Date;
   /** Keep only the last N backlog lines (`--tail`); undefined: all. */
   readonly tail?: number | undefined;
@@ -28,18 +31,29 @@ export interface LogLineWriterOptions {
   readonly drained: () => Promise<void>;
 }
 
+/** A line of one stream whose records came so far (its P records), with its first record's time. */
+interface OpenLine {
+  readonly ts: string;
+  readonly parts: Buffer[];
+  bytes: number;
+}
+
 /**
- * Turns the raw bytes of a pod's log (pod-log-reader.ts's followLog or copyLog) into stamped
- * lines. The first `backlogBytes` are the backlog: kept only as their last `tail` lines and sent
- * once the backlog has been read; every later byte is live and stamped as it is read. The pod log
- * keeps neither a time nor the stream (stdout and stderr share one pipe so their order is kept),
- * so a live line's time is when the rep read it, within the follower's wake-up of when it was
- * written, and a backlog line's is the log's modification time.
+ * Turns the bytes of a pod's log (pod-log-reader.ts's followLog or copyLog) into lines with their
+ * time and stream. The log's records (pod-log-format.ts) carry both: a line's time is when stage 1
+ * read its first bytes from the app's pipe, and a line the app wrote in pieces (P records) is
+ * joined per stream. The first `backlogBytes` are the backlog: kept only as their last `tail`
+ * lines and sent once the backlog has been read; every later line is sent as it is read.
+ *
+ * A log from an older berth keeps neither times nor streams: its live lines are stamped when the
+ * rep reads them (within the follower's wake-up of when they were written), its backlog lines with
+ * the log's modification time.
  */
 export class LogLineWriter extends Writable {
   readonly #o: LogLineWriterOptions;
+  readonly #decoder = new LogRecordDecoder();
+  readonly #open = new Map<LogStream | undefined, OpenLine>();
   #seen = 0;
-  #partial = Buffer.alloc(0);
   #backlog: LogLine[] | undefined = [];
 
   constructor(options: LogLineWriterOptions) {
@@ -48,7 +62,7 @@ export class LogLineWriter extends Writable {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.#take(chunk).then(() => callback(), callback);
+    this.#records(this.#decoder.push(chunk)).then(() => callback(), callback);
   }
 
   /** Goes live at once when there is no backlog (an empty log), before any byte arrives. */
@@ -56,44 +70,60 @@ export class LogLineWriter extends Writable {
     return this.#o.backlogBytes === 0 ? this.#flushBacklog() : Promise.resolve();
   }
 
-  /** At `end()`: the backlog when it ended short of `backlogBytes` (the log rotated meanwhile), and a last partial line. */
+  /**
+   * At `end()`: a last line without its newline, lines still open, and the backlog when it ended
+   * short of `backlogBytes` (the log rotated meanwhile).
+   */
   override _final(callback: (error?: Error | null) => void): void {
     this.#finish().then(() => callback(), callback);
   }
 
   async #finish(): Promise<void> {
+    await this.#records(this.#decoder.end());
+    for (const stream of [...this.#open.keys()]) await this.#close(stream);
     await this.#flushBacklog();
-    if (this.#partial.length > 0) await this.#line(this.#partial);
-    this.#partial = Buffer.alloc(0);
   }
 
-  async #take(chunk: Buffer): Promise<void> {
-    let data = this.#partial.length > 0 ? Buffer.concat([this.#partial, chunk]) : chunk;
-    for (;;) {
-      const newline = data.indexOf(0x0a);
-      const end = newline === -1 ? (data.length >= maxLogLineBytes ? maxLogLineBytes : -1) : newline;
-      if (end === -1) break;
-      const line = data.subarray(0, Math.min(end, maxLogLineBytes));
-      const used = newline === end ? end + 1 : line.length;
-      this.#seen += used;
-      await this.#line(line);
-      data = data.subarray(used);
+  async #records(records: readonly LogRecord[]): Promise<void> {
+    for (const record of records) {
+      this.#seen += record.bytes;
+      const stream = record.stream;
+      let open = this.#open.get(stream);
+      if (!open) {
+        const ts = record.time ?? (this.#backlog ? this.#o.backlogTime : this.#now()).toISOString();
+        open = { ts, parts: [], bytes: 0 };
+        this.#open.set(stream, open);
+      }
+      open.parts.push(record.content);
+      open.bytes += record.content.length;
+      if (!record.partial || open.bytes >= maxLogLineBytes) await this.#close(stream);
       if (this.#backlog && this.#seen >= this.#o.backlogBytes) await this.#flushBacklog();
     }
-    this.#partial = Buffer.from(data);
   }
 
-  async #line(bytes: Buffer): Promise<void> {
-    const text = bytes.toString('utf8').replace(/\r$/, '');
+  /** Sends a stream's open line, cut into lines of at most maxLogLineBytes. */
+  async #close(stream: LogStream | undefined): Promise<void> {
+    const open = this.#open.get(stream);
+    if (!open) return;
+    this.#open.delete(stream);
+    const bytes = Buffer.concat(open.parts, open.bytes);
+    for (let at = 0; at === 0 || at < bytes.length; at += maxLogLineBytes) {
+      const text = bytes
+        .toString('utf8', at, Math.min(bytes.length, at + maxLogLineBytes))
+        .replace(/\r$/, '');
+      await this.#line({ ts: open.ts, ...(stream ? { stream } : {}), line: text });
+    }
+  }
+
+  async #line(line: LogLine): Promise<void> {
     if (this.#backlog) {
-      const line = { ts: this.#o.backlogTime.toISOString(), line: text };
       // Without --tail every backlog line is sent as read: nothing of a large log is held.
       if (this.#o.tail === undefined) return this.#send(line);
       this.#backlog.push(line);
       if (this.#backlog.length > this.#o.tail) this.#backlog.shift();
       return;
     }
-    await this.#send({ ts: this.#now().toISOString(), line: text });
+    await this.#send(line);
   }
 
   async #flushBacklog(): Promise<void> {

@@ -4,9 +4,7 @@ import {
   type ClientRequest,
   createServer,
   request as httpRequest,
-  type IncomingHttpHeaders,
   type IncomingMessage,
-  type OutgoingHttpHeaders,
   type Server,
   type ServerResponse,
 } from 'node:http';
@@ -54,6 +52,7 @@ const hopByHop = new Set([
   'upgrade',
 ]);
 const idempotent = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+const noneTried: ReadonlySet<string> = new Set();
 
 /**
  * The router's HTTP side (gorouter): the Host header (and the path) picks a route from the table,
@@ -127,7 +126,9 @@ async function handleRequest(
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-  const host = hostOf(req.headers.host);
+  const facts = requestFacts(req.rawHeaders);
+  const hostHeader = facts.host;
+  const host = hostOf(hostHeader);
   const url = req.url ?? '/';
   const pool = options.lookup(host, pathOf(url));
   if (!pool) {
@@ -137,26 +138,31 @@ async function handleRequest(
     options.metrics.observe(noRoute, 404, seconds());
     return;
   }
-  const headers = forwardedHeaders(req);
+  const headers = forwardedHeaders(req, hostHeader);
   // A body may have been read by the time a connect fails: only bodiless idempotent requests retry.
-  const hasBody =
-    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  const hasBody = facts.hasBody;
   let retriesLeft = idempotent.has(req.method ?? '') && !hasBody ? 1 : 0;
-  const tried = new Set<string>();
+  // Made on a retry only: most requests are tried once.
+  let tried: Set<string> | undefined;
   let clientGone = false;
-  // The client went away first: the backend's side is stopped too (nothing left to read it).
+  let current: { readonly upstream: ClientRequest; readonly finish: () => void } | undefined;
+  // One listener for every attempt. The client went away first: the backend's side is stopped
+  // too (nothing left to read it).
   res.on('close', () => {
-    if (!res.writableFinished) clientGone = true;
+    if (!res.writableFinished) {
+      clientGone = true;
+      current?.upstream.destroy();
+    }
+    current?.finish();
   });
   const attempt = (): void => {
-    const endpoint = picker.pick(pool, tried);
+    const endpoint = picker.pick(pool, tried ?? noneTried);
     if (!endpoint) {
       res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`berth router: no running instance of route "${pool.route}"\n`);
       options.metrics.observe(pool.route, 503, seconds());
       return;
     }
-    tried.add(endpoint.id);
     picker.started(endpoint);
     let answered = false;
     const upstream: ClientRequest = httpRequest({
@@ -168,10 +174,11 @@ async function handleRequest(
       headers,
     });
     const finish = once(() => picker.finished(endpoint));
+    current = { upstream, finish };
     upstream.on('socket', (socket) => onSocket(`${endpoint.address}:${endpoint.port}`, socket as Socket));
     upstream.on('response', (answer) => {
       answered = true;
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndRaw(answer.rawHeaders));
       options.metrics.observe(pool.route, answer.statusCode ?? 502, seconds());
       answer.pipe(res);
       answer.on('end', finish);
@@ -184,6 +191,8 @@ async function handleRequest(
         res.destroy();
         return;
       }
+      tried ??= new Set();
+      tried.add(endpoint.id);
       if (retriesLeft > 0 && pool.endpoints.length > tried.size) {
         retriesLeft -= 1;
         options.metrics.retried(pool.route);
@@ -195,10 +204,6 @@ async function handleRequest(
         `berth router: instance ${endpoint.index} of route "${pool.route}" (${endpoint.address}:${endpoint.port}) failed: ${err.code ?? err.message}\n`,
       );
       options.metrics.observe(pool.route, 502, seconds());
-    });
-    res.on('close', () => {
-      if (!res.writableFinished) upstream.destroy();
-      finish();
     });
     if (hasBody) req.pipe(upstream);
     else upstream.end();
@@ -237,14 +242,11 @@ function handleUpgrade(
   backend.setNoDelay(true);
   socket.setNoDelay(true);
   backend.once('connect', () => {
-    const headers = forwardedHeaders(req);
+    const headers = forwardedHeaders(req, req.headers.host);
     // The upgrade itself is what this connection is for: its Connection and Upgrade go along.
-    headers.connection = 'Upgrade';
-    headers.upgrade = req.headers.upgrade ?? '';
+    headers.push('connection', 'Upgrade', 'upgrade', req.headers.upgrade ?? '');
     let text = `${req.method} ${url} HTTP/1.1\r\n`;
-    for (const [name, value] of Object.entries(headers)) {
-      for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${v}\r\n`;
-    }
+    for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     backend.write(`${text}\r\n`);
     if (head.length > 0) backend.write(head);
     backend.pipe(socket);
@@ -311,26 +313,72 @@ class Picker {
   }
 }
 
-/** The request's end-to-end headers with X-Forwarded-For/Proto/Host and X-Request-Id added. */
-function forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
-  const headers = endToEnd(req.headers);
-  const client = req.socket.remoteAddress ?? '';
-  const prior = req.headers['x-forwarded-for'];
-  headers['x-forwarded-for'] = prior ? `${prior}, ${client}` : client;
-  headers['x-forwarded-proto'] = (req.headers['x-forwarded-proto'] as string | undefined) ?? 'http';
-  headers['x-forwarded-host'] =
-    (req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host ?? '';
-  headers['x-request-id'] = (req.headers['x-request-id'] as string | undefined) ?? randomUUID();
-  return headers;
+/**
+ * The end-to-end headers of `raw` (a message's rawHeaders: name, value, name, value, …) as the
+ * same flat list, which node's http writes as it is: no headers object is built or validated per
+ * request (the proxy's largest per-request cost besides the socket writes, docs/routing.md).
+ * `forwarded` collects the X-Forwarded-* and X-Request-Id values instead of passing them on.
+ */
+function endToEndRaw(raw: readonly string[], forwarded?: Map<string, string>): string[] {
+  const out: string[] = [];
+  let named: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 10 && name.toLowerCase() === 'connection')
+      named = (raw[i + 1] as string).split(',').map((h) => h.trim().toLowerCase());
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (hopByHop.has(lower) || named?.includes(lower)) continue;
+    if (forwarded && forwardedNames.has(lower)) {
+      // A repeated X-Forwarded-For is one list (RFC 7239's predecessor); the others: the first.
+      const prior = forwarded.get(lower);
+      if (prior === undefined) forwarded.set(lower, value);
+      else if (lower === 'x-forwarded-for') forwarded.set(lower, `${prior}, ${value}`);
+      continue;
+    }
+    out.push(name, value);
+  }
+  return out;
 }
 
-function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const named = headers.connection?.split(',').map((h) => h.trim().toLowerCase()) ?? [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || hopByHop.has(name) || named.includes(name)) continue;
-    out[name] = value;
+/**
+ * The Host header and whether a body follows, read from the raw headers: `req.headers` is built
+ * on first use, and the proxy never needs it.
+ */
+function requestFacts(raw: readonly string[]): { host: string | undefined; hasBody: boolean } {
+  let host: string | undefined;
+  let hasBody = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
+    else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') hasBody = true;
+    else if (name.length === 14 && name.toLowerCase() === 'content-length' && Number(raw[i + 1]) > 0)
+      hasBody = true;
   }
+  return { host, hasBody };
+}
+
+const forwardedNames = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']);
+
+/** The request's end-to-end headers with X-Forwarded-For/Proto/Host and X-Request-Id added. */
+function forwardedHeaders(req: IncomingMessage, host: string | undefined): string[] {
+  const seen = new Map<string, string>();
+  const out = endToEndRaw(req.rawHeaders, seen);
+  const client = req.socket.remoteAddress ?? '';
+  const prior = seen.get('x-forwarded-for');
+  out.push(
+    'x-forwarded-for',
+    prior ? `${prior}, ${client}` : client,
+    'x-forwarded-proto',
+    seen.get('x-forwarded-proto') ?? 'http',
+    'x-forwarded-host',
+    seen.get('x-forwarded-host') ?? host ?? '',
+    'x-request-id',
+    seen.get('x-request-id') ?? randomUUID(),
+  );
   return out;
 }
 

@@ -43,9 +43,9 @@ export async function runForeground(
     ...(io.network ? { network: io.network } : {}),
     onOutput: (stdout, stderr, appIndex) => {
       const log = logs[appIndex] as RotatingLogWriter;
-      for (const [source, sink] of [
-        [stdout, io.stdout],
-        [stderr, io.stderr],
+      for (const [stream, source, sink] of [
+        ['stdout', stdout, io.stdout],
+        ['stderr', stderr, io.stderr],
       ] as const) {
         // A terminal or pipe that cannot keep up pauses the app (its pipe fills) instead of
         // queueing its output here without bound; a reader that went away pauses nothing: the
@@ -58,7 +58,7 @@ export async function runForeground(
         sink.once('error', sinkEnded);
         sink.once('close', sinkEnded);
         source.on('data', (chunk: Buffer) => {
-          log.write(chunk);
+          log.write(stream, chunk);
           if (sinkGone || sink.write(chunk)) return;
           source.pause();
           sink.once('drain', () => source.resume());

@@ -37,7 +37,16 @@ export {
   parseLogSizeMax,
   RotatingLogWriter,
 } from './pod-log.js';
-export { copyLog, defaultLogTailBytes, followLog, type LogTail, readLogTail } from './pod-log-reader.js';
+export { encodeLogRecords, type LogRecord, LogRecordDecoder, type LogStream } from './pod-log-format.js';
+export {
+  copyLog,
+  defaultLogTailBytes,
+  endLog,
+  followLog,
+  LogRecordWriter,
+  type LogTail,
+  readLogTail,
+} from './pod-log-reader.js';
 export type {
   Masquerade,
   NetMode,

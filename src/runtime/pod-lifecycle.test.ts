@@ -24,6 +24,7 @@ import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
 import { masqueradeRule, podSubnet } from './pod-firewall.js';
 import { collectGarbage } from './pod-gc.js';
 import { cniNetworkName, sliceIpamDataDir } from './pod-ipam.js';
+import { readLogTail } from './pod-log-reader.js';
 import type { PodExit } from './pod-manifest.js';
 import { holderEntry, PodRuntime } from './pod-runtime.js';
 import type { PodLocation } from './pod-store.js';
@@ -312,7 +313,7 @@ describe('detached pods and their lock', () => {
     assert.ok(existsSync(join(podPath, 'upper/made/here')), 'the workdir went into the upper layer');
     assert.ok(!existsSync(join(images.rootfs, 'made')), 'not into the image');
     await runtime.stop(uuid, 1000);
-    assert.match(readFileSync(join(podPath, 'log'), 'utf8'), /^overlay \/ overlay /m);
+    assert.match(readLogTail(podPath).text, /^overlay \/ overlay /m);
   });
 
   it('a shared dir: host-written files the app sees at once, read-only, atomically replaced', async () => {

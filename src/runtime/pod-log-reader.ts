@@ -1,6 +1,8 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync, statSync, watch } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { logDroppedMarker, logFileNames } from './pod-log.js';
+import { type LogRecord, LogRecordDecoder, recordBytes } from './pod-log-format.js';
 
 /**
  * Reads a pod's rotated log (pod-log.ts) in bounded pieces: never a whole file into memory, so a
@@ -11,6 +13,7 @@ const chunkBytes = 64 * 1024;
 
 /** The end of a pod's log, as finalization and obituaries keep it. */
 export interface LogTail {
+  /** What the app wrote (records' content, without their times and streams). */
   readonly text: string;
   /** Bytes of log on disk (`log.1` and `log`), of which `text` is the end. */
   readonly size: number;
@@ -60,6 +63,21 @@ function openLogFiles(podDir: string): OpenLogFile[] {
   return [rotated, current].filter((f): f is OpenLogFile => f !== undefined);
 }
 
+/**
+ * The app's output in the end of a log: the content of its records, or, in a log from an older
+ * berth, the bytes as they are. A framed tail that was cut starts at its first whole record.
+ */
+function tailText(tail: Buffer, cut: boolean): string {
+  const firstLine = cut ? tail.indexOf(0x0a) : -1;
+  const decoder = new LogRecordDecoder();
+  const records = [...decoder.push(tail.subarray(firstLine + 1)), ...decoder.end()];
+  if (decoder.framed) return Buffer.concat(records.map(recordBytes)).toString('utf8');
+  let start = 0;
+  // A tail cut inside a UTF-8 sequence starts at the next character.
+  if (cut) while (start < tail.length && ((tail[start] ?? 0) & 0xc0) === 0x80) start++;
+  return tail.subarray(start).toString('utf8');
+}
+
 /** The last `maxBytes` of a pod's log (across `log.1` and `log`), decoded as UTF-8. */
 export function readLogTail(podDir: string, maxBytes: number = defaultLogTailBytes): LogTail {
   const files = openLogFiles(podDir);
@@ -80,11 +98,8 @@ export function readLogTail(podDir: string, maxBytes: number = defaultLogTailByt
       }
       end -= length;
     }
-    let start = 0;
-    // A tail cut inside a UTF-8 sequence starts at the next character.
-    if (take < size) while (start < take && ((buffer[start] ?? 0) & 0xc0) === 0x80) start++;
     return {
-      text: buffer.subarray(start).toString('utf8'),
+      text: tailText(buffer, take < size),
       size,
       truncated: take < size || existsSync(join(podDir, logDroppedMarker)),
     };
@@ -107,6 +122,62 @@ async function writeOut(out: NodeJS.WritableStream, chunk: Buffer): Promise<void
     out.on('close', done);
     out.on('error', done);
   });
+}
+
+/**
+ * What `berth logs POD` prints: the bytes of a pod's log (copyLog, followLog) written as the app
+ * wrote them, its stdout's to `stdout` and its stderr's to `stderr` (as `docker logs` does), with
+ * `timestamps` each line started with its time. A log from an older berth goes to `stdout` whole,
+ * without times. End it (`end()`) to write an unfinished last line.
+ */
+export class LogRecordWriter extends Writable {
+  readonly #out: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream };
+  readonly #timestamps: boolean;
+  readonly #decoder = new LogRecordDecoder();
+  /** Streams whose last record was partial: their next record goes on the same line. */
+  readonly #midLine = new Set<string | undefined>();
+
+  constructor(
+    out: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream },
+    options: { readonly timestamps?: boolean } = {},
+  ) {
+    super();
+    this.#out = out;
+    this.#timestamps = options.timestamps ?? false;
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#print(this.#decoder.push(chunk)).then(() => callback(), callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#print(this.#decoder.end()).then(() => callback(), callback);
+  }
+
+  /** Consecutive records of one stream go out in one write. */
+  async #print(records: readonly LogRecord[]): Promise<void> {
+    let run: Buffer[] = [];
+    let sink: NodeJS.WritableStream | undefined;
+    for (const record of records) {
+      const to = record.stream === 'stderr' ? this.#out.stderr : this.#out.stdout;
+      if (sink !== to && run.length > 0 && sink) {
+        await writeOut(sink, Buffer.concat(run));
+        run = [];
+      }
+      sink = to;
+      if (this.#timestamps && record.time !== undefined && !this.#midLine.has(record.stream))
+        run.push(Buffer.from(`${record.time} `));
+      run.push(recordBytes(record));
+      if (record.partial) this.#midLine.add(record.stream);
+      else this.#midLine.delete(record.stream);
+    }
+    if (sink && run.length > 0) await writeOut(sink, Buffer.concat(run));
+  }
+}
+
+/** Ends `out` and resolves once it has written everything (a LogRecordWriter's last line). */
+export function endLog(out: Writable): Promise<void> {
+  return new Promise((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
 }
 
 /** Copies `fd` from `offset` to its end in chunks; returns the new offset. */

@@ -1,9 +1,11 @@
 import { closeSync, existsSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../core/index.js';
 import { podFiles } from './pod-dirs.js';
+import { encodeLogRecords, type LogStream, maxRecordContent } from './pod-log-format.js';
 
 /**
- * A pod's log: what its app writes to stdout and stderr, in the pod dir as `log`, rotated with a
+ * A pod's log: what its app writes to stdout and stderr, each line with its time and stream
+ * (pod-log-format.ts), in the pod dir as `log`, rotated with a
  * size cap as podman's `log_size_max` and the kubelet's `containerLogMaxSize` do. When `log`
  * reaches the cap it becomes `log.1` (replacing the older one, whose output is dropped) and a new
  * `log` starts, so a pod never keeps more than 2 × the cap on disk, whatever its app writes.
@@ -15,6 +17,7 @@ import { podFiles } from './pod-dirs.js';
 export const defaultLogSizeMax = 10 * 1024 * 1024;
 /** Smaller caps would rotate on nearly every write. */
 export const minLogSizeMax = 8 * 1024;
+const newline = 0x0a;
 /** Every size has a bound (issue 17): a cap past the disks berth runs on is a typo. */
 export const maxLogSizeMax = 16 * 1024 ** 3;
 
@@ -55,13 +58,16 @@ export function checkLogSizeMax(bytes: number, field = 'logSizeMax'): number {
 }
 
 /**
- * Appends to a pod's log and rotates it at the cap. Synchronous writes to a local file: the app's
- * pipe is read by the event loop, and a write stream would start libuv's thread pool on the path
- * of every run. A chunk that crosses the cap is split there, so no file ever passes it.
+ * Appends the app's output to a pod's log as records (pod-log-format.ts: each line with the time it
+ * was read from the app's pipe and its stream) and rotates it at the cap. Synchronous writes to a
+ * local file: the app's pipes are read by the event loop, and a write stream would start libuv's
+ * thread pool on the path of every run. Rotation falls between records, so every file starts
+ * with one and none passes the cap.
  */
 export class RotatingLogWriter {
   readonly #dir: string;
   readonly #maxBytes: number;
+  readonly #maxContent: number;
   #fd: number;
   #size: number;
   #dropped = false;
@@ -69,17 +75,30 @@ export class RotatingLogWriter {
   constructor(podDir: string, maxBytes: number = defaultLogSizeMax) {
     this.#dir = podDir;
     this.#maxBytes = maxBytes;
+    // A record is at most half the cap, so one always fits in a fresh file.
+    this.#maxContent = Math.min(maxRecordContent, Math.floor(maxBytes / 2));
     this.#fd = openSync(this.#path(logFileNames.current), 'a');
     this.#size = fstatSync(this.#fd).size;
   }
 
-  write(chunk: Uint8Array): void {
-    for (let offset = 0; offset < chunk.length; ) {
-      if (this.#size >= this.#maxBytes) this.#rotate();
-      const length = Math.min(chunk.length - offset, this.#maxBytes - this.#size);
-      const written = writeSync(this.#fd, chunk, offset, length);
-      offset += written;
-      this.#size += written;
+  /** What the app wrote to `stream`, read at `time`: one write per file it lands in. */
+  write(stream: LogStream, chunk: Uint8Array, time: Date = new Date()): void {
+    const bytes = encodeLogRecords(stream, chunk, time, this.#maxContent);
+    for (let from = 0; from < bytes.length; ) {
+      // The records that still fit in this file (each ends with the only newline it holds).
+      const room = this.#maxBytes - this.#size;
+      let to = bytes.length - from <= room ? bytes.length : bytes.lastIndexOf(newline, from + room - 1) + 1;
+      if (to <= from) {
+        if (this.#size > 0) {
+          this.#rotate();
+          continue;
+        }
+        // A fresh file takes at least one record (a record is at most half the cap, see above).
+        to = bytes.indexOf(newline, from) + 1;
+      }
+      for (let offset = from; offset < to; ) offset += writeSync(this.#fd, bytes, offset, to - offset);
+      this.#size += to - from;
+      from = to;
     }
   }
 

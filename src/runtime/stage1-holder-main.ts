@@ -9,11 +9,21 @@ import { join } from 'node:path';
 import { nativeAddon } from './native-addon.js';
 import { podApps } from './pod-apps.js';
 import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
+import type { LogStream } from './pod-log-format.js';
 import { PodStore } from './pod-store.js';
 import { runStage1 } from './stage1.js';
 
 const lockFd = 3;
 const readyFd = 4;
+
+/** A pipe whose read end this process copies into `log` as `stream`; the app gets the write end. */
+function logPipe(log: RotatingLogWriter, stream: LogStream): { writeEnd: number; drained: Promise<void> } {
+  const [readEnd, writeEnd] = nativeAddon().pipe();
+  const output = new Socket({ fd: readEnd, readable: true, writable: false });
+  output.on('data', (chunk: Buffer) => log.write(stream, chunk));
+  const drained = new Promise<void>((resolve) => output.once('close', () => resolve()));
+  return { writeEnd, drained };
+}
 
 async function holderMain(): Promise<number> {
   const [dataDir, uuid, removeFlag] = process.argv.slice(2);
@@ -39,18 +49,16 @@ async function holderMain(): Promise<number> {
   const path = store.path(location);
   // (This process's own stderr is the log file as it was when it started, for a failure before
   // this point; after a rotation its rare last words land in log.1, or nowhere once dropped.)
-  // The app's stdout and stderr share one pipe (so their order is kept, as in a file) that this
-  // process reads into the rotating log: runc's output straight into the log file would grow it
-  // without bound. A full pipe blocks the app's writes until the log has taken them.
+  // Each of the app's stdout and stderr is a pipe that this process reads into the rotating log,
+  // stamping each line with the time it read it and its stream, as conmon does: runc's output
+  // straight into the log file would grow it without bound and keep neither. A full pipe blocks
+  // the app's writes until the log has taken them.
   // Each app of a pod has a log of its own: the first app's is the pod's, in its dir (as a pod
   // of one app), the others' in their bundle dirs (pod-apps.ts).
   const outputs = podApps(manifest).map((app) => {
     const log = new RotatingLogWriter(join(path, app.bundle), manifest.logSizeMax ?? defaultLogSizeMax);
-    const [readEnd, writeEnd] = nativeAddon().pipe();
-    const output = new Socket({ fd: readEnd, readable: true, writable: false });
-    output.on('data', (chunk: Buffer) => log.write(chunk));
-    const drained = new Promise<void>((resolve) => output.once('close', () => resolve()));
-    return { log, writeEnd, drained };
+    const [stdout, stderr] = [logPipe(log, 'stdout'), logPipe(log, 'stderr')];
+    return { log, stdout: stdout.writeEnd, stderr: stderr.writeEnd, pipes: [stdout, stderr] };
   });
   try {
     await runStage1({
@@ -58,15 +66,19 @@ async function holderMain(): Promise<number> {
       podPath: path,
       manifest,
       lockFd,
-      output: (index) => (outputs[index] as { writeEnd: number }).writeEnd,
+      output: (index) => {
+        const app = outputs[index];
+        if (!app) throw new Error(`no log pipes for app ${index}`);
+        return app;
+      },
       onStarted: signalReady,
     });
   } finally {
     // runc and the apps are gone: with our write ends closed the pipes end once read out.
-    for (const o of outputs) closeSync(o.writeEnd);
+    for (const o of outputs) for (const p of o.pipes) closeSync(p.writeEnd);
   }
   for (const o of outputs) {
-    await o.drained;
+    await Promise.all(o.pipes.map((p) => p.drained));
     o.log.close();
   }
   signalReady(false);

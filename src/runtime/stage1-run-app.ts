@@ -16,8 +16,8 @@ import { writeAppExits } from './stage1-apps.js';
 /** How long the other apps of a pod have between SIGTERM and SIGKILL when one app's end stops them. */
 export const stopOthersGraceMs = 5000;
 
-/** Where apps' stdout and stderr go: one fd or 'pipe' (foreground) for all, or one per app index. */
-export type AppOutput = number | 'pipe' | ((appIndex: number) => number | 'pipe');
+/** Where an app's stdout and stderr go: two fds (the holder's log pipes) or 'pipe' (foreground). */
+export type AppOutput = 'pipe' | ((appIndex: number) => { readonly stdout: number; readonly stderr: number });
 
 export function readRuncError(bundlePath: string): string {
   try {
@@ -52,7 +52,10 @@ export function startApp(
 ): AppRunning {
   const bundle = join(podPath, app.bundle);
   const pidPath = join(bundle, podFiles.pid);
-  const output = typeof options.output === 'function' ? options.output(app.index) : options.output;
+  const output =
+    typeof options.output === 'function'
+      ? options.output(app.index)
+      : ({ stdout: 'pipe', stderr: 'pipe' } as const);
   let runc: NativeChild | undefined;
   let exited: Promise<ProcessEnd & { error?: Error }>;
   try {
@@ -76,7 +79,7 @@ export function startApp(
       ],
       // Own session and process group: terminal signals reach berth, which forwards them once.
       // Every app's container holds the pod's lock: it drops when the last one ends.
-      { stdio: ['null', output, output, lockFd], newSession: true },
+      { stdio: ['null', output.stdout, output.stderr, lockFd], newSession: true },
     );
     exited = runc.exited;
     const [stdout, stderr] = [runc.pipes.get(1), runc.pipes.get(2)];

@@ -60,8 +60,8 @@ export interface Stage1Options {
   readonly manifest: PodManifest;
   readonly lockFd: number;
   /**
-   * Where the app's stdout and stderr go: an fd (detached: the log pipe) or 'pipe' (foreground);
-   * for a pod of several apps, a function of the app's index gives each its own.
+   * Where each app's stdout and stderr go: detached, a function of the app's index gives its two
+   * log pipes; 'pipe' (foreground) gives them to `onOutput`.
    */
   readonly output: AppOutput;
   /** Called once the app runs (runc wrote its pid) or failed to start. */
