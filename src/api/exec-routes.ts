@@ -158,6 +158,7 @@ export function registerExecRoutes(app: FastifyInstance, options: ExecRoutesOpti
         expires: now() + ticketTtlMs,
         spec: {
           guid: target.guid,
+          ...(target.app !== undefined ? { app: target.app } : {}),
           command: body.command,
           tty: body.tty ?? false,
           stdin: body.stdin ?? false,

@@ -1,11 +1,13 @@
 import type { BbsStore, CellPresence } from '../bbs/index.js';
 import { InvalidArgumentError, NotFoundError, orAbsent } from '../core/index.js';
+import { systemDomain } from '../model/index.js';
 
 /**
  * What `berth logs` and `berth exec` name, resolved through the BBS: an app is a DesiredLRP's
  * process_guid, or `SYSTEM/SERVICE[/...]`, a system service, whose DesiredLRPs are
  * `system.seg.seg.<version>` (model/instance-names.ts: serviceProcessGuid) and, for sidecar
- * units, `<version>.uN`; a task is its task_guid.
+ * units, `<version>.uN`, or, for a sidecar in its principal's pod (`colocate: pod`), the
+ * principal's DesiredLRPs with the sidecar's app; a task is its task_guid.
  */
 export type AppRef = { readonly app: string } | { readonly task: string };
 
@@ -16,22 +18,38 @@ export interface InstanceTarget {
   readonly source: string;
   readonly index?: number;
   readonly state: string;
+  /** The app of the container's pod to read or exec into; absent: its own (first) app. */
+  readonly app?: string;
 }
 
-/** The process guids a name stands for now (a service has one per version during a rollout). */
+/**
+ * The process guids a name stands for now (a service has one per version during a rollout); a
+ * pod sidecar's are its principal's, with the app it is in their pods.
+ */
 export async function appProcessGuids(
   store: BbsStore,
   app: string,
-): Promise<{ guid: string; label: string }[]> {
+): Promise<{ guid: string; label: string; app?: string }[]> {
   if (!app.includes('/')) return [{ guid: app, label: app }];
   const [system, ...path] = app.split('/');
   if (!system || path.length === 0 || path.some((s) => s === ''))
     throw new InvalidArgumentError(`Invalid app "${app}": expected APP or SYSTEM/SERVICE`, { field: 'app' });
   const prefix = `${system}.${path.join('.')}.`;
   const versions = /^[0-9a-f]+(\.u\d+)?$/;
-  return (await store.listDesiredLRPs())
+  const desired = await store.listDesiredLRPs();
+  const own = desired
     .filter((d) => d.process_guid.startsWith(prefix) && versions.test(d.process_guid.slice(prefix.length)))
     .map((d) => ({ guid: d.process_guid, label: app }));
+  if (own.length > 0) return own;
+  // No LRP of its own: a sidecar in its principal's pod, which names the service it is.
+  const service = `/${path.join('/')}`;
+  const pods: { guid: string; label: string; app: string }[] = [];
+  for (const d of desired) {
+    if (d.domain !== systemDomain(system)) continue;
+    const sidecar = d.sidecars?.find((s) => s.service === service);
+    if (sidecar) pods.push({ guid: d.process_guid, label: app, app: sidecar.name });
+  }
+  return pods;
 }
 
 /**
@@ -51,7 +69,7 @@ export async function instanceTargets(
     return [{ guid: task.task_guid, cell_id: task.cell_id, source: task.task_guid, state: task.state }];
   }
   const targets: InstanceTarget[] = [];
-  for (const { guid, label } of await appProcessGuids(store, ref.app)) {
+  for (const { guid, label, app } of await appProcessGuids(store, ref.app)) {
     for (const lrp of await store.listActualLRPs({ process_guid: guid })) {
       if (options.index !== undefined && lrp.index !== options.index) continue;
       if (!lrp.cell_id || (lrp.state !== 'RUNNING' && lrp.state !== 'CLAIMED')) continue;
@@ -61,6 +79,7 @@ export async function instanceTargets(
         source: `${label}/${lrp.index}`,
         index: lrp.index,
         state: lrp.state,
+        ...(app !== undefined ? { app } : {}),
       });
     }
   }

@@ -146,6 +146,7 @@ class LogFanIn {
         target.guid,
         {
           follow: this.query.follow ?? false,
+          ...(target.app !== undefined ? { app: target.app } : {}),
           ...(initial ? { tail: this.query.tail, since_ms: this.query.since_ms } : {}),
         },
         this.gone,

@@ -25,6 +25,11 @@ export interface PodSidecar {
   readonly env?: Readonly<Record<string, string>>;
   /** Volumes of the instance (the DesiredLRP's `volumes`) this app mounts too, as in a Kubernetes pod. */
   readonly mounts?: readonly SidecarMount[];
+  /**
+   * The system service it is (its path, `/web/log-ship`), set by a system's deploy: what `berth
+   * logs SYSTEM/SERVICE` and `berth exec` find it by, as its name is unique only in one pod.
+   */
+  readonly service?: string;
 }
 
 export interface SidecarMount {
@@ -67,6 +72,7 @@ export const PodSidecarsSchema = Type.Array(
       command: Type.Optional(Argv(undefined, { description: 'The whole argv' })),
       env: Type.Optional(EnvMap()),
       mounts: Type.Optional(SidecarMountsSchema),
+      service: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
     },
     { additionalProperties: false },
   ),

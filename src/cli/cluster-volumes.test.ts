@@ -210,6 +210,36 @@ services:
     });
     // Same network (127.0.0.1 is the principal) and the principal's empty volume, shared.
     assert.equal(logs.trim(), `reached ${hostname} from-web`);
+    // From any machine, through the server, by the sidecar's service: its own log and its own
+    // container (/tmp/got is in the probe's root only, not the principal's).
+    const viaServer = await runBerth(['logs', 'podside/web/probe', '--server', serverUrl]);
+    assert.equal(viaServer.code, 0, viaServer.stderr);
+    assert.equal(viaServer.stdout.trim(), `[podside/web/probe/0] reached ${hostname} from-web`);
+    const principalLog = await runBerth(['logs', 'podside/web', '--server', serverUrl]);
+    assert.ok(!principalLog.stdout.includes('reached'), principalLog.stdout);
+    const exec = await runBerth([
+      'exec',
+      'podside/web/probe/0',
+      '--server',
+      serverUrl,
+      '--',
+      '/bin/busybox',
+      'cat',
+      '/tmp/got',
+    ]);
+    assert.equal(exec.code, 0, exec.stderr);
+    assert.equal(exec.stdout.trim(), hostname);
+    const inPrincipal = await runBerth([
+      'exec',
+      'podside/web/0',
+      '--server',
+      serverUrl,
+      '--',
+      '/bin/busybox',
+      'cat',
+      '/tmp/got',
+    ]);
+    assert.notEqual(inPrincipal.code, 0, 'the principal has no /tmp/got: the exec above ran in the sidecar');
     const st = (await (await fetch(`${serverUrl}/v1/systems/podside`)).json()) as SystemStatusJson;
     assert.equal(st.state, 'stable', JSON.stringify(st));
     const gone = await runBerth(['teardown', 'podside', '--wait', '--server', serverUrl]);

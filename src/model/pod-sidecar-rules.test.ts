@@ -34,7 +34,7 @@ describe('sidecars in the principal’s pod (colocate: pod)', () => {
   it("the principal's DesiredLRP spec carries its pod sidecars; the pinned sidecar stays its own", () => {
     const web = deployed(shop('command: [sh], env: {A: "1"}')).find((s) => s.path === '/web');
     assert.deepEqual(web?.spec.pod_sidecars, [
-      { name: 'probe', image: 'bb:1', command: ['sh'], env: { A: '1' } },
+      { name: 'probe', service: '/web/probe', image: 'bb:1', command: ['sh'], env: { A: '1' } },
     ]);
   });
 

@@ -91,6 +91,7 @@ export function withPodSidecars<T extends SidecarSpec & { readonly pod_sidecars?
       .map(
         (c): PodSidecar => ({
           name: podSidecarName(c.path),
+          service: c.path,
           image: c.image,
           ...(c.command ? { command: c.command } : {}),
           env: c.env,

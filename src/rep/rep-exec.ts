@@ -15,12 +15,15 @@ import {
   parseExecFrame,
 } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
+import { appNamePattern, findApp } from '../runtime/index.js';
 import { type ContainerPod, runningContainerPod } from './container-pods.js';
 import { childPids, killTree, stdinTerminal } from './process-tree.js';
 
 /** What one exec asks for: the rep's `/v1/exec` query (the server builds it from `POST /v1/exec`). */
 export interface ExecSpec {
   readonly guid: string;
+  /** One app of a pod of several (a pod sidecar); absent: the pod's own app. */
+  readonly app?: string;
   readonly command: readonly string[];
   readonly tty: boolean;
   readonly stdin: boolean;
@@ -30,6 +33,7 @@ export interface ExecSpec {
 /** The rep's exec query: `guid`, `arg` (repeated, the argv), `tty=1`, `stdin=1`, `cols`, `rows`. */
 export function execQuery(spec: ExecSpec): string {
   const q = new URLSearchParams({ guid: spec.guid });
+  if (spec.app !== undefined) q.set('app', spec.app);
   for (const arg of spec.command) q.append('arg', arg);
   if (spec.tty) q.set('tty', '1');
   if (spec.stdin) q.set('stdin', '1');
@@ -47,8 +51,18 @@ export function parseExecQuery(q: URLSearchParams): ExecSpec {
     throw new InvalidArgumentError('Invalid exec guid', { field: 'guid' });
   if (command.length === 0 || command.length > limits.maxArgs)
     throw new InvalidArgumentError('An exec needs a command (1 or more "arg")', { field: 'arg' });
+  const app = q.get('app') ?? undefined;
+  if (app !== undefined && !appNamePattern.test(app))
+    throw new InvalidArgumentError(`Invalid exec app "${app.slice(0, 64)}"`, { field: 'app' });
   const size = checkTerminalSize(Number(q.get('cols')), Number(q.get('rows')));
-  return { guid, command, tty: q.get('tty') === '1', stdin: q.get('stdin') === '1', size };
+  return {
+    guid,
+    ...(app !== undefined ? { app } : {}),
+    command,
+    tty: q.get('tty') === '1',
+    stdin: q.get('stdin') === '1',
+    size,
+  };
 }
 
 /** `'a b'` → `'a b'` quoted for /bin/sh: script(1) runs its command through a shell. */
@@ -56,18 +70,23 @@ function shellQuote(word: string): string {
   return `'${word.replaceAll("'", "'\\''")}'`;
 }
 
-/** runc's argv to run `command` in the pod as its app runs: its env, working dir and user. */
+/**
+ * runc's argv to run `command` in the pod as its app runs (the named one of a pod of several, or
+ * its first): that app's container, env, working dir and user.
+ */
 function runcExecArgs(
   runcRoot: string,
   found: ContainerPod,
   command: readonly string[],
   tty: boolean,
+  appName: string | undefined,
 ): string[] {
-  const app = found.pod.manifest?.app;
+  const run = found.pod.manifest ? findApp(found.pod.manifest, appName) : undefined;
+  const app = run?.app;
   const args = ['--root', runcRoot, 'exec', ...(tty ? ['--tty'] : []), '--cwd', app?.cwd ?? '/'];
   for (const e of app?.env ?? []) args.push('--env', e);
   if (app?.user) args.push('--user', `${app.user.uid}:${app.user.gid}`);
-  args.push(found.pod.uuid, ...command);
+  args.push(run?.containerId ?? found.pod.uuid, ...command);
   return args;
 }
 
@@ -80,7 +99,7 @@ function runcExecArgs(
  * SCM_RIGHTS, which berth's native addon does not do) is needed.
  */
 function startExec(runcRoot: string, found: ContainerPod, spec: ExecSpec): ChildProcess {
-  const args = runcExecArgs(runcRoot, found, spec.command, spec.tty);
+  const args = runcExecArgs(runcRoot, found, spec.command, spec.tty, spec.app);
   const stdin = spec.stdin || spec.tty ? 'pipe' : 'ignore';
   if (!spec.tty) return spawn('runc', args, { stdio: [stdin, 'pipe', 'pipe'] });
   const size = spec.size ? `stty rows ${spec.size.rows} cols ${spec.size.cols} 2>/dev/null; ` : '';

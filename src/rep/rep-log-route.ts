@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Name } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
-import { copyLog, followLog } from '../runtime/index.js';
+import { appNamePattern, copyLog, findApp, followLog } from '../runtime/index.js';
 import { containerPod } from './container-pods.js';
 import { LogLineWriter } from './log-lines.js';
 
@@ -51,6 +51,8 @@ interface LogQuery {
   readonly follow?: boolean;
   readonly tail?: number;
   readonly since_ms?: number;
+  /** One app of a pod of several; absent: the pod's own (first) app. */
+  readonly app?: string;
 }
 
 /**
@@ -70,6 +72,7 @@ export function registerRepLogRoute(app: FastifyInstance, executor: Executor): v
             follow: Type.Optional(Type.Boolean()),
             tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000 })),
             since_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+            app: Type.Optional(Type.String({ pattern: appNamePattern.source, maxLength: 64 })),
           },
           { additionalProperties: false },
         ),
@@ -78,7 +81,12 @@ export function registerRepLogRoute(app: FastifyInstance, executor: Executor): v
     async (request, reply) => {
       const { guid } = request.params;
       const found = containerPod(executor, guid);
-      const extent = logExtent(found.dir);
+      // Each app of a pod of several keeps its log in its own bundle dir (the first: the pod's).
+      const dir =
+        request.query.app !== undefined && found.pod.manifest
+          ? join(found.dir, findApp(found.pod.manifest, request.query.app).bundle)
+          : found.dir;
+      const extent = logExtent(dir);
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, {
@@ -108,8 +116,8 @@ export function registerRepLogRoute(app: FastifyInstance, executor: Executor): v
       try {
         await writer.begin();
         if (request.query.follow && found.container.state === 'RUNNING')
-          await followLog(found.dir, writer, untilNotRunning(executor, guid, gone.signal));
-        else await copyLog(found.dir, writer);
+          await followLog(dir, writer, untilNotRunning(executor, guid, gone.signal));
+        else await copyLog(dir, writer);
         await new Promise<void>((resolve, reject) =>
           writer.end((err?: Error | null) => (err ? reject(err) : resolve())),
         );

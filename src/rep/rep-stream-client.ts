@@ -10,6 +10,8 @@ export interface RepLogQuery {
   readonly follow?: boolean;
   readonly tail?: number | undefined;
   readonly since_ms?: number | undefined;
+  /** One app of a pod of several (a pod sidecar); absent: the pod's own app. */
+  readonly app?: string;
 }
 
 function authHeaders(cell: CellPresence): Record<string, string> {
@@ -31,6 +33,7 @@ export async function* repLogLines(
   if (query.follow) q.set('follow', 'true');
   if (query.tail !== undefined) q.set('tail', String(query.tail));
   if (query.since_ms !== undefined) q.set('since_ms', String(query.since_ms));
+  if (query.app !== undefined) q.set('app', query.app);
   const url = `${cell.rep_url}/v1/containers/${encodeURIComponent(guid)}/logs?${q}`;
   let res: Response;
   try {

@@ -59,7 +59,9 @@ export type {
   PodUser,
 } from './pod-manifest.js';
 export {
+  appNamePattern,
   defaultPidsLimit,
+  findApp,
   holderEntry,
   type ImageResolver,
   ImageUnavailableError,

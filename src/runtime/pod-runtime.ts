@@ -38,7 +38,7 @@ import { resolveMounts } from './pod-volumes.js';
 import { VolumeStore } from './volume-store.js';
 
 // The pod commands import these from here, a start-up entry of `berth run` (.dependency-cruiser.cjs).
-export { findApp, podApps } from './pod-apps.js';
+export { appNamePattern, findApp, podApps } from './pod-apps.js';
 export {
   defaultPidsLimit,
   ImageUnavailableError,
