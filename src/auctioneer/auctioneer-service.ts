@@ -1,5 +1,5 @@
 import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
-import { actualLrpKey, cellAppearedNews } from '../bbs/index.js';
+import { cellAppearedNews } from '../bbs/index.js';
 import {
   describeError,
   forEachLimited,
@@ -21,6 +21,16 @@ import {
   lrpWorkFromStartRequest,
   type TaskAuctionWork,
 } from './auction.js';
+import {
+  keysOf,
+  lrpKey,
+  repLRPWork,
+  repTaskWork,
+  samePlacement,
+  taskAuctionWork,
+  taskKey,
+  workKey,
+} from './auction-work-keys.js';
 
 export interface AuctioneerConfig {
   /** The availability zones in PreferredZone order; default: the distinct zones of live cells, sorted. */
@@ -466,60 +476,4 @@ export class AuctioneerService {
       durationMs: this.#now().getTime() - started,
     };
   }
-}
-
-function lrpKey(processGuid: string, index: number): string {
-  return `lrp:${actualLrpKey({ process_guid: processGuid, index })}`;
-}
-
-function taskKey(taskGuid: string): string {
-  return `task:${taskGuid}`;
-}
-
-function workKey(w: AuctionWork): string {
-  return w.kind === 'lrp' ? lrpKey(w.process_guid, w.index) : taskKey(w.task_guid);
-}
-
-function keysOf(work: RepWork): string[] {
-  return [
-    ...work.lrps.map((w) => lrpKey(w.process_guid, w.index)),
-    ...work.tasks.map((w) => taskKey(w.task_guid)),
-  ];
-}
-
-function samePlacement(a: AuctionWork, b: AuctionWork): boolean {
-  const pin = (w: AuctionWork) => (w.kind === 'lrp' ? (w.pinned_cell ?? '') : '');
-  return pin(a) === pin(b) && a.placement_tags.join('\u0000') === b.placement_tags.join('\u0000');
-}
-
-function taskAuctionWork(req: TaskStartRequest): TaskAuctionWork {
-  return {
-    kind: 'task',
-    task_guid: req.task_guid,
-    domain: req.domain,
-    memory_mb: req.memory_mb,
-    disk_mb: req.disk_mb,
-    placement_tags: req.placement_tags,
-  };
-}
-
-function repLRPWork(w: LRPAuctionWork): RepLRPWork {
-  return {
-    process_guid: w.process_guid,
-    domain: w.domain,
-    index: w.index,
-    memory_mb: w.memory_mb,
-    disk_mb: w.disk_mb,
-    placement_tags: w.placement_tags,
-  };
-}
-
-function repTaskWork(w: TaskAuctionWork): RepTaskWork {
-  return {
-    task_guid: w.task_guid,
-    domain: w.domain,
-    memory_mb: w.memory_mb,
-    disk_mb: w.disk_mb,
-    placement_tags: w.placement_tags,
-  };
 }
