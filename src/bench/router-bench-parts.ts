@@ -10,8 +10,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ActualLRP, BbsEvent, CellPresence, DesiredLRP } from '../bbs/index.js';
 import { createProxyServer, RouterMetrics, RouteTable } from '../router/index.js';
+import { benchHost } from './router-bench-host.js';
 
-export const benchHost = 'web.bench.berth.localhost';
 const iso = new Date().toISOString();
 const body = Buffer.from('hello from a bench backend\n');
 
@@ -83,6 +83,8 @@ async function main(): Promise<void> {
     console.log(ports.join(','));
     return;
   }
+  if (role !== 'router' && role !== 'churn')
+    throw new Error(`router-bench-parts: unknown role "${String(role)}" (backends, router or churn)`);
   const ports = arg.split(',').map(Number);
   const table = new RouteTable();
   const churn = role === 'churn';

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { hasCommand } from './bench-util.js';
-import { benchHost } from './router-bench-parts.js';
+import { benchHost } from './router-bench-host.js';
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 50);
