@@ -85,9 +85,10 @@ export class EventLog {
 }
 
 /**
- * Appends events inside a transaction that is not `EventLog.write`'s (the model's writes, which
- * run under their own lock): the rows commit with it and the event stream reads them on its next
- * look (every `eventPollMs`); no in-process listener is told.
+ * Appends events inside a transaction: `EventLog.write`'s, or one of its own (the model's writes,
+ * which run under their own lock). The rows commit with it. On PostgreSQL the commit also
+ * notifies every server's event log except `origin`'s (which tells its listeners itself); on
+ * SQLite a write outside `EventLog.write` wakes nobody, and streams read it on their next look.
  */
 export async function insertEvents(
   tx: Kysely<DbTables>,
