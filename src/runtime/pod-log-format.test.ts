@@ -136,6 +136,20 @@ describe('reading framed logs', () => {
     assert.equal(readLogTail(old, 10).text, 'n\nold log\n');
   });
 
+  it("readLogTail continues a partial line with its own stream's next record, not another stream's", () => {
+    const dir = mkdtempSync(join(root, 'pod-'));
+    writeFileSync(
+      join(dir, 'log'),
+      framed(
+        ['stderr', 'sh: ', 0],
+        ['stdout', 'out 1\nout', 1],
+        ['stderr', "can't create\n", 2],
+        ['stdout', ' 2', 3],
+      ),
+    );
+    assert.equal(readLogTail(dir).text, "sh: can't create\nout 1\nout 2");
+  });
+
   it("LogRecordWriter sends stdout's lines to stdout and stderr's to stderr, with times on request", async () => {
     const dir = mkdtempSync(join(root, 'pod-'));
     writeFileSync(

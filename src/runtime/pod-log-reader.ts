@@ -64,6 +64,28 @@ function openLogFiles(podDir: string): OpenLogFile[] {
 }
 
 /**
+ * The lines of framed records, each where its first record is. A partial record's line goes on in
+ * the next record of its own stream, not in whatever record comes next: stage 1 reads stdout and
+ * stderr from two pipes, so `sh: ` (busybox writes an error's prefix on its own) can be followed
+ * in the file by a whole line of stdout before the rest of the error.
+ */
+function joinRecordLines(records: readonly LogRecord[]): string {
+  const lines: Buffer[][] = [];
+  const open = new Map<string | undefined, Buffer[]>();
+  for (const record of records) {
+    let line = open.get(record.stream);
+    if (!line) {
+      line = [];
+      lines.push(line);
+    }
+    line.push(recordBytes(record));
+    if (record.partial) open.set(record.stream, line);
+    else open.delete(record.stream);
+  }
+  return Buffer.concat(lines.flat()).toString('utf8');
+}
+
+/**
  * The app's output in the end of a log: the content of its records, or, in a log from an older
  * berth, the bytes as they are. A framed tail that was cut starts at its first whole record.
  */
@@ -71,7 +93,7 @@ function tailText(tail: Buffer, cut: boolean): string {
   const firstLine = cut ? tail.indexOf(0x0a) : -1;
   const decoder = new LogRecordDecoder();
   const records = [...decoder.push(tail.subarray(firstLine + 1)), ...decoder.end()];
-  if (decoder.framed) return Buffer.concat(records.map(recordBytes)).toString('utf8');
+  if (decoder.framed) return joinRecordLines(records);
   let start = 0;
   // A tail cut inside a UTF-8 sequence starts at the next character.
   if (cut) while (start < tail.length && ((tail[start] ?? 0) & 0xc0) === 0x80) start++;
