@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BerthError,
@@ -12,7 +12,6 @@ import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import type { ResolvedImage } from './image/image-types.js';
-import { unmountAll } from './mounts.js';
 import { type NativeChild, spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
 import { defaultAppName, podContainerIds } from './pod-apps.js';
@@ -25,13 +24,12 @@ import {
   resolveSideApps,
   writePodBundle,
 } from './pod-bundle.js';
-import { removePodCgroup } from './pod-cgroup.js';
-import { obituariesDir, podFiles } from './pod-dirs.js';
+import { destroyPod } from './pod-destroy.js';
+import { podFiles } from './pod-dirs.js';
 import { hostResolvConf, hostsFile, tryLockFor, waitLockWithTimeout } from './pod-host-support.js';
 import { liveLeftovers, type PodLeftovers } from './pod-leftovers.js';
 import { checkLogSizeMax, defaultLogSizeMax } from './pod-log.js';
-import { readLogTail } from './pod-log-reader.js';
-import type { PodExit, PodManifest, PodObituary, PodVolume } from './pod-manifest.js';
+import type { PodExit, PodManifest, PodVolume } from './pod-manifest.js';
 import { defaultPidsLimit, type PrepareOptions } from './pod-options.js';
 import { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
 import { resolveMounts } from './pod-volumes.js';
@@ -447,57 +445,11 @@ export class PodRuntime {
   }
 
   /**
-   * Pods run directly (no executor label) whose end is not in the history yet leave an obituary,
-   * so "every container berth ever ran" holds even for pods deleted the moment they exit. Best
-   * effort: a pod with no exit record, or a full disk, leaves none.
-   */
-  #writeObituary(location: PodLocation, path: string): void {
-    try {
-      if (existsSync(join(path, podFiles.historyNoted))) return;
-      const info = this.store.inspect(location);
-      const manifest = info?.manifest;
-      if (!info?.exit || !manifest) return;
-      if (Object.keys(manifest.labels).some((k) => k.startsWith('berth.executor.'))) return;
-      // The end only: a flooding pod's log, read whole, would not even fit in a string.
-      const log = readLogTail(path).text;
-      const obituary: PodObituary = {
-        uuid: location.uuid,
-        manifest,
-        started: info.started,
-        exit: info.exit,
-        log,
-      };
-      const dir = join(this.dataDir, obituariesDir);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      writeFileAtomic(join(dir, `${location.uuid}.json`), JSON.stringify(obituary));
-    } catch {
-      // Losing an obituary loses one end in the history, never the pod's deletion.
-    }
-  }
-
-  /**
    * Final cleanup of a pod in a garbage phase whose exclusive lock the caller holds. `leftovers`
    * says what the pod left on the host; gc passes one listing for its whole sweep.
    */
   destroy(location: PodLocation, leftovers: PodLeftovers = liveLeftovers(this.store.dirs)): void {
-    const path = this.store.path(location);
-    unmountAll(path, leftovers.mounts);
-    if (leftovers.hasNetns(location.uuid)) {
-      // network.json without `masquerade`: attached by an older berth, with a NAT chain of its own.
-      // No network.json at all: the holder died between attaching and recording it, so this berth.
-      // No slice in it (a berth from before slices) or no network.json: DEL searches the stores.
-      const network = this.store.readNetwork(location);
-      const masquerade = network === undefined ? 'subnet' : (network.masquerade ?? 'per-pod');
-      const reservedIn = network?.slice === undefined ? 'unrecorded' : { slice: network.slice };
-      detachNetwork(location.uuid, this.store.readManifest(location)?.ports ?? [], masquerade, reservedIn);
-    }
-    for (const id of podContainerIds(location.uuid, this.store.readManifest(location))) {
-      if (!leftovers.hasRuncState(id)) continue;
-      spawnSync('runc', ['--root', this.store.dirs.runc, 'delete', '--force', id], { stdio: 'ignore' });
-    }
-    if (leftovers.hasCgroup(location.uuid)) removePodCgroup(location.uuid);
-    this.#writeObituary(location, path);
-    this.store.remove(location);
+    destroyPod(this.store, this.dataDir, location, leftovers);
   }
 
   /** Where a pod's log is: its dir holds `log` and, once rotated, `log.1` (pod-log.ts). */
