@@ -5,8 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import {
   type ActualLRP,
   BbsClient,
+  cellPlacementTag,
   cellVolumeName,
   type DesiredLRPDefinition,
+  type Task,
+  type TaskDefinition,
   type VolumeMount,
 } from '../bbs/index.js';
 import type { SystemStatusJson } from '../model/index.js';
@@ -17,15 +20,15 @@ import { TestCluster, waitFor } from '../testing/cluster-harness.js';
  * Issue 23 parts 3 and 4 on real cells: a server and two cell processes running runc pods. A named
  * volume keeps an instance's data on its cell and pins the instance there across crashes; a gone
  * cell leaves it waiting with a placement error naming the cell until an operator releases the pin;
- * a system's database keeps its rows across a rolling redeploy; bad volumes are 400s naming the
- * field; a `colocate: pod` sidecar is an app of its principal's pod and reaches it on 127.0.0.1.
+ * a system's database keeps its rows across a rolling redeploy; a task's named volume is its cell's,
+ * kept for the domain's later tasks there, without a pin; bad volumes are 400s naming the field; a `colocate: pod` sidecar is an app of its principal's pod and reaches it on 127.0.0.1.
  */
 const cluster = new TestCluster('berth-volumes-');
 let serverUrl = '';
 let bbs: BbsClient;
 
-/** Where a cell keeps the data of a named volume of `domain` (the runtime's named volume). */
-function volumeDir(cell: string, domain: string, volume: string, index: number): string {
+/** Where a cell keeps the data of a named volume of `domain` (an instance's, or without `index` the tasks'). */
+function volumeDir(cell: string, domain: string, volume: string, index?: number): string {
   return join(cluster.root, cell, 'volumes', cellVolumeName(domain, volume, index), '_data');
 }
 
@@ -244,6 +247,66 @@ services:
     assert.equal(st.state, 'stable', JSON.stringify(st));
     const gone = await runBerth(['teardown', 'podside', '--wait', '--server', serverUrl]);
     assert.equal(gone.code, 0, `${gone.stdout} ${gone.stderr}`);
+  });
+
+  it("tasks mount their volumes on a real cell: a named one is the cell's, kept for the domain's later tasks there and not pinned", async () => {
+    // Each task says where its named volume was (the cell's `notes`) and whether its empty one is
+    // a fresh tmpfs; `set -e` fails the task when a mount is missing.
+    const script =
+      'set -e; grep -q " /scratch tmpfs " /proc/mounts; ls -A /scratch > /tmp/scratch; ' +
+      'echo "scratch:[$(cat /tmp/scratch)]"; touch /scratch/left-behind; ' +
+      'echo "$TASK" >> /notes/log; cat /notes/log > /tmp/result';
+    const task = (guid: string, cell: string): TaskDefinition => ({
+      task_guid: guid,
+      domain: 'tests',
+      image: 'bb:1',
+      command: ['/bin/busybox', 'sh', '-c', script],
+      env: { TASK: guid },
+      memory_mb: 16,
+      disk_mb: 16,
+      result_file: '/tmp/result',
+      completion_callback_url: '',
+      placement_tags: [cellPlacementTag(cell)],
+      volumes: [
+        { name: 'notes', kind: 'named', target: '/notes' },
+        { name: 'scratch', kind: 'empty', target: '/scratch', tmpfs_mb: 4 },
+      ],
+    });
+    const run = async (guid: string, cell: string): Promise<Task> => {
+      await bbs.desireTask(task(guid, cell));
+      const done = await waitFor(
+        `task ${guid} COMPLETED`,
+        async () => {
+          const t = await bbs.getTask({ task_guid: guid });
+          return t.state === 'COMPLETED' ? t : undefined;
+        },
+        120_000,
+      );
+      assert.equal(done.failed, false, `${guid}: ${done.failure_reason}`);
+      assert.equal(done.cell_id, cell);
+      return done;
+    };
+
+    assert.equal((await run('notes-1', 'c1')).result, 'notes-1\n');
+    // A later task of the domain on the same cell reads what the first left in the named volume;
+    // its empty volume is a fresh one (the first task's file in it is gone with its pod).
+    assert.equal((await run('notes-2', 'c1')).result, 'notes-1\nnotes-2\n');
+    // On another cell the named volume is that cell's own: a task is not pinned and finds no data.
+    assert.equal((await run('notes-3', 'c2')).result, 'notes-3\n');
+    assert.equal(readFileSync(join(volumeDir('c1', 'tests', 'notes'), 'log'), 'utf8'), 'notes-1\nnotes-2\n');
+    assert.deepEqual(
+      (await bbs.listVolumePins({ domain: 'tests' })).filter((p) => p.volume === 'notes'),
+      [],
+      "a task's named volume pins nothing",
+    );
+    // Its log through the server: the empty volume was empty when the task began.
+    const logs = await waitFor('the finalized log of notes-2', async () => {
+      const res = await fetch(`${serverUrl}/v1/containers/notes-2/logs`);
+      if (!res.ok) return undefined;
+      const body = (await res.json()) as { text: string };
+      return body.text.includes('scratch:') ? body.text : undefined;
+    });
+    assert.match(logs, /^scratch:\[\]$/m);
   });
 
   it('an LRP with a named volume restarts after a crash on its cell, with its data, even when another cell is emptier', async () => {

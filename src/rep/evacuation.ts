@@ -25,10 +25,15 @@ const untilDeadline = new AbortController().signal;
  */
 export async function runEvacuation(
   ctx: RepContext,
-  options: { readonly timeoutMs: number; readonly passIntervalMs: number },
+  options: {
+    readonly timeoutMs: number;
+    readonly passIntervalMs: number;
+    /** The containers whose instance it moved to `/evacuating`, shared with the rep's reconcile. */
+    readonly moved: Set<string>;
+  },
 ): Promise<void> {
   const deadlineMs = ctx.now().getTime() + options.timeoutMs;
-  const moved = new Set<string>();
+  const { moved } = options;
   for (;;) {
     const subjects: EvacuationSubject[] = [];
     for (const container of lrpContainers(ctx)) {
@@ -90,6 +95,9 @@ async function applyEvacuation(
       case 'wait':
         break;
       case 'evacuate':
+        // Marked first: a reconcile that reads the instance once it is UNCLAIMED must find the
+        // container handed over already, or it would take the instance back (rep.ts).
+        moved.add(action.containerGuid);
         try {
           await bbs.evacuateRunningActualLRP({
             ...action.ref,
@@ -97,8 +105,8 @@ async function applyEvacuation(
             instance_key: { instance_guid: action.containerGuid, cell_id: cellId },
             net_info: action.netInfo,
           });
-          moved.add(action.containerGuid);
         } catch (err) {
+          moved.delete(action.containerGuid);
           ctx.log(`evacuate ${action.containerGuid}: ${String(err)}`);
         }
         break;

@@ -67,6 +67,14 @@ export class Rep {
   #evacuating = false;
   #evacuationDone: Promise<void> | undefined;
   readonly #evacuatedListeners: (() => void)[] = [];
+  /**
+   * Containers whose instance this cell's evacuation moved to `/evacuating`: only the evacuation's
+   * rules govern them (docs/cluster-logic.md). The reconcile table would see a RUNNING container of
+   * an UNCLAIMED (or CLAIMED by O, or CRASHED) instance and take the instance back to RUNNING here;
+   * the evacuation would then count it replaced and stop the container, leaving a RUNNING record
+   * on a cell that runs nothing and is about to leave.
+   */
+  readonly #handedOver = new Set<string>();
   #passRunning: Promise<void> | undefined;
   /**
    * DesiredLRP reads in flight, shared by the instances of one LRP that start together. Only in
@@ -385,7 +393,8 @@ export class Rep {
     if (container.tags.kind === 'task') return reconcileTaskContainer(this.#ctx, guid);
     const actual = await actualFor(this.#ctx, container);
     const fresh = executor.get(guid);
-    if (!fresh) return;
+    // Checked after the read: the evacuation marks a container before it moves its instance.
+    if (!fresh || this.#handedOver.has(guid)) return;
     const plan = reconcileLRP({
       container: fresh,
       actual,
@@ -419,6 +428,7 @@ export class Rep {
     await runEvacuation(this.#ctx, {
       timeoutMs: this.#options.evacuationTimeoutMs ?? 10 * 60_000,
       passIntervalMs: Math.min(500, this.#options.pollIntervalMs ?? 500),
+      moved: this.#handedOver,
     });
     // No heartbeat may put the presence back after it is removed.
     this.#heartbeats?.controller.abort();
