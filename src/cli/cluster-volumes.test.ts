@@ -255,7 +255,7 @@ services:
     const script =
       'set -e; grep -q " /scratch tmpfs " /proc/mounts; ls -A /scratch > /tmp/scratch; ' +
       'echo "scratch:[$(cat /tmp/scratch)]"; touch /scratch/left-behind; ' +
-      'echo "$TASK" >> /notes/log; cat /notes/log > /tmp/result';
+      'echo "$TASK" >> /notes/log';
     const task = (guid: string, cell: string): TaskDefinition => ({
       task_guid: guid,
       domain: 'tests',
@@ -264,7 +264,8 @@ services:
       env: { TASK: guid },
       memory_mb: 16,
       disk_mb: 16,
-      result_file: '/tmp/result',
+      // In the named volume: the cell reads it where the task saw it, not in the task's root.
+      result_file: '/notes/log',
       completion_callback_url: '',
       placement_tags: [cellPlacementTag(cell)],
       volumes: [

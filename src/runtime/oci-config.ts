@@ -3,7 +3,7 @@ import { netnsPath } from './cni-network.js';
 import { overlayOptions } from './mounts.js';
 import { type PodAppRun, podApps } from './pod-apps.js';
 import { appCgroupPath } from './pod-cgroup.js';
-import { podFiles } from './pod-dirs.js';
+import { emptyVolumeDir, podFiles } from './pod-dirs.js';
 import type { PodManifest, PodVolume } from './pod-manifest.js';
 import { defaultSeccompProfile } from './seccomp-profile.js';
 
@@ -171,11 +171,6 @@ export function buildOciConfig(
       ...(manifest.net === 'host' ? {} : { sysctl: { 'net.ipv4.ping_group_range': '0 2147483647' } }),
     },
   };
-}
-
-/** Where a volume of kind `empty` lives in its pod dir (a tmpfs is mounted there by stage 1). */
-export function emptyVolumeDir(podPath: string, name: string): string {
-  return join(podPath, podFiles.volumes, name);
 }
 
 /** The app's volume mounts: host and named volumes by their checked host path, empty ones from the pod dir. */

@@ -56,3 +56,8 @@ export const podFiles = {
 
 /** Where `destroy` leaves a short record of pods removed before their end reached the history. */
 export const obituariesDir = 'pod-obituaries';
+
+/** Where a volume of kind `empty` lives in its pod dir (a tmpfs is mounted there by stage 1). */
+export function emptyVolumeDir(podPath: string, name: string): string {
+  return join(podPath, podFiles.volumes, name);
+}

@@ -8,7 +8,7 @@ import {
   rmdirSync,
   statSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import {
   BerthError,
   ensurePrivateDir,
@@ -20,7 +20,7 @@ import {
 import { openConfinedDirFd } from './confined-dir.js';
 import { isLocked, tryLock } from './flock.js';
 import { randomUuid } from './native-process.js';
-import { phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
+import { emptyVolumeDir, phaseDir, podDir, podFiles, type RuntimeDirs, runtimeDirs } from './pod-dirs.js';
 import type { AppExit, PodExit, PodManifest, PodNetwork, PodStarted } from './pod-manifest.js';
 import {
   assertPhaseMove,
@@ -100,6 +100,31 @@ export class PodStore {
   rootLayers(info: PodLocation & { readonly manifest: PodManifest | undefined }): string[] {
     const upper = join(this.path(info), podFiles.upper);
     return info.manifest ? [upper, info.manifest.image.rootfs] : [upper];
+  }
+
+  /**
+   * Where a path of the container (its first app's view) is on the host, as layers to read with
+   * LayeredRoot: in the volume mounted over it (the deepest mount target holding it), else in the
+   * root's layers (`rootLayers`). A volume is its own root there: a symlink in it to an absolute
+   * path resolves inside the volume, never on the host. A tmpfs volume ends with its pod's run:
+   * undefined, as for a missing file.
+   */
+  fileLayers(
+    info: PodLocation & { readonly manifest: PodManifest | undefined },
+    path: string,
+  ): { readonly layers: string[]; readonly path: string } | undefined {
+    const inContainer = posix.normalize(`/${path}`);
+    let deepest: { readonly volume: string; readonly target: string } | undefined;
+    for (const mount of info.manifest?.app.mounts ?? []) {
+      const holds = inContainer === mount.target || inContainer.startsWith(`${mount.target}/`);
+      if (holds && mount.target.length > (deepest?.target.length ?? -1)) deepest = mount;
+    }
+    if (!deepest) return { layers: this.rootLayers(info), path: inContainer };
+    const { volume: name, target } = deepest;
+    const volume = info.manifest?.volumes?.find((v) => v.name === name);
+    if (volume === undefined || volume.tmpfsBytes !== undefined) return undefined;
+    const dir = volume.source ?? emptyVolumeDir(this.path(info), volume.name);
+    return { layers: [dir], path: `/${inContainer.slice(target.length).replace(/^\/+/, '')}` };
   }
 
   /**

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { readInLayeredRoot } from './layered-root.js';
 import { mountsUnder } from './mounts.js';
 import { collectGarbage } from './pod-gc.js';
 import { readLogTail } from './pod-log-reader.js';
@@ -114,6 +115,43 @@ describe('volumes of pods', () => {
     await runtime.remove(second.uuid);
     await runtime.volumes.remove('keep');
     assert.deepEqual(runtime.volumes.list(), []);
+  });
+
+  it('a file the app wrote is found after its end where the app saw it: in a volume mounted there, else in its root', async () => {
+    const runtime = new PodRuntime(tempDir('berth-vol-'), images);
+    const done = await runToEnd(runtime, {
+      args: [
+        'sh',
+        '-c',
+        'echo named > /data/out; echo empty > /e/out; echo root > /out; ln -s /etc/passwd /data/escape',
+      ],
+      volumes: [
+        { name: 'data', kind: 'named', source: 'results' },
+        { name: 'e', kind: 'empty' },
+        { name: 't', kind: 'empty', tmpfsBytes: 1024 * 1024 },
+      ],
+      mounts: [
+        { volume: 'data', target: '/data' },
+        { volume: 'e', target: '/e' },
+        { volume: 't', target: '/data/t' },
+      ],
+    });
+    assert.equal(done.exit?.exit_code, 0, done.log);
+    const info = runtime.status(done.uuid);
+    const read = (path: string) => {
+      const where = runtime.store.fileLayers(info, path);
+      return where && readInLayeredRoot(where.layers, where.path, 1024)?.toString();
+    };
+    assert.equal(read('/data/out'), 'named\n');
+    assert.equal(read('/data/../e/./out'), 'empty\n');
+    assert.equal(read('/out'), 'root\n');
+    assert.equal(read('/etc/hostname') !== undefined, true, "the image's own files are there too");
+    // A link in a volume resolves inside it, never to the host's file of that name.
+    assert.equal(read('/data/escape'), undefined);
+    // Under the deepest mount: a tmpfs, gone with the pod's run.
+    assert.equal(runtime.store.fileLayers(info, '/data/t/x'), undefined);
+    await runtime.remove(done.uuid);
+    await runtime.volumes.remove('results');
   });
 
   it('a read-only host volume refuses writes; a writable one takes them', async () => {

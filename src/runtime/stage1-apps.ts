@@ -7,9 +7,9 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, writeFileAtomic } from '../core/index.js';
 import { endStdin, type NativeChild, spawnNative } from './native-process.js';
-import { emptyVolumeDir, shareNamespaces } from './oci-config.js';
+import { shareNamespaces } from './oci-config.js';
 import { type PodAppRun, podApps } from './pod-apps.js';
-import { podFiles } from './pod-dirs.js';
+import { emptyVolumeDir, podFiles } from './pod-dirs.js';
 import type { AppExit, PodExit, PodManifest } from './pod-manifest.js';
 
 /**
