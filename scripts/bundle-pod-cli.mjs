@@ -95,6 +95,23 @@ const clientBundlePlugin = {
   },
 };
 
+/**
+ * For the pod commands' and the holder's bundles: berth's own compiled modules are marked free of
+ * side effects (they declare; nothing runs at load but the entry), so what a pod command does not
+ * use of a layer's index is left out. core/index.js re-exports TypeBox's bounded schemas: without
+ * this the holder, which uses one error class of core, carried all of TypeBox (~210 KB of its
+ * ~225 KB), parsed and run at every pod's start.
+ */
+const ownModulesPurePlugin = {
+  name: 'own-modules-pure',
+  setup(b) {
+    b.onResolve({ filter: /^\./ }, (args) => {
+      if (!args.importer.startsWith(ownDist)) return undefined;
+      return { path: resolvePath(args.resolveDir, args.path), sideEffects: false };
+    });
+  },
+};
+
 async function bundle(entry, outfile, runtimeDirFromBundle) {
   const result = await build({
     entryPoints: [entry],
@@ -114,7 +131,7 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     // Non-ASCII characters in strings and regexps come out escaped (esbuild's default, stated):
     // with the comments gone the file is ASCII, which bin/berth-pod.cjs relies on.
     charset: 'ascii',
-    plugins: [lazyBuiltinsPlugin],
+    plugins: [lazyBuiltinsPlugin, ownModulesPurePlugin],
     logLevel: 'warning',
     // Only the define above may stand in for import.meta: a stray use is a build error, below.
     logOverride: { 'empty-import-meta': 'silent' },
@@ -123,7 +140,11 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     console.error(`bundle-pod-cli: ${outfile} is not ASCII, which bin/berth-pod.cjs reads it as`);
     process.exit(1);
   }
-  const inputs = Object.keys(result.metafile.inputs).filter((i) => !i.startsWith('lazy-builtin:'));
+  // What is in the output: the inputs tree shaking left out are no cost at run time.
+  const bundled = Object.values(result.metafile.outputs)[0]?.inputs ?? {};
+  const inputs = Object.keys(bundled).filter(
+    (i) => !i.startsWith('lazy-builtin:') && (bundled[i]?.bytesInOutput ?? 0) > 0,
+  );
   const strays = inputs.filter(
     (input) => !importMetaUsers.includes(input) && readFileSync(input, 'utf8').includes('import.meta'),
   );
