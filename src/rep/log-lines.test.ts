@@ -53,6 +53,12 @@ describe('LogLineWriter', () => {
       tailed.map((l) => l.line ?? l.event),
       ['c', 'd', 'live', 'e'],
     );
+    // Not following: what was written after the request came is not sent (nor counted in the tail).
+    const snapshot = await lines([backlog, live], { backlogBytes: backlog.length, tail: 2, snapshot: true });
+    assert.deepEqual(
+      snapshot.map((l) => l.line ?? l.event),
+      ['c', 'd', 'live'],
+    );
     const since = await lines([backlog, live], { backlogBytes: backlog.length, sinceMs: at(10).getTime() });
     assert.deepEqual(
       since.map((l) => l.line ?? l.event),

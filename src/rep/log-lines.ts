@@ -22,6 +22,12 @@ export interface LogLineWriterOptions {
   readonly backlogTime: Date;
   /** Keep only the last N backlog lines (`--tail`); undefined: all. */
   readonly tail?: number | undefined;
+  /**
+   * Not following: the log as it was when the request came, its backlog only. A running app keeps
+   * writing while the backlog is read; without this, what it wrote meanwhile came after the `--tail`
+   * lines and a tail of 2 could print 3.
+   */
+  readonly snapshot?: boolean;
   /** Drop lines stamped before this (`--since`). */
   readonly sinceMs?: number | undefined;
   readonly now?: () => Date;
@@ -123,6 +129,7 @@ export class LogLineWriter extends Writable {
       if (this.#backlog.length > this.#o.tail) this.#backlog.shift();
       return;
     }
+    if (this.#o.snapshot) return;
     await this.#send(line);
   }
 

@@ -96,7 +96,9 @@ export function registerRepLogRoute(app: FastifyInstance, executor: Executor): v
       });
       const gone = new AbortController();
       res.on('close', () => gone.abort());
+      const follow = request.query.follow === true && found.container.state === 'RUNNING';
       const writer = new LogLineWriter({
+        snapshot: !follow,
         backlogBytes: extent.bytes,
         backlogTime: extent.mtime,
         tail: request.query.tail,
@@ -115,8 +117,7 @@ export function registerRepLogRoute(app: FastifyInstance, executor: Executor): v
       });
       try {
         await writer.begin();
-        if (request.query.follow && found.container.state === 'RUNNING')
-          await followLog(dir, writer, untilNotRunning(executor, guid, gone.signal));
+        if (follow) await followLog(dir, writer, untilNotRunning(executor, guid, gone.signal));
         else await copyLog(dir, writer);
         await new Promise<void>((resolve, reject) =>
           writer.end((err?: Error | null) => (err ? reject(err) : resolve())),

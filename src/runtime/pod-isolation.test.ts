@@ -255,7 +255,9 @@ process.stdout.write(String(m.podSlice(process.argv[1]).index));`;
     const { index, cidr } = podSlice(dir);
     assert.equal(readFileSync(join(slicesDir(), String(index)), 'utf8').trim(), `dir ${realpathSync(dir)}`);
     rmSync(dir, { recursive: true });
-    assert.ok(reclaimPodSlices() >= 1);
+    // The outcome, not the count: a `berth gc` of a test file running beside this one may reclaim
+    // the slice first (slices are the host's), and then this call finds nothing left to do.
+    reclaimPodSlices();
     assert.ok(!claimedSlices().has(index), 'the slice is free again');
     const rules = iptablesRules('iptables', isolationChain(bridgeName()));
     assert.ok(!rules.some((rule) => rule.includes(`-s ${cidr} -d ${cidr}`)), 'its rule went with it');
