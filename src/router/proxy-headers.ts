@@ -17,7 +17,9 @@ const hopByHop = new Set([
  * The end-to-end headers of `raw` (a message's rawHeaders: name, value, name, value, …) as the
  * same flat list, which node's http writes as it is: no headers object is built or validated per
  * request (the proxy's largest per-request cost besides the socket writes, docs/routing.md).
- * `forwarded` collects the X-Forwarded-* and X-Request-Id values instead of passing them on.
+ * `forwarded` (a request's headers) collects the X-Forwarded-* and X-Request-Id values instead of
+ * passing them on, and drops `Expect`: node's server already answered the client's 100-continue, so
+ * the body follows without asking the instance (and undici refuses the header).
  */
 export function endToEndRaw(raw: readonly string[], forwarded?: Map<string, string>): string[] {
   const out: string[] = [];
@@ -32,6 +34,7 @@ export function endToEndRaw(raw: readonly string[], forwarded?: Map<string, stri
     const value = raw[i + 1] as string;
     const lower = name.toLowerCase();
     if (hopByHop.has(lower) || named?.includes(lower)) continue;
+    if (forwarded && lower === 'expect') continue;
     if (forwarded && forwardedNames.has(lower)) {
       // A repeated X-Forwarded-For is one list (RFC 7239's predecessor); the others: the first.
       const prior = forwarded.get(lower);
@@ -42,6 +45,16 @@ export function endToEndRaw(raw: readonly string[], forwarded?: Map<string, stri
     out.push(name, value);
   }
   return out;
+}
+
+/**
+ * An instance's answer headers as undici hands them over (raw name and value buffers) in the flat
+ * string list node's `writeHead` writes as it is, hop-by-hop ones left out.
+ */
+export function responseHeaders(raw: readonly Buffer[]): string[] {
+  const text: string[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) text[i] = (raw[i] as Buffer).toString('latin1');
+  return endToEndRaw(text);
 }
 
 /**
