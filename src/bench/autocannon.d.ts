@@ -23,6 +23,16 @@ declare module 'autocannon' {
     errors: number;
     '5xx': number;
   }
-  function autocannon(options: Options): Promise<Result>;
+  /**
+   * A run: awaited for its result; its `response` event carries each answer's latency in ms as a
+   * float (the result's histogram keeps only whole milliseconds).
+   */
+  interface Instance extends PromiseLike<Result> {
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void,
+    ): this;
+  }
+  function autocannon(options: Options): Instance;
   export default autocannon;
 }

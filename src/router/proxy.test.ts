@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ActualLRP, DesiredLRP } from '../bbs/index.js';
-import { type Balance, createProxyServer } from './proxy.js';
+import type { Balance } from './instance-picker.js';
+import { createProxyServer } from './proxy.js';
 import { RouteTable } from './route-table.js';
 import { RouterMetrics } from './router-metrics.js';
 

@@ -1,20 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import {
-  Agent,
-  type ClientRequest,
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { BackendPools } from './backend-pools.js';
+import { type Balance, Picker } from './instance-picker.js';
+import { forwardedHeaders, hostOf, pathOf, requestFacts, responseHeaders } from './proxy-headers.js';
+import { handleUpgrade } from './proxy-upgrade.js';
 import type { Endpoint, RoutePool } from './route-table.js';
 import { noRoute, type RouterMetrics } from './router-metrics.js';
-
-/** How an instance is picked from a route's pool. */
-export type Balance = 'round-robin' | 'least-connections';
 
 export interface ProxyOptions {
   readonly lookup: (host: string, path: string) => RoutePool | undefined;
@@ -22,8 +15,6 @@ export interface ProxyOptions {
   readonly routes?: () => readonly RoutePool[];
   readonly metrics: RouterMetrics;
   readonly balance?: Balance;
-  /** Idle keep-alive connections kept per backend (default 64). */
-  readonly maxFreeSockets?: number;
   /** A connect to an instance that takes longer fails (and an idempotent request retries); default 5 s. */
   readonly connectTimeoutMs?: number;
 }
@@ -39,18 +30,6 @@ export interface ProxyServer {
   sweep(live: ReadonlySet<string>): void;
 }
 
-// Hop-by-hop headers (RFC 9110 7.6.1) are the client's connection's, never forwarded.
-const hopByHop = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 const idempotent = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 const noneTried: ReadonlySet<string> = new Set();
 
@@ -63,335 +42,205 @@ const noneTried: ReadonlySet<string> = new Set();
  * connected. `/metrics`, `/healthz` and `/routes` answer on a Host that is no route.
  */
 export function createProxyServer(options: ProxyOptions): ProxyServer {
-  const agent = new Agent({
-    keepAlive: true,
-    maxFreeSockets: options.maxFreeSockets ?? 64,
-    scheduling: 'lifo',
-  });
   const picker = new Picker(options.balance ?? 'round-robin');
-  const sockets = new Map<string, Set<Socket>>();
-  const track = (target: string, socket: Socket) => {
-    let set = sockets.get(target);
-    if (!set) {
-      set = new Set();
-      sockets.set(target, set);
-    }
-    if (set.has(socket)) return;
-    set.add(socket);
-    const tracked = set;
-    socket.once('close', () => {
-      tracked.delete(socket);
-      if (tracked.size === 0 && sockets.get(target) === tracked) sockets.delete(target);
-    });
-  };
-  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-  const onSocket = (target: string, socket: Socket) => {
-    // Small requests and answers go out at once (no Nagle wait on a proxied round trip).
-    socket.setNoDelay(true);
-    track(target, socket);
-    if (!socket.connecting) return;
-    const timer = setTimeout(
-      () => socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })),
-      connectTimeoutMs,
-    );
-    socket.once('connect', () => clearTimeout(timer));
-    socket.once('close', () => clearTimeout(timer));
-  };
-  const server = createServer({ keepAlive: true }, (req, res) => {
-    void handleRequest(req, res, options, agent, picker, onSocket);
-  });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-    handleUpgrade(req, socket as Socket, head, options, picker),
+  const pools = new BackendPools(options.connectTimeoutMs ?? 5000);
+  const server = createServer({ keepAlive: true }, (req, res) =>
+    handleRequest(req, res, options, picker, pools),
   );
-  server.on('close', () => agent.destroy());
-  return {
-    server,
-    sweep(live) {
-      for (const [target, set] of sockets) {
-        if (live.has(target)) continue;
-        for (const socket of set) socket.destroy();
-        sockets.delete(target);
-      }
-    },
-  };
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    handleUpgrade(req, socket as Socket, head, options.lookup, picker),
+  );
+  server.on('close', () => pools.close());
+  return { server, sweep: (live) => pools.sweep(live) };
 }
 
-async function handleRequest(
+function handleRequest(
   req: IncomingMessage,
   res: ServerResponse,
   options: ProxyOptions,
-  agent: Agent,
   picker: Picker,
-  onSocket: (target: string, socket: Socket) => void,
-): Promise<void> {
+  pools: BackendPools,
+): void {
   const started = process.hrtime.bigint();
-  const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
   const facts = requestFacts(req.rawHeaders);
-  const hostHeader = facts.host;
-  const host = hostOf(hostHeader);
   const url = req.url ?? '/';
+  const host = hostOf(facts.host);
   const pool = options.lookup(host, pathOf(url));
-  if (!pool) {
-    if (url === '/metrics' || url === '/healthz' || url === '/routes') return serveOwn(url, res, options);
-    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-    res.end(`berth router: no route for host "${host}"\n`);
-    options.metrics.observe(noRoute, 404, seconds());
+  if (pool) {
+    new Exchange(
+      req,
+      res,
+      url,
+      facts.host,
+      facts.hasBody,
+      pool,
+      started,
+      options.metrics,
+      picker,
+      pools,
+    ).attempt();
     return;
   }
-  const headers = forwardedHeaders(req, hostHeader);
-  // A body may have been read by the time a connect fails: only bodiless idempotent requests retry.
-  const hasBody = facts.hasBody;
-  let retriesLeft = idempotent.has(req.method ?? '') && !hasBody ? 1 : 0;
+  if (url === '/metrics' || url === '/healthz' || url === '/routes') {
+    void serveOwn(url, res, options);
+    return;
+  }
+  res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(`berth router: no route for host "${host}"\n`);
+  options.metrics.observe(noRoute, 404, secondsSince(started));
+}
+
+/**
+ * One proxied request, and undici's dispatch handler for each of its attempts: the answer's head
+ * and body chunks go to the client as they come, with the instance's backpressure passed on. One
+ * object per request (its fields instead of a closure per event), and the same one again on a
+ * retry: an attempt ends in exactly one of onComplete and onError before the next starts.
+ */
+class Exchange implements Dispatcher.DispatchHandlers {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #url: string;
+  readonly #hostHeader: string | undefined;
+  readonly #hasBody: boolean;
+  readonly #pool: RoutePool;
+  readonly #started: bigint;
+  readonly #metrics: RouterMetrics;
+  readonly #picker: Picker;
+  readonly #pools: BackendPools;
+  #headers: string[] | undefined;
+  #retriesLeft: number;
   // Made on a retry only: most requests are tried once.
-  let tried: Set<string> | undefined;
-  let clientGone = false;
-  let current: { readonly upstream: ClientRequest; readonly finish: () => void } | undefined;
-  // One listener for every attempt. The client went away first: the backend's side is stopped
-  // too (nothing left to read it).
-  res.on('close', () => {
-    if (!res.writableFinished) {
-      clientGone = true;
-      current?.upstream.destroy();
-    }
-    current?.finish();
-  });
-  const attempt = (): void => {
-    const endpoint = picker.pick(pool, tried ?? noneTried);
+  #tried: Set<string> | undefined;
+  #endpoint: Endpoint | undefined;
+  #inFlight = false;
+  #answered = false;
+  #clientGone = false;
+  #abort: ((err?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: string,
+    hostHeader: string | undefined,
+    hasBody: boolean,
+    pool: RoutePool,
+    started: bigint,
+    metrics: RouterMetrics,
+    picker: Picker,
+    pools: BackendPools,
+  ) {
+    this.#req = req;
+    this.#res = res;
+    this.#url = url;
+    this.#hostHeader = hostHeader;
+    this.#hasBody = hasBody;
+    this.#pool = pool;
+    this.#started = started;
+    this.#metrics = metrics;
+    this.#picker = picker;
+    this.#pools = pools;
+    // A body may have been read by the time a connect fails: only bodiless idempotent requests retry.
+    this.#retriesLeft = idempotent.has(req.method ?? '') && !hasBody ? 1 : 0;
+    res.on('close', this.#onClientClose);
+  }
+
+  attempt(): void {
+    const endpoint = this.#picker.pick(this.#pool, this.#tried ?? noneTried);
     if (!endpoint) {
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`berth router: no running instance of route "${pool.route}"\n`);
-      options.metrics.observe(pool.route, 503, seconds());
+      this.#answer(503, `berth router: no running instance of route "${this.#pool.route}"\n`);
       return;
     }
-    picker.started(endpoint);
-    let answered = false;
-    const upstream: ClientRequest = httpRequest({
-      agent,
-      host: endpoint.address,
-      port: endpoint.port,
-      method: req.method,
-      path: url,
-      headers,
-    });
-    const finish = once(() => picker.finished(endpoint));
-    current = { upstream, finish };
-    upstream.on('socket', (socket) => onSocket(`${endpoint.address}:${endpoint.port}`, socket as Socket));
-    upstream.on('response', (answer) => {
-      answered = true;
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndRaw(answer.rawHeaders));
-      options.metrics.observe(pool.route, answer.statusCode ?? 502, seconds());
-      answer.pipe(res);
-      answer.on('end', finish);
-      answer.on('error', () => res.destroy());
-    });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      finish();
-      if (clientGone) return;
-      if (answered || res.headersSent) {
-        res.destroy();
-        return;
-      }
-      tried ??= new Set();
-      tried.add(endpoint.id);
-      if (retriesLeft > 0 && pool.endpoints.length > tried.size) {
-        retriesLeft -= 1;
-        options.metrics.retried(pool.route);
-        attempt();
-        return;
-      }
-      res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(
-        `berth router: instance ${endpoint.index} of route "${pool.route}" (${endpoint.address}:${endpoint.port}) failed: ${err.code ?? err.message}\n`,
-      );
-      options.metrics.observe(pool.route, 502, seconds());
-    });
-    if (hasBody) req.pipe(upstream);
-    else upstream.end();
-  };
-  attempt();
-}
-
-function handleUpgrade(
-  req: IncomingMessage,
-  socket: Socket,
-  head: Buffer,
-  options: ProxyOptions,
-  picker: Picker,
-): void {
-  const host = hostOf(req.headers.host);
-  const url = req.url ?? '/';
-  const pool = options.lookup(host, pathOf(url));
-  const refuse = (status: number, text: string) => {
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : status === 503 ? 'Service Unavailable' : 'Bad Gateway'}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    this.#picker.started(endpoint);
+    this.#endpoint = endpoint;
+    this.#inFlight = true;
+    this.#abort = undefined;
+    this.#headers ??= forwardedHeaders(this.#req, this.#hostHeader);
+    this.#pools.of(endpoint).dispatch(
+      {
+        path: this.#url,
+        method: (this.#req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: this.#headers,
+        body: this.#hasBody ? this.#req : null,
+      },
+      this,
     );
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#clientGone) abort(new Error('the client went away'));
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
+    // 1xx interim answers stay between the router and the instance: node's server already sent
+    // the client its own 100 Continue.
+    if (statusCode < 200) return true;
+    this.#answered = true;
+    this.#resume = resume;
+    this.#res.writeHead(statusCode, statusText || undefined, responseHeaders(raw));
+    this.#metrics.observe(this.#pool.route, statusCode, secondsSince(this.#started));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.#res.write(chunk)) return true;
+    // The client reads slower than the instance writes: undici stops reading until it drained.
+    if (this.#resume) this.#res.once('drain', this.#resume);
+    return false;
+  }
+
+  onComplete(): void {
+    this.#finish();
+    this.#res.end();
+  }
+
+  onError(err: Error & { code?: string }): void {
+    this.#finish();
+    if (this.#clientGone) return;
+    const res = this.#res;
+    if (this.#answered || res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const endpoint = this.#endpoint as Endpoint;
+    this.#tried ??= new Set();
+    this.#tried.add(endpoint.id);
+    if (this.#retriesLeft > 0 && this.#pool.endpoints.length > this.#tried.size) {
+      this.#retriesLeft -= 1;
+      this.#metrics.retried(this.#pool.route);
+      this.attempt();
+      return;
+    }
+    this.#answer(
+      502,
+      `berth router: instance ${endpoint.index} of route "${this.#pool.route}" (${endpoint.address}:${endpoint.port}) failed: ${err.code ?? err.message}\n`,
+    );
+  }
+
+  // The client went away first: the instance's side is stopped too (nothing left to read it).
+  readonly #onClientClose = (): void => {
+    if (this.#res.writableFinished) return;
+    this.#clientGone = true;
+    this.#abort?.(new Error('the client went away'));
+    this.#finish();
   };
-  socket.on('error', () => socket.destroy());
-  if (!pool) {
-    refuse(404, `berth router: no route for host "${host}"\n`);
-    return;
-  }
-  const endpoint = picker.pick(pool, new Set());
-  if (!endpoint) {
-    refuse(503, `berth router: no running instance of route "${pool.route}"\n`);
-    return;
-  }
-  picker.started(endpoint);
-  const finish = once(() => picker.finished(endpoint));
-  const backend = connect(endpoint.port, endpoint.address);
-  backend.setNoDelay(true);
-  socket.setNoDelay(true);
-  backend.once('connect', () => {
-    const headers = forwardedHeaders(req, req.headers.host);
-    // The upgrade itself is what this connection is for: its Connection and Upgrade go along.
-    headers.push('connection', 'Upgrade', 'upgrade', req.headers.upgrade ?? '');
-    let text = `${req.method} ${url} HTTP/1.1\r\n`;
-    for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    backend.write(`${text}\r\n`);
-    if (head.length > 0) backend.write(head);
-    backend.pipe(socket);
-    socket.pipe(backend);
-  });
-  backend.on('error', (err: NodeJS.ErrnoException) => {
-    if (backend.bytesRead === 0 && !socket.destroyed)
-      refuse(
-        502,
-        `berth router: instance ${endpoint.index} of route "${pool.route}" failed: ${err.code ?? err.message}\n`,
-      );
-    else socket.destroy();
-  });
-  backend.on('close', () => {
-    finish();
-    socket.destroy();
-  });
-  socket.on('close', () => backend.destroy());
-}
 
-/**
- * Round robin over the pool (a counter per route), or the instance with the fewest requests in
- * flight (ties by round robin); `tried` instances are skipped on a retry.
- */
-class Picker {
-  readonly #balance: Balance;
-  readonly #next = new WeakMap<RoutePool, number>();
-  readonly #inFlight = new Map<string, number>();
-
-  constructor(balance: Balance) {
-    this.#balance = balance;
+  #finish(): void {
+    if (!this.#inFlight) return;
+    this.#inFlight = false;
+    this.#picker.finished(this.#endpoint as Endpoint);
   }
 
-  pick(pool: RoutePool, tried: ReadonlySet<string>): Endpoint | undefined {
-    const all = pool.endpoints;
-    if (all.length === 0) return undefined;
-    const start = this.#next.get(pool) ?? 0;
-    this.#next.set(pool, (start + 1) % all.length);
-    let best: Endpoint | undefined;
-    let bestLoad = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < all.length; i++) {
-      const candidate = all[(start + i) % all.length] as Endpoint;
-      if (tried.has(candidate.id)) continue;
-      if (this.#balance === 'round-robin') return candidate;
-      const load = this.#inFlight.get(candidate.id) ?? 0;
-      if (load < bestLoad) {
-        best = candidate;
-        bestLoad = load;
-      }
-    }
-    return best;
-  }
-
-  started(endpoint: Endpoint): void {
-    if (this.#balance === 'least-connections')
-      this.#inFlight.set(endpoint.id, (this.#inFlight.get(endpoint.id) ?? 0) + 1);
-  }
-
-  finished(endpoint: Endpoint): void {
-    if (this.#balance !== 'least-connections') return;
-    const left = (this.#inFlight.get(endpoint.id) ?? 1) - 1;
-    if (left > 0) this.#inFlight.set(endpoint.id, left);
-    else this.#inFlight.delete(endpoint.id);
+  #answer(status: 502 | 503, text: string): void {
+    this.#res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+    this.#res.end(text);
+    this.#metrics.observe(this.#pool.route, status, secondsSince(this.#started));
   }
 }
 
-/**
- * The end-to-end headers of `raw` (a message's rawHeaders: name, value, name, value, …) as the
- * same flat list, which node's http writes as it is: no headers object is built or validated per
- * request (the proxy's largest per-request cost besides the socket writes, docs/routing.md).
- * `forwarded` collects the X-Forwarded-* and X-Request-Id values instead of passing them on.
- */
-function endToEndRaw(raw: readonly string[], forwarded?: Map<string, string>): string[] {
-  const out: string[] = [];
-  let named: string[] | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 10 && name.toLowerCase() === 'connection')
-      named = (raw[i + 1] as string).split(',').map((h) => h.trim().toLowerCase());
-  }
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const value = raw[i + 1] as string;
-    const lower = name.toLowerCase();
-    if (hopByHop.has(lower) || named?.includes(lower)) continue;
-    if (forwarded && forwardedNames.has(lower)) {
-      // A repeated X-Forwarded-For is one list (RFC 7239's predecessor); the others: the first.
-      const prior = forwarded.get(lower);
-      if (prior === undefined) forwarded.set(lower, value);
-      else if (lower === 'x-forwarded-for') forwarded.set(lower, `${prior}, ${value}`);
-      continue;
-    }
-    out.push(name, value);
-  }
-  return out;
-}
-
-/**
- * The Host header and whether a body follows, read from the raw headers: `req.headers` is built
- * on first use, and the proxy never needs it.
- */
-function requestFacts(raw: readonly string[]): { host: string | undefined; hasBody: boolean } {
-  let host: string | undefined;
-  let hasBody = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 4 && host === undefined && name.toLowerCase() === 'host') host = raw[i + 1];
-    else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') hasBody = true;
-    else if (name.length === 14 && name.toLowerCase() === 'content-length' && Number(raw[i + 1]) > 0)
-      hasBody = true;
-  }
-  return { host, hasBody };
-}
-
-const forwardedNames = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']);
-
-/** The request's end-to-end headers with X-Forwarded-For/Proto/Host and X-Request-Id added. */
-function forwardedHeaders(req: IncomingMessage, host: string | undefined): string[] {
-  const seen = new Map<string, string>();
-  const out = endToEndRaw(req.rawHeaders, seen);
-  const client = req.socket.remoteAddress ?? '';
-  const prior = seen.get('x-forwarded-for');
-  out.push(
-    'x-forwarded-for',
-    prior ? `${prior}, ${client}` : client,
-    'x-forwarded-proto',
-    seen.get('x-forwarded-proto') ?? 'http',
-    'x-forwarded-host',
-    seen.get('x-forwarded-host') ?? host ?? '',
-    'x-request-id',
-    seen.get('x-request-id') ?? randomUUID(),
-  );
-  return out;
-}
-
-/** The Host header's name: lower case, without its port. */
-export function hostOf(header: string | undefined): string {
-  if (!header) return '';
-  const host = header.startsWith('[') ? header.slice(0, header.indexOf(']') + 1) : header.split(':')[0];
-  return (host ?? '').toLowerCase().replace(/\.$/, '');
-}
-
-function pathOf(url: string): string {
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+function secondsSince(started: bigint): number {
+  return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
 async function serveOwn(url: string, res: ServerResponse, options: ProxyOptions): Promise<void> {
@@ -408,13 +257,4 @@ async function serveOwn(url: string, res: ServerResponse, options: ProxyOptions)
   }
   res.writeHead(200, { 'content-type': metrics.registry.contentType });
   res.end(await metrics.text());
-}
-
-function once(fn: () => void): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
 }

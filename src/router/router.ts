@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type ServiceLogger } from '../core/index.js';
-import { type Balance, createProxyServer } from './proxy.js';
+import type { Balance } from './instance-picker.js';
+import { createProxyServer } from './proxy.js';
 import { followRoutes, type RouteSource } from './route-feed.js';
 import { RouteTable } from './route-table.js';
 import { RouterMetrics } from './router-metrics.js';
