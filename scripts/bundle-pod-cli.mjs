@@ -20,7 +20,7 @@ for (const name of readdirSync('dist/cli').filter((n) => n.includes('.v8cache'))
 const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/native-addon.js'];
 
 // Node builtins that cost ~0.5–2 ms each to load and that most pod commands never call
-// (child_process, crypto, fs/promises, net, streams, zlib): the bundle requires each on its first
+// (child_process, crypto, fs/promises, http, https, net, streams, zlib): the bundle requires each on its first
 // use instead of when the modules importing it are evaluated. Each becomes a small module whose
 // properties are getters over the real one; the bundle reads an import's property at each call
 // site, so nothing loads until something is called. Their property lists are read here, from the
@@ -33,6 +33,9 @@ const lazyBuiltins = [
   'node:stream',
   'node:stream/promises',
   'node:zlib',
+  // http and https: core's JSON client and the registry client, for pulls from a registry only.
+  'node:http',
+  'node:https',
 ];
 const requireBuiltin = createRequire(import.meta.url);
 const lazyBuiltinsPlugin = {
