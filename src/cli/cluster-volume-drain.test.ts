@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ActualLRP, BbsClient, cellVolumeName } from '../bbs/index.js';
 import { runBerth } from '../testing/berth-cli.js';
-import { busyboxLrp, TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { busyboxLrp, instanceText, TestCluster, waitFor } from '../testing/cluster-harness.js';
 
 /**
  * Issue 23 on real cells: an operator drains the cell holding an instance's named volume. The
@@ -48,15 +48,6 @@ async function copies(): Promise<{ instance?: ActualLRP; evacuating?: ActualLRP 
   return { ...(instance ? { instance } : {}), ...(evacuating ? { evacuating } : {}) };
 }
 
-async function fetchRuns(a: ActualLRP): Promise<string> {
-  return waitFor(`keeper on ${a.cell_id} serves /runs`, async () => {
-    const response = await fetch(`http://${a.address}:${a.ports[0]?.host_port}/runs`, {
-      signal: AbortSignal.timeout(2000),
-    });
-    return response.ok ? response.text() : undefined;
-  });
-}
-
 before(async () => {
   serverUrl = await cluster.startServer('server', '1s');
   bbs = new BbsClient(serverUrl);
@@ -80,7 +71,7 @@ describe('draining the cell of a pinned instance (issue 23)', { timeout: 600_000
     );
     const home = first.cell_id;
     const other = home === 'd1' ? 'd2' : 'd1';
-    assert.equal(await fetchRuns(first), 'run\n');
+    assert.equal(await instanceText(first, '/runs'), 'run\n');
     assert.deepEqual(
       (await bbs.listVolumePins({ domain: 'tests' })).map((p) => [p.volume, p.index, p.cell_id]),
       [['data', 0, home]],
@@ -125,7 +116,7 @@ describe('draining the cell of a pinned instance (issue 23)', { timeout: 600_000
       draining.instance.placement_error,
       `pinned to cell ${home} by its named volumes, which is evacuating: it waits for that cell (or for an operator to release the pin: berth volume unpin)`,
     );
-    assert.equal(await fetchRuns(draining.evacuating), 'run\n');
+    assert.equal(await instanceText(draining.evacuating, '/runs'), 'run\n');
 
     // The drain ends at the evacuation timeout: the copy stops and the cell exits cleanly.
     assert.equal(
@@ -182,7 +173,11 @@ describe('draining the cell of a pinned instance (issue 23)', { timeout: 600_000
       120_000,
     );
     assert.equal(back.cell_id, home);
-    assert.equal(await fetchRuns(back), 'run\nrun\n', 'the second run appended to the first run’s volume');
+    assert.equal(
+      await instanceText(back, '/runs'),
+      'run\nrun\n',
+      'the second run appended to the first run’s volume',
+    );
     await bbs.removeDesiredLRP({ process_guid: 'keeper' });
   });
 });

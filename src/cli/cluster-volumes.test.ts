@@ -14,7 +14,7 @@ import {
 } from '../bbs/index.js';
 import type { SystemStatusJson } from '../model/index.js';
 import { runBerth } from '../testing/berth-cli.js';
-import { TestCluster, waitFor } from '../testing/cluster-harness.js';
+import { instanceText, TestCluster, waitFor } from '../testing/cluster-harness.js';
 
 /**
  * Issue 23 parts 3 and 4 on real cells: a server and two cell processes running runc pods. A named
@@ -70,15 +70,6 @@ function lrp(processGuid: string, extra: Partial<DesiredLRPDefinition> = {}): De
 
 async function instance(guid: string): Promise<ActualLRP | undefined> {
   return (await bbs.listActualLRPs({ process_guid: guid })).find((a) => !a.evacuating);
-}
-
-async function fetchText(a: ActualLRP, path: string): Promise<string> {
-  return waitFor(`${a.process_guid}/${a.index} serves ${path}`, async () => {
-    const response = await fetch(`http://${a.address}:${a.ports[0]?.host_port}${path}`, {
-      signal: AbortSignal.timeout(2000),
-    });
-    return response.ok ? response.text() : undefined;
-  });
 }
 
 before(async () => {
@@ -153,7 +144,7 @@ services:
     const first = await runBerth(['deploy', file, '--wait', '--timeout', '120s', '--server', serverUrl]);
     assert.equal(first.code, 0, `${first.stdout} ${first.stderr}`);
     const v1 = await waitFor('db v1 RUNNING', dbInstance);
-    assert.equal(await fetchText(v1, '/rows'), 'row-1\n');
+    assert.equal(await instanceText(v1, '/rows'), 'row-1\n');
 
     writeFileSync(file, definition('2'));
     const second = await runBerth(['deploy', file, '--wait', '--timeout', '120s', '--server', serverUrl]);
@@ -161,7 +152,7 @@ services:
     const v2 = await waitFor('db v2 RUNNING', dbInstance);
     assert.notEqual(v2.process_guid, v1.process_guid, 'a new version');
     assert.equal(v2.cell_id, v1.cell_id, 'on the cell holding its data');
-    assert.equal(await fetchText(v2, '/rows'), 'row-1\nrow-2\n', 'the rows of v1 are still there');
+    assert.equal(await instanceText(v2, '/rows'), 'row-1\nrow-2\n', 'the rows of v1 are still there');
     const st = (await (await fetch(`${serverUrl}/v1/systems/store`)).json()) as SystemStatusJson;
     assert.equal(st.state, 'stable', JSON.stringify(st));
     const gone = await runBerth(['teardown', 'store', '--wait', '--server', serverUrl]);
@@ -199,7 +190,7 @@ services:
       desired.sidecars?.map((s) => s.name),
       ['probe'],
     );
-    const hostname = (await fetchText(web, '/hostname')).trim();
+    const hostname = (await instanceText(web, '/hostname')).trim();
     // The probe is an app of the principal's pod on its cell: its log says what it fetched.
     const cellDir = join(cluster.root, web.cell_id);
     const listed = await runBerth(['list', '--dir', cellDir, '--format', 'json']);
@@ -343,7 +334,7 @@ services:
       120_000,
     );
     assert.equal(restarted.cell_id, home, `restarted on ${restarted.cell_id}, its data is on ${home}`);
-    assert.equal(await fetchText(restarted, '/runs'), 'run\nrun\n', 'both runs wrote the same volume');
+    assert.equal(await instanceText(restarted, '/runs'), 'run\nrun\n', 'both runs wrote the same volume');
     const listed = await runBerth(['volume', 'pins', '--domain', 'tests', '--server', serverUrl]);
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, new RegExp(`tests\\s+data\\s+0\\s+${home}`));

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DesiredLRPDefinition } from '../bbs/index.js';
+import type { ActualLRP, DesiredLRPDefinition } from '../bbs/index.js';
 import { mountsUnder } from '../runtime/mounts.js';
 import { runBerth, spawnBerth } from './berth-cli.js';
 import { makeBusyboxRootfs } from './busybox-rootfs.js';
@@ -45,6 +45,16 @@ export async function waitFor<T>(
       throw new Error(`Timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(250);
   }
+}
+
+/** The body of `path` on an instance's first host port, once it answers 2xx. */
+export function instanceText(a: ActualLRP, path: string): Promise<string> {
+  return waitFor(`${a.process_guid}/${a.index} on ${a.cell_id} serves ${path}`, async () => {
+    const response = await fetch(`http://${a.address}:${a.ports[0]?.host_port}${path}`, {
+      signal: AbortSignal.timeout(2000),
+    });
+    return response.ok ? response.text() : undefined;
+  });
 }
 
 /**

@@ -32,7 +32,7 @@ import { loadDesired } from './desired-lrp-records.js';
 import { recordStartRequests, requestStartIfDesired } from './request-outbox.js';
 import { actualToRow, newUnclaimed, readAllActual, rowToActual } from './row-mapping.js';
 import { nextTag, requireTag, type StoreContext, type Tx, validatePage } from './store-context.js';
-import { recordVolumePins } from './volume-pins.js';
+import { loadDesiredVolumes, recordVolumePins } from './volume-pins.js';
 
 /**
  * ActualLRPs: the reads, and every action of seed 002's lifecycle (claim, start, crash, fail,
@@ -312,6 +312,6 @@ export class ActualLrpStore {
  * its DesiredLRP has any, to that cell.
  */
 async function pinVolumes(tx: Tx, lrp: ActualLRP): Promise<void> {
-  const desired = await loadDesired(tx, lrp.process_guid, false);
+  const desired = await loadDesiredVolumes(tx, lrp.process_guid);
   if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, lrp.index, lrp.cell_id);
 }

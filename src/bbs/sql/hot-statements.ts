@@ -18,14 +18,34 @@ const hotSql = {
 } as const;
 type HotQuery = keyof typeof hotSql;
 
+/**
+ * A DesiredLRP's domain and the `volumes` of its definition (JSON text, or null without any): what
+ * every start and crash of an instance reads to pin its named volumes (volume-pins.ts), without
+ * parsing the whole definition in JS. Each database reads the JSON its own way.
+ */
+const desiredVolumesSql = {
+  sqlite:
+    "SELECT domain, json_extract(definition, '$.volumes') AS volumes FROM desired_lrps WHERE process_guid = ?",
+  postgres:
+    "SELECT domain, (definition::jsonb -> 'volumes')::text AS volumes FROM desired_lrps WHERE process_guid = $1",
+} as const;
+
 export const hotSqlByKind: Readonly<
-  Record<'sqlite' | 'postgres', Readonly<Record<HotQuery | 'selectActualForUpdate', string>>>
+  Record<
+    'sqlite' | 'postgres',
+    Readonly<Record<HotQuery | 'selectActualForUpdate' | 'selectDesiredVolumes', string>>
+  >
 > = {
-  sqlite: { ...hotSql, selectActualForUpdate: hotSql.selectActual },
+  sqlite: {
+    ...hotSql,
+    selectActualForUpdate: hotSql.selectActual,
+    selectDesiredVolumes: desiredVolumesSql.sqlite,
+  },
   postgres: {
     selectActual: numbered(hotSql.selectActual),
     selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
     updateActual: numbered(hotSql.updateActual),
+    selectDesiredVolumes: desiredVolumesSql.postgres,
   },
 };
 

@@ -1,6 +1,7 @@
+import { CompiledQuery } from 'kysely';
 import type { ReleaseVolumePinsRequest, VolumePin, VolumePinFilter } from '../bbs-store.js';
 import type { DesiredLRP } from '../bbs-types.js';
-import { namedVolumes } from '../volume-mounts.js';
+import { namedVolumes, type VolumeMount } from '../volume-mounts.js';
 import type { Reader, StoreContext, Tx } from './store-context.js';
 
 /**
@@ -11,10 +12,24 @@ import type { Reader, StoreContext, Tx } from './store-context.js';
  * removes it (`releaseVolumePins`), accepting a fresh volume elsewhere.
  */
 
+/** A DesiredLRP's domain and volumes, read by a constant statement (hot-statements.ts). */
+export async function loadDesiredVolumes(
+  reader: Reader,
+  processGuid: string,
+): Promise<Pick<DesiredLRP, 'domain' | 'volumes'> | undefined> {
+  const result = await reader.db.executeQuery<{ domain: string; volumes: string | null }>(
+    CompiledQuery.raw(reader.sql.selectDesiredVolumes, [processGuid]),
+  );
+  const row = result.rows[0];
+  if (!row) return undefined;
+  if (row.volumes === null) return { domain: row.domain };
+  return { domain: row.domain, volumes: JSON.parse(row.volumes) as readonly VolumeMount[] };
+}
+
 /** Pins each named volume of `desired` at `index` to `cellId`, unless pinned already. */
 export async function recordVolumePins(
   tx: Tx,
-  desired: DesiredLRP,
+  desired: Pick<DesiredLRP, 'domain' | 'volumes'>,
   index: number,
   cellId: string,
 ): Promise<void> {
