@@ -307,7 +307,11 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     const draft = siteYaml.replace('system: site', 'system: draft');
     await typistPage.fill('#definition', draft);
     assert.equal((await api('DELETE', `/v1/tokens/${operator.id}`)).status, 204);
-    await typistPage.click('#deploy-submit');
+    // The page learns of the revocation from its next call: this deploy, or the event stream's own
+    // re-check of its token (every 5 s), whichever comes first. On a slow machine the re-check can
+    // open the sign-in first and its overlay then covers the button, so the deploy is clicked in the
+    // page (the button's own click()), which works under the overlay and changes nothing else.
+    await typistPage.$eval('#deploy-submit', (button) => (button as unknown as { click(): void }).click());
     await typistPage.waitForSelector('#sign-in-reason:has-text("invalid, expired or revoked")');
     await typistPage.fill('#token', adminToken);
     await typistPage.press('#token', 'Enter');
