@@ -86,32 +86,35 @@ const heavyCommandModules = [
   './task-output-extract.js',
 ];
 const ownDist = `${resolvePath('dist')}/`;
+
+/**
+ * Every bundle's resolution of berth's own compiled modules: marked free of side effects (they
+ * declare; nothing runs at load but the entry), so what a command does not use of a layer's index
+ * is left out. core/index.js re-exports TypeBox's bounded schemas: without this the stage-1 holder,
+ * which uses one error class of core, carried all of TypeBox (~210 KB of its ~225 KB), parsed and
+ * run at every pod's start. Undefined for an import from outside berth's dist (esbuild's own rule).
+ */
+function resolveOwnModule(args) {
+  if (!args.importer.startsWith(ownDist)) return undefined;
+  return { path: resolvePath(args.resolveDir, args.path), sideEffects: false };
+}
+
 const clientBundlePlugin = {
   name: 'client-bundle',
   setup(b) {
     b.onResolve({ filter: /^\./ }, (args) => {
       if (args.kind === 'dynamic-import' && heavyCommandModules.includes(args.path))
         return { path: args.path, external: true };
-      if (!args.importer.startsWith(ownDist)) return undefined;
-      return { path: resolvePath(args.resolveDir, args.path), sideEffects: false };
+      return resolveOwnModule(args);
     });
   },
 };
 
-/**
- * For the pod commands' and the holder's bundles: berth's own compiled modules are marked free of
- * side effects (they declare; nothing runs at load but the entry), so what a pod command does not
- * use of a layer's index is left out. core/index.js re-exports TypeBox's bounded schemas: without
- * this the holder, which uses one error class of core, carried all of TypeBox (~210 KB of its
- * ~225 KB), parsed and run at every pod's start.
- */
+/** For the pod commands' and the holder's bundles: berth's own modules, as resolveOwnModule says. */
 const ownModulesPurePlugin = {
   name: 'own-modules-pure',
   setup(b) {
-    b.onResolve({ filter: /^\./ }, (args) => {
-      if (!args.importer.startsWith(ownDist)) return undefined;
-      return { path: resolvePath(args.resolveDir, args.path), sideEffects: false };
-    });
+    b.onResolve({ filter: /^\./ }, resolveOwnModule);
   },
 };
 
