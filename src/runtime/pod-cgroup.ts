@@ -149,13 +149,24 @@ export function removePodCgroup(uuid: string): void {
         memoryDir(uuid),
       ];
   for (const dir of dirs) {
-    for (const child of [...sideAppCgroups(dir), 'app', '']) {
-      try {
-        rmdirSync(child ? join(dir, child) : dir);
-      } catch {
-        // Gone already, or busy: nothing to do now.
-      }
+    removeCgroupDir(join(dir, 'app'));
+    // A pod of several apps has `app-<name>` cgroups beside `app`, and the pod's cgroup stays busy
+    // until they go: only then is the dir read (single-app pods, the common case, skip the read).
+    if (removeCgroupDir(dir) === 'busy') {
+      for (const child of sideAppCgroups(dir)) removeCgroupDir(join(dir, child));
+      removeCgroupDir(dir);
     }
+  }
+}
+
+/** rmdir of one cgroup: 'busy' when it still has processes or child cgroups. */
+function removeCgroupDir(dir: string): 'removed' | 'gone' | 'busy' {
+  try {
+    rmdirSync(dir);
+    return 'removed';
+  } catch (err) {
+    // ENOENT: gone already. EBUSY (processes, or children in v1) and ENOTEMPTY: try again later.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : 'busy';
   }
 }
 
