@@ -17,6 +17,8 @@ export type RegistryRoute =
   | { readonly kind: 'base' }
   | { readonly kind: 'catalog' }
   | { readonly kind: 'manifest'; readonly name: string; readonly reference: string }
+  /** A manifest path whose reference is neither a tag nor a digest: no manifest can have it. */
+  | { readonly kind: 'bad-reference'; readonly name: string; readonly reference: string }
   | { readonly kind: 'blob'; readonly name: string; readonly digest: string }
   | { readonly kind: 'upload-start'; readonly name: string }
   | { readonly kind: 'upload'; readonly name: string; readonly id: string }
@@ -29,6 +31,10 @@ const patterns: ReadonlyArray<readonly [RegExp, (m: RegExpExecArray) => Registry
   [
     new RegExp(`^${name}/manifests/${reference}$`),
     (m) => ({ kind: 'manifest', name: g(m, 1), reference: g(m, 2) }),
+  ],
+  [
+    new RegExp(`^${name}/manifests/([^/]+)$`),
+    (m) => ({ kind: 'bad-reference', name: g(m, 1), reference: g(m, 2) }),
   ],
   [new RegExp(`^${name}/blobs/uploads/?$`), (m) => ({ kind: 'upload-start', name: g(m, 1) })],
   [

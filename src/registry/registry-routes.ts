@@ -3,7 +3,7 @@ import { type BerthError, httpStatusByCode, isBerthError } from '../core/index.j
 import { type ImageStore, openImageStore } from '../runtime/image/index.js';
 import { deleteBlob, getBlob, startUpload, upload } from './registry-blob-handlers.js';
 import { RegistryError, type RegistryErrorCode } from './registry-errors.js';
-import { listCatalog, listReferrers, listTags } from './registry-listing.js';
+import { listCatalog, listReferrers, listTags, unknownRepository } from './registry-listing.js';
 import { deleteManifest, getManifest, putManifest } from './registry-manifest-handlers.js';
 import { apiVersion, matchRegistryPath, maxNameLength } from './registry-paths.js';
 import { UploadSessions } from './upload-sessions.js';
@@ -133,6 +133,8 @@ async function dispatch(
       if (method === 'PUT') return putManifest(store, route, request, reply);
       if (method === 'DELETE') return deleteManifest(store, route, reply);
       break;
+    case 'bad-reference':
+      throw badReference(store, route.name, route.reference, method);
     case 'blob':
       if (method === 'GET' || method === 'HEAD') return getBlob(store, route, request, reply);
       if (method === 'DELETE') return deleteBlob(store, route, reply);
@@ -144,6 +146,27 @@ async function dispatch(
       return upload(store, uploads, route, request, query, reply);
   }
   throw new RegistryError('UNSUPPORTED', `${method} is not supported on this registry path`);
+}
+
+/**
+ * A manifest reference that is neither a tag (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`) nor a digest.
+ * Reading or deleting it is a 404 as for any manifest the repository lacks (the spec: "if the
+ * manifest is not found … MUST be 404"; the conformance suite asks for one by such a name);
+ * pushing under it is the client's mistake, a 400. The reference never reaches the store's
+ * paths (it may be `..`).
+ */
+function badReference(store: ImageStore, name: string, reference: string, method: string): RegistryError {
+  const what = `"${reference}" is neither a tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}) nor a digest`;
+  if (method === 'PUT')
+    return new RegistryError('MANIFEST_INVALID', `${what}: a manifest cannot be pushed under it`, {
+      name,
+      reference,
+    });
+  if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') {
+    return new RegistryError('UNSUPPORTED', `${method} is not supported on this registry path`);
+  }
+  if (store.repositories.tags(name) === undefined) return unknownRepository(name);
+  return new RegistryError('MANIFEST_UNKNOWN', `${what}, so no manifest has it`, { name, reference });
 }
 
 const berthToRegistry: Partial<Record<BerthError['code'], RegistryErrorCode>> = {

@@ -150,6 +150,25 @@ describe('registry: OCI distribution spec categories', () => {
       assert.equal(mount.headers.get('location'), `/v2/scope/b/blobs/${blob.digest}`);
       assert.equal((await fetch(`${url}/v2/scope/b/blobs/${blob.digest}`)).status, 200);
     });
+
+    it('a reference that is neither a tag nor a digest: 404 to read or delete, 400 to push', async () => {
+      const { body } = await artifact('pull/badref', 'bad reference', 'text/x-badref');
+      assert.equal((await putManifest('pull/badref', 'v1', body)).status, 201);
+      // The conformance suite's "nonexistent manifest" is such a name (a tag cannot start with '.').
+      for (const method of ['GET', 'HEAD', 'DELETE']) {
+        const response = await fetch(`${url}/v2/pull/badref/manifests/.INVALID_MANIFEST_NAME`, { method });
+        assert.equal(response.status, 404, method);
+        if (method !== 'HEAD') assert.equal(await codeOf(response), 'MANIFEST_UNKNOWN', method);
+      }
+      const unknownRepo = await fetch(`${url}/v2/pull/nobody/manifests/-dash`);
+      assert.equal(unknownRepo.status, 404);
+      assert.equal(await codeOf(unknownRepo), 'NAME_UNKNOWN');
+      const push = await putManifest('pull/badref', '.hidden', body);
+      assert.equal(push.status, 400);
+      assert.equal(await codeOf(push), 'MANIFEST_INVALID');
+      const tags = (await (await fetch(`${url}/v2/pull/badref/tags/list`)).json()) as { tags: string[] };
+      assert.deepEqual(tags.tags, ['v1'], 'the refused push added no tag');
+    });
   });
 
   describe('push', () => {
