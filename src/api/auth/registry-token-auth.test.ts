@@ -146,6 +146,31 @@ describe('registry token flow on the server', () => {
     assert.equal(write.status, 401, 'a pull token does not push');
   });
 
+  it('a cross-repository mount challenges for both repositories; the token they buy mounts', async () => {
+    const basic = { authorization: `Basic ${Buffer.from(`x:${operator}`).toString('base64')}` };
+    const manifest = (await (await fetch(`${url}/v2/team/app/manifests/1`, { headers: basic })).json()) as {
+      layers: { digest: string }[];
+    };
+    const layer = manifest.layers[0]?.digest ?? '';
+    const mountPath = `/v2/team/copy/blobs/uploads/?mount=${layer}&from=team/app`;
+    const challenged = await fetch(`${url}${mountPath}`, { method: 'POST' });
+    assert.equal(challenged.status, 401);
+    const scope = /scope="([^"]*)"/.exec(challenged.headers.get('www-authenticate') ?? '')?.[1];
+    assert.equal(scope, 'repository:team/copy:pull,push repository:team/app:pull');
+    // As the conformance suite's client (reggie) does: the challenge's scope as one parameter.
+    const issued = (await (
+      await fetch(`${url}/v2/token?service=berth&scope=${encodeURIComponent(scope ?? '')}`, {
+        headers: basic,
+      })
+    ).json()) as { token: string };
+    const mounted = await fetch(`${url}${mountPath}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${issued.token}` },
+    });
+    assert.equal(mounted.status, 201, await mounted.clone().text());
+    assert.equal(mounted.headers.get('location'), `/v2/team/copy/blobs/${layer}`);
+  });
+
   it("a viewer's token pulls but cannot push (403 denied)", async () => {
     const client = new RegistryClient({
       serverUrl: url,

@@ -166,15 +166,23 @@ export function registryAccessOf(
 
 /**
  * The challenge of a 401 under `/v2/`: where to get a token (this server, as the client reached
- * it) and for which scope; `insufficient_scope` when a token was sent but does not cover it.
+ * it) and for which scopes; `insufficient_scope` when a token was sent but does not cover them.
  */
 export function bearerChallenge(request: FastifyRequest, insufficient = false): string {
   const path = request.url.split('?')[0] ?? '';
   const access = registryAccessOf(request.method, path, (request.query ?? {}) as Record<string, unknown>);
-  const scope =
+  // A mount also reads its source: both scopes, space-separated in one parameter, as the
+  // reference registry (distribution) sends them, so a client asks for one token covering both.
+  const scopes =
     access === undefined
-      ? ''
-      : `,scope="repository:${access.name}:${access.action === 'pull' ? 'pull' : `pull,${access.action}`}"`;
+      ? []
+      : [
+          `repository:${access.name}:${access.action === 'pull' ? 'pull' : `pull,${access.action}`}`,
+          ...(access.from === undefined || access.from === access.name
+            ? []
+            : [`repository:${access.from}:pull`]),
+        ];
+  const scope = scopes.length === 0 ? '' : `,scope="${scopes.join(' ')}"`;
   const realm = `${request.protocol}://${request.host}/v2/token`;
   return `Bearer realm="${realm}",service="${registryTokenService}"${scope}${insufficient ? ',error="insufficient_scope"' : ''}`;
 }
