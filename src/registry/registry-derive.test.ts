@@ -12,7 +12,7 @@ import { startRegistry } from '../testing/registry-test-server.js';
 
 /**
  * How berth derives its runnable image from what a client pushes: diff_ids checked at the tag
- * PUT from the digests the uploads computed, the rootfs written after the reply or on first use,
+ * PUT from the digests the uploads computed (a mismatch is stored and served but not run), the rootfs written after the reply or on first use,
  * and an index's host child pushed after the index.
  */
 
@@ -21,10 +21,6 @@ const ociIndex = 'application/vnd.oci.image.index.v1+json';
 
 function digestOf(data: Uint8Array): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
-}
-
-interface ErrorBody {
-  errors: { code: string; message: string }[];
 }
 
 describe('registry: the runnable image derived from a push', () => {
@@ -113,18 +109,32 @@ describe('registry: the runnable image derived from a push', () => {
 
   it('diff_ids are checked at the tag PUT, from the upload or (no cached digest) by inflating', async () => {
     const bad = await image('derive/bad', 'bad', { diffId: digestOf(Buffer.from('not the layer')) });
-    const refused = await putManifest('derive/bad', 'v1', bad.body);
-    assert.equal(refused.status, 400);
-    assert.equal(((await refused.json()) as ErrorBody).errors[0]?.code, 'MANIFEST_INVALID');
+    // Stored and served as pushed (the spec's registry keeps what it is given), named for
+    // nothing runnable, and the client told why in a Warning.
+    const stored = await putManifest('derive/bad', 'v1', bad.body);
+    assert.equal(stored.status, 201, await stored.clone().text());
+    assert.match(stored.headers.get('warning') ?? '', /^299 - "berth will not run this image: .*diff_id/);
     assert.equal(openImageStore(serverDir).names()['derive/bad:v1'], undefined);
+    const served = await fetch(`${url}/v2/derive/bad/manifests/v1`);
+    assert.ok(Buffer.from(await served.arrayBuffer()).equals(bad.body), 'served byte for byte');
+    await assert.rejects(openImageStore(serverDir).resolve('derive/bad:v1'), /diff_id/);
 
+    const good = await image('derive/bad', 'good');
+    assert.equal((await putManifest('derive/bad', 'v2', good.body)).status, 201);
+    assert.ok(openImageStore(serverDir).names()['derive/bad:v2'] !== undefined);
     rmSync(join(serverDir, 'images', 'diffids'), { recursive: true, force: true });
     const again = await putManifest('derive/bad', 'v2', bad.body);
-    assert.equal(again.status, 400, 'refused without the cached digest too');
-    const good = await image('derive/bad', 'good');
+    assert.equal(again.status, 201);
+    assert.match(again.headers.get('warning') ?? '', /diff_id/, 'found without the cached digest too');
+    assert.equal(
+      openImageStore(serverDir).names()['derive/bad:v2'],
+      undefined,
+      'the tag moved to the bad image: its old name goes',
+    );
     rmSync(join(serverDir, 'images', 'diffids'), { recursive: true, force: true });
     const accepted = await putManifest('derive/bad', 'v3', good.body);
     assert.equal(accepted.status, 201, await accepted.clone().text());
+    assert.equal(accepted.headers.get('warning'), null);
     const resolved = await openImageStore(serverDir).resolve('derive/bad:v3');
     assert.ok(existsSync(join(resolved.rootfs, 'good')));
   });

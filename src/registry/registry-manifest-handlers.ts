@@ -112,8 +112,9 @@ export async function putManifest(
   const checked = checkManifest(bytes, contentType);
   await checkBlobs(store, route.name, checked.blobs);
   const tag = isDigestReference(route.reference) ? undefined : route.reference;
+  let notRunnable: string | undefined;
   await store.putManifestBlob(bytes, digest, async () => {
-    if (tag !== undefined) await deriveImage(store, route.name, tag, bytes, checked);
+    if (tag !== undefined) notRunnable = await deriveImage(store, route.name, tag, bytes, checked);
     await store.repositories.putManifest(route.name, {
       mediaType: checked.mediaType,
       digest,
@@ -126,6 +127,8 @@ export async function putManifest(
   });
   if (tag !== undefined) writeRootfsSoon(store, `${route.name}:${tag}`, request);
   if (checked.subject !== undefined) reply.header('OCI-Subject', checked.subject);
+  if (notRunnable !== undefined)
+    reply.header('Warning', warning(`berth will not run this image: ${notRunnable}`));
   return reply
     .code(201)
     .header('Location', `/v2/${route.name}/manifests/${digest}`)
@@ -137,8 +140,12 @@ export async function putManifest(
  * Makes `name:tag` in berth's image store name the runnable image of what was pushed: the image
  * manifest itself, or an index's image for this host (linux/<arch>) if that child is here. For
  * anything else (artifacts, indexes without this platform, sha512 content) the name is dropped
- * so it cannot keep naming what the tag pointed at before. A manifest that fails berth's checks
- * (layers against the config's diff_ids) is refused: nothing is linked.
+ * so it cannot keep naming what the tag pointed at before. So is it for an image that fails
+ * berth's checks (layers against the config's diff_ids): returns why, for a `Warning` header.
+ * Such a push is still stored and served: the distribution spec has a registry keep what it is
+ * given and allows refusing a manifest only for blobs it lacks (the conformance suite pushes an
+ * image whose config lists no diff_ids for its one layer), and whether berth can run an image is
+ * not the registry's question. `berth run` of the tag tries again and says the same.
  */
 async function deriveImage(
   store: ImageStore,
@@ -146,31 +153,45 @@ async function deriveImage(
   tag: string,
   bytes: Buffer,
   checked: CheckedManifest,
-): Promise<void> {
+): Promise<string | undefined> {
   let runnable: { bytes: Buffer; mediaType: string } | undefined;
   if (checked.kind === 'image' && checked.runnable) runnable = { bytes, mediaType: checked.mediaType };
   else if (checked.kind === 'index') runnable = await hostChild(store, name, checked.children);
   const sha256Only = runnable !== undefined && allSha256(runnable.bytes);
   if (runnable === undefined || !sha256Only) {
-    await store.remove(`${name}:${tag}`).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-    return;
+    await dropName(store, `${name}:${tag}`);
+    return undefined;
   }
   try {
     // The layers are checked against the config's diff_ids now (from the digests the uploads
-    // computed while streaming), so a bad image is refused; the rootfs is written after the
+    // computed while streaming), so a bad image names nothing; the rootfs is written after the
     // reply (`writeRootfsSoon`), or by whoever resolves the image first.
     await store.importManifest(runnable.bytes, runnable.mediaType, {
       name: `${name}:${tag}`,
       rootfs: 'on-use',
     });
+    return undefined;
   } catch (err) {
-    if (isBerthError(err) && err.code === 'invalid_argument') {
-      throw new RegistryError('MANIFEST_INVALID', err.message, { name, tag });
-    }
-    throw err;
+    if (!isBerthError(err) || err.code !== 'invalid_argument') throw err;
+    await dropName(store, `${name}:${tag}`);
+    return err.message;
   }
+}
+
+async function dropName(store: ImageStore, full: string): Promise<void> {
+  await store.remove(full).catch((err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  });
+}
+
+/**
+ * An RFC 7234 warning as the distribution spec has registries send them: code 299, agent `-`, no
+ * date, the text a quoted string (its quotes and backslashes escaped, anything but printable
+ * ASCII replaced), within the spec's 4096 bytes.
+ */
+function warning(text: string): string {
+  const printable = text.replace(/[^\x20-\x7e]/g, '?').slice(0, 1000);
+  return `299 - "${printable.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }
 
 /**
