@@ -76,6 +76,9 @@ export OCI_TEST_CONTENT_DISCOVERY=${OCI_TEST_CONTENT_DISCOVERY:-1}
 export OCI_TEST_CONTENT_MANAGEMENT=${OCI_TEST_CONTENT_MANAGEMENT:-1}
 export OCI_HIDE_SKIPPED_WORKFLOWS=${OCI_HIDE_SKIPPED_WORKFLOWS:-0}
 export OCI_DEBUG=${OCI_DEBUG:-0}
+# berth mounts a blob only from the repository `from` names (a blob is readable only through a
+# repository it was pushed to or mounted into), never automatically: the suite's "disabled" case.
+export OCI_AUTOMATIC_CROSSMOUNT=${OCI_AUTOMATIC_CROSSMOUNT:-0}
 export OCI_REPORT_DIR=$report
 
 echo "registry-conformance: $suite against berth server $url (report in $report)"
