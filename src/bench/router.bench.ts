@@ -1,24 +1,28 @@
 /**
  * `npm run bench router [SECONDS] [CONNECTIONS]`: berth's router and Debian's nginx side by side as
- * the same reverse proxy (one route, three tiny node backends, keep-alive to them), loaded by
- * autocannon for SECONDS (default 10) with CONNECTIONS (default 50): requests/s at full load, then
- * p99 latency at half load, twice: at half of berth's full rate and at half of nginx's, each the
- * same offered rate through berth, through nginx and straight to one backend; a proxy's p99 less
- * the backend's own is its added latency. Latencies are taken from each answer (autocannon's
- * `response` event, a float of ms) rather than its histogram, which keeps whole milliseconds only.
- * nginx runs one worker (berth's router is one process), non-daemon, with its config in a temp
- * dir. Then the route-churn case: 1,000 more routes changing 50 times a second under full load,
- * counting 5xx answers (none is the goal: every route keeps a healthy instance). Goal (issue 22):
- * ≥ 1/2 of nginx's requests/s, p99 added latency < 2 ms at half load.
+ * the same reverse proxy (one route, three tiny node backends, keep-alive to them). Full load:
+ * autocannon for SECONDS (default 10) with CONNECTIONS (default 50), requests/s and p99. Then p99
+ * latency at half load, twice: at half of berth's full rate and at half of nginx's, each the same
+ * steady offered rate (paced-load.ts: open loop, latency from when each request was due) through
+ * berth, through nginx and straight to one backend, in turns of SECONDS / 5; a proxy's p99 less the backend's own is its
+ * added latency. autocannon's own rate limit is not used there: it sends at full speed until each
+ * second's quota is spent, so its "half load" is full load half the time. Full-load latencies are
+ * taken from each answer (autocannon's `response` event, a float of ms) rather than its histogram,
+ * which keeps whole milliseconds only. nginx runs one worker (berth's router is one process),
+ * non-daemon, with its config in a temp dir. Each proxy runs on a CPU of its own (BENCH_PIN=0: no
+ * pinning). Then the route-churn case: 1,000 more routes changing 50 times a second under full
+ * load, counting 5xx answers (none is the goal: every route keeps a healthy instance).
+ * Goal (issue 22): ≥ 1/2 of nginx's requests/s, p99 added latency < 2 ms at half load.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { hasCommand } from './bench-util.js';
+import { type PacedResult, pacedLoadInTurns } from './paced-load.js';
 import { benchHost } from './router-bench-host.js';
 
 const seconds = Number(process.argv[2] ?? 10);
@@ -26,8 +30,25 @@ const connections = Number(process.argv[3] ?? 50);
 const parts = fileURLToPath(new URL('./router-bench-parts.js', import.meta.url));
 const children: ChildProcess[] = [];
 
+// On a machine of few cores the load generator, the backends and the proxy fight over them, and
+// that queueing lands in every latency. With BENCH_PIN (on by default where taskset and 2 CPUs
+// are), each proxy (berth's router and nginx alike) runs on CPU 1 and everything else (this load
+// generator, the backends) on CPU 0: each proxy has a core of its own, as it would deployed.
+const pin = process.env.BENCH_PIN !== '0' && availableParallelism() >= 2 && hasCommand('taskset');
+const proxyCpu = '1';
+if (pin) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+/** `command args`, on the proxies' CPU when pinning. */
+function onProxyCpu(command: string, args: readonly string[]): [string, string[]] {
+  return pin ? ['taskset', ['-c', proxyCpu, command, ...args]] : [command, [...args]];
+}
+
 function startPart(args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [parts, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [command, argv] =
+    args[0] === 'backends'
+      ? [process.execPath, [parts, ...args]]
+      : onProxyCpu(process.execPath, [parts, ...args]);
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let text = '';
@@ -77,9 +98,15 @@ http {
 }
 `;
   writeFileSync(join(dir, 'nginx.conf'), conf);
-  const child = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
-    stdio: 'inherit',
-  });
+  const [command, argv] = onProxyCpu('nginx', [
+    '-p',
+    dir,
+    '-c',
+    join(dir, 'nginx.conf'),
+    '-g',
+    'daemon off;',
+  ]);
+  const child = spawn(command, argv, { stdio: 'inherit' });
   children.push(child);
   child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   // Up once it answers.
@@ -102,18 +129,15 @@ interface Load {
   readonly fivexx: number;
 }
 
-async function load(port: number, conns: number, duration: number, rate?: number): Promise<Load> {
+async function load(port: number, conns: number, duration: number): Promise<Load> {
   const run = autocannon({
     url: `http://127.0.0.1:${port}/`,
     headers: { host: benchHost },
     connections: conns,
     duration,
-    ...(rate !== undefined ? { overallRate: Math.max(1, Math.round(rate)) } : {}),
   });
   // Each 2xx answer's latency as autocannon timed it (hrtime, write of the request to the end of
-  // the answer). Without its coordinated-omission correction, which only adds values for answers
-  // slower than a connection's send interval (20 ms and more at half load here), far above a p99
-  // this table is about.
+  // the answer). A closed loop: each connection sends its next request when the last is answered.
   let latencies = new Float64Array(1 << 16);
   let count = 0;
   run.on('response', (_client, status, _bytes, ms) => {
@@ -156,24 +180,30 @@ async function main(): Promise<void> {
   // Half load, two ways, each the same offered rate through each proxy and straight to one backend
   // (whose own p99 is taken off each proxy's): half of berth's own full rate (berth at half its
   // capacity, the usual meaning), and half of nginx's (the goal's yardstick for requests/s; berth
-  // is then past half its own capacity). The load generator shares the machine's cores with the
-  // backends and the proxy, so its own queueing is in every figure, the backend's too.
+
   const ms = (v: number) => v.toFixed(2);
-  console.log(`router bench: ${seconds} s per run, ${connections} connections, 3 backends, one route`);
+  console.log(
+    `router bench: ${seconds} s per run, ${connections} connections, 3 backends, one route; ${pin ? `each proxy on CPU ${proxyCpu}, load generator and backends on CPU 0` : 'no CPU pinning'}`,
+  );
   const rates: [string, number][] = [["half of berth's full rate", routerFull.rps / 2]];
   if (nginxFull) rates.push(["half of nginx's full rate", nginxFull.rps / 2]);
   const added: number[] = [];
   for (const [what, rate] of rates) {
-    const alone = await load(direct, connections, seconds, rate);
-    const routerHalf = await load(routerPort, connections, seconds, rate);
-    const nginxHalf = nginx ? await load(nginx, connections, seconds, rate) : undefined;
+    const [alone, routerHalf, nginxHalf] = (await pacedLoadInTurns({
+      ports: nginx ? [direct, routerPort, nginx] : [direct, routerPort],
+      host: benchHost,
+      rate,
+      seconds,
+      connections,
+      rounds: 5,
+    })) as [PacedResult, PacedResult, PacedResult | undefined];
     console.log(
       `full load: requests/s and p99 (ms); half load (${what}): ${rate.toFixed(0)} req/s offered to each, p50 and p99 (ms)`,
     );
     console.log(
       `${'proxy'.padEnd(15)} ${'req/s'.padStart(8)} ${'p99'.padStart(8)} ${'half p50'.padStart(9)} ${'half p99'.padStart(9)} ${'p99 added'.padStart(10)} ${'fails'.padStart(6)}`,
     );
-    const row = (name: string, full: Load | undefined, h: Load) =>
+    const row = (name: string, full: Load | undefined, h: PacedResult) =>
       `${name.padEnd(15)} ${(full ? full.rps.toFixed(0) : '-').padStart(8)} ${(full ? ms(full.p99) : '-').padStart(8)} ${ms(h.p50).padStart(9)} ${ms(h.p99).padStart(9)} ${(full ? ms(h.p99 - alone.p99) : '-').padStart(10)} ${String(full ? full.non2xx + full.errors : h.non2xx + h.errors).padStart(6)}`;
     console.log(row('backend direct', undefined, alone));
     console.log(row('berth router', routerFull, routerHalf));
