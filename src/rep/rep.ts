@@ -328,11 +328,18 @@ export class Rep {
       // BBS first, then containers: a container that appears in between is seen as a container,
       // never as a "No Container" row for a record this cell just claimed.
       const mine = await bbs.listActualLRPs({ cell_id: cellId });
+      // The records this cell holds, by instance: a container reconciles against its own record
+      // from this one list instead of reading it again (a read per container per pass was most of
+      // an idle cluster's requests). A container whose record is not here (given back, claimed
+      // elsewhere, evacuating) reads it fresh, as events do.
+      const listed = new Map(
+        mine.filter((a) => !a.evacuating && a.cell_id === cellId).map((a) => [a.instance_guid, a]),
+      );
       const seen = new Set<string>();
       for (const c of executor.list()) {
         if (c.tags.kind === 'lrp') {
           seen.add(c.tags.instance_guid);
-          await this.reconcileContainer(c.guid);
+          await this.reconcileContainer(c.guid, listed.get(c.tags.instance_guid));
         } else if (!this.#inFlight.has(c.guid)) {
           // A task reconcile in flight (its start, run by `perform`) would race this one for the
           // PENDING → RUNNING CAS, and the loser deletes the container: the next pass looks again.
@@ -374,9 +381,12 @@ export class Rep {
    * Reconciles one container with its ActualLRP or Task (events and polling both come here). Calls for
    * one container run one after another, so an event and a poll never act on the same stale view.
    */
-  reconcileContainer(guid: string): Promise<void> {
-    const previous = this.#inFlight.get(guid) ?? Promise.resolve();
-    const next = previous.then(() => this.#reconcileContainerNow(guid));
+  reconcileContainer(guid: string, listed?: ActualLRP): Promise<void> {
+    const previous = this.#inFlight.get(guid);
+    // A record read before a reconcile still in flight may be older than what that one writes:
+    // only an idle container uses the listed record.
+    const known = previous === undefined ? listed : undefined;
+    const next = (previous ?? Promise.resolve()).then(() => this.#reconcileContainerNow(guid, known));
     // catch-all: the caller of `next` sees its failure; the chain only orders the calls.
     const settled = next.catch(() => {});
     this.#inFlight.set(guid, settled);
@@ -386,12 +396,25 @@ export class Rep {
     return next;
   }
 
-  async #reconcileContainerNow(guid: string): Promise<void> {
+  /**
+   * `listed`: this container's record as the pass's list of the cell's records gave it (by A, same
+   * instance guid). It may be a moment old: every write a "by A" row makes is a CAS or CAD on its
+   * tag, and a row whose write loses ends there for the next pass, so a stale copy costs a retry,
+   * never a wrong delete (the rows that delete without a write are the "by O", UNCLAIMED, CRASHED
+   * and absent ones, which a fresh read decides).
+   */
+  async #reconcileContainerNow(guid: string, listed?: ActualLRP): Promise<void> {
     const { executor, cellId } = this.#options;
     const container = executor.get(guid);
     if (!container) return;
     if (container.tags.kind === 'task') return reconcileTaskContainer(this.#ctx, guid);
-    const actual = await actualFor(this.#ctx, container);
+    const actual =
+      listed !== undefined &&
+      listed.instance_guid === container.tags.instance_guid &&
+      listed.process_guid === container.tags.process_guid &&
+      listed.index === container.tags.index
+        ? listed
+        : await actualFor(this.#ctx, container);
     const fresh = executor.get(guid);
     // Checked after the read: the evacuation marks a container before it moves its instance.
     if (!fresh || this.#handedOver.has(guid)) return;

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { desiredDefinition } from '../testing/bbs-fixtures.js';
+import { SimulatedExecutor } from '../testing/simulated-executor.js';
+import { Rep } from './rep.js';
+
+/**
+ * The rep's polling pass against a real SQLite BBS, its containers simulated (below the
+ * `CellExecutor` seam): a pass reconciles each container against the cell's one list of records,
+ * and reads a record on its own only when the list does not hold it as this container's.
+ */
+describe('Rep polling pass', () => {
+  let dir: string;
+  let store: SqlBbsStore;
+  /** `process_guid/index` of each single-record read the rep made. */
+  let reads: string[];
+  let bbs: BbsStore;
+  let executor: SimulatedExecutor;
+  let rep: Rep;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-rep-poll-'));
+    store = await openBbsStore(join(dir, 'bbs.sqlite3'));
+    reads = [];
+    // The store itself, with its single-record reads counted.
+    bbs = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (property === 'getActualLRP') {
+            const ref = args[0] as { process_guid: string; index: number };
+            reads.push(`${ref.process_guid}/${ref.index}`);
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    executor = new SimulatedExecutor({
+      capacity: { memory_mb: 4096, disk_mb: 4096, containers: 20 },
+      hostAddress: '127.0.0.1',
+      dataDir: dir,
+      behaviour: { startDelayMs: 1 },
+    });
+    rep = new Rep({
+      bbs,
+      executor,
+      cellId: 'cell-1',
+      zone: 'z1',
+      repUrl: 'http://127.0.0.1:1',
+      // Passes run when the test calls them (and one at start).
+      pollIntervalMs: 60 * 60_000,
+      evacuationTimeoutMs: 60 * 60_000,
+    });
+    await rep.start();
+  });
+  afterEach(async () => {
+    rep.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const work = (index: number) => ({
+    process_guid: 'p1',
+    index,
+    domain: 'd',
+    memory_mb: 64,
+    disk_mb: 0,
+    placement_tags: [],
+  });
+
+  async function allRunning(count: number): Promise<void> {
+    for (let i = 0; i < 500; i++) {
+      const records = await store.listActualLRPs({ cell_id: 'cell-1' });
+      if (records.length === count && records.every((a) => a.state === 'RUNNING')) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`${count} instances did not all reach RUNNING`);
+  }
+
+  it('a pass over running instances reads no record on its own', async () => {
+    await store.desireLRP(desiredDefinition('p1', 5));
+    await rep.perform({ lrps: [0, 1, 2, 3, 4].map(work), tasks: [] });
+    await allRunning(5);
+    reads = [];
+    await rep.poll();
+    assert.deepEqual(reads, []);
+    // And it still acts: a container whose instance now runs on another cell goes (row "RUNNING |
+    // RUNNING on O"), decided by a fresh read since the list no longer holds its record.
+    const [first] = await store.listActualLRPs({ cell_id: 'cell-1' });
+    assert.ok(first);
+    const ref = { process_guid: first.process_guid, index: first.index };
+    const unclaimed = await store.unclaimActualLRP({ ...ref, expected: first.modification_tag });
+    const elsewhere = { instance_guid: 'elsewhere', cell_id: 'cell-2' };
+    const claimed = await store.claimActualLRP({
+      ...ref,
+      expected: unclaimed.modification_tag,
+      instance_key: elsewhere,
+    });
+    await store.startActualLRP({
+      ...ref,
+      expected: claimed.modification_tag,
+      instance_key: elsewhere,
+      net_info: { address: '10.0.0.2', ports: [] },
+    });
+    await rep.poll();
+    // (The container's own end may read it once more, as any container event does.)
+    assert.ok(reads.length > 0, 'the container whose record left the list read it');
+    assert.deepEqual(new Set(reads), new Set([`p1/${first.index}`]), 'no other container read its record');
+    assert.equal(executor.get(first.instance_guid), undefined, 'its container is deleted');
+    assert.equal(executor.list().length, 4);
+  });
+});
