@@ -9,10 +9,11 @@ import { createRequire } from 'node:module';
 import { resolve as resolvePath } from 'node:path';
 import { build } from 'esbuild';
 
-// V8 code caches of earlier bundles (bin/berth-pod.cjs names them after the bundle they fit), and
-// any a killed writer left half made.
-for (const name of readdirSync('dist/cli').filter((n) => n.includes('.v8cache')))
-  rmSync(`dist/cli/${name}`, { force: true });
+// V8 code caches of earlier bundles (bin/cached-bundle.cjs names them after the bundle they fit),
+// and any a killed writer left half made.
+for (const dir of ['dist/cli', 'dist/runtime'])
+  for (const name of readdirSync(dir).filter((n) => n.includes('.v8cache')))
+    rmSync(`${dir}/${name}`, { force: true });
 
 // import.meta does not exist in CommonJS. The modules on these paths that use it (to find the
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL

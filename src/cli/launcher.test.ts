@@ -105,7 +105,8 @@ describe('bin/berth', () => {
     try {
       mkdirSync(join(tree, 'bin'));
       mkdirSync(join(tree, 'dist', 'cli'), { recursive: true });
-      copyFileSync(join(binBerth, '..', 'berth-pod.cjs'), join(tree, 'bin', 'berth-pod.cjs'));
+      for (const file of ['berth-pod.cjs', 'cached-bundle.cjs'])
+        copyFileSync(join(binBerth, '..', file), join(tree, 'bin', file));
       copyFileSync(bundle, join(tree, 'dist', 'cli', 'pod-main.bundle.cjs'));
       symlinkSync(join(binBerth, '..', '..', 'build'), join(tree, 'build'));
       const cli = join(tree, 'dist', 'cli');

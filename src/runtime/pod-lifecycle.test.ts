@@ -219,12 +219,13 @@ describe('detached pods and their lock', () => {
     const running = runtime.status(uuid);
     assert.equal(running.state, 'running');
     assert.ok(running.pid !== null && running.pid > 0);
-    // The holder runs from its bundle, started without NODE_EXTRA_CA_CERTS (it makes no TLS call).
+    // The holder runs from its bundle (through its code-cache loader), started without
+    // NODE_EXTRA_CA_CERTS (it makes no TLS call).
     const holderPid = readFileSync(
       join(runtime.store.path({ uuid, phase: 'run' }), 'holder.pid'),
       'utf8',
     ).trim();
-    assert.match(readFileSync(`/proc/${holderPid}/cmdline`, 'utf8'), /stage1-holder\.bundle\.cjs/);
+    assert.match(readFileSync(`/proc/${holderPid}/cmdline`, 'utf8'), /bin\/berth-holder\.cjs/);
     assert.doesNotMatch(readFileSync(`/proc/${holderPid}/environ`, 'utf8'), /NODE_EXTRA_CA_CERTS/);
     const done = await runtime.waitExit(uuid);
     assert.equal(done.state, 'exited');
@@ -667,11 +668,12 @@ describe('networking', () => {
 });
 
 describe('the stage-1 holder entry', () => {
-  it('is the bundle when it is at least as new as tsc output, else the ES module', () => {
-    const bundle = holderEntry();
-    assert.match(bundle, /stage1-holder\.bundle\.cjs$/);
+  it('is the cached bundle loader when the bundle is at least as new as tsc output, else the ES module', () => {
+    const entry = holderEntry();
+    assert.match(entry, /bin\/berth-holder\.cjs$/);
+    const main = new URL('./stage1-holder-main.js', import.meta.url).pathname;
+    const bundle = main.replace('stage1-holder-main.js', 'stage1-holder.bundle.cjs');
     const { atime, mtime } = statSync(bundle);
-    const main = bundle.replace('stage1-holder.bundle.cjs', 'stage1-holder-main.js');
     const old = new Date(statSync(main).mtimeMs - 60_000);
     utimesSync(bundle, old, old);
     try {
