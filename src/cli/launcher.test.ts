@@ -132,4 +132,30 @@ describe('bin/berth', () => {
       rmSync(tree, { recursive: true, force: true });
     }
   });
+
+  it('the stage-1 holder leaves a V8 code cache for its bundle too', async () => {
+    const tree = mkdtempSync(join(tmpdir(), 'berth-holder-cache-'));
+    try {
+      mkdirSync(join(tree, 'bin'));
+      const runtimeDir = join(tree, 'dist', 'runtime');
+      mkdirSync(runtimeDir, { recursive: true });
+      for (const file of ['berth-holder.cjs', 'cached-bundle.cjs'])
+        copyFileSync(join(binBerth, '..', file), join(tree, 'bin', file));
+      const holderBundle = join(distCli, '..', 'runtime', 'stage1-holder.bundle.cjs');
+      copyFileSync(holderBundle, join(runtimeDir, 'stage1-holder.bundle.cjs'));
+      const caches = () => readdirSync(runtimeDir).filter((n) => n.includes('.v8cache'));
+      // A pod that does not exist: the holder says so and exits, leaving the cache of what it ran.
+      const result = await runProgram(process.execPath, [
+        join(tree, 'bin', 'berth-holder.cjs'),
+        join(tree, 'data'),
+        '00000000-0000-4000-8000-000000000000',
+        'keep',
+      ]);
+      assert.notEqual(result.code, 0);
+      const { size, mtimeMs } = statSync(join(runtimeDir, 'stage1-holder.bundle.cjs'));
+      assert.deepEqual(caches(), [`stage1-holder.bundle.cjs.${size}-${Math.trunc(mtimeMs)}.v8cache`]);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
 });
