@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open, readdir, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { errnoCode } from '../core/index.js';
 import {
@@ -12,6 +13,7 @@ import {
   type UncompressedDigester,
   uncompressedDigester,
 } from '../runtime/image/index.js';
+import { forEachChunk } from './body-chunks.js';
 import { RegistryError } from './registry-errors.js';
 
 interface Session {
@@ -76,7 +78,7 @@ export class UploadSessions {
    */
   append(
     id: string,
-    body: AsyncIterable<Uint8Array>,
+    body: Readable,
     range?: { readonly start: number; readonly end: number },
   ): Promise<number> {
     return this.#serialized(id, async (session) => {
@@ -105,7 +107,7 @@ export class UploadSessions {
   finish(
     id: string,
     digest: string,
-    body: AsyncIterable<Uint8Array> | undefined,
+    body: Readable | undefined,
     range?: { readonly start: number; readonly end: number },
   ): Promise<HashedFile> {
     return this.#serialized(id, async (session) => {
@@ -185,28 +187,32 @@ export class UploadSessions {
    * each piece once on the way and, for a gzip blob seen from its first byte, inflating it on
    * the thread pool for its diff_id.
    */
-  async #write(
-    id: string,
-    session: Session,
-    body: AsyncIterable<Uint8Array>,
-    start: number,
-  ): Promise<number> {
+  async #write(id: string, session: Session, body: Readable, start: number): Promise<number> {
     if (session.hash !== undefined && session.hashedBytes !== start) session.hash = undefined;
     if (session.inflated !== undefined && session.hashedBytes !== start) this.#dropInflated(session);
     const out = createWriteStream(this.#path(id), { flags: 'a', highWaterMark: writeBufferBytes });
     let written = 0;
+    // Returns a promise only when the disk or the inflater needs the body paused: most pieces
+    // are handled without one (see forEachChunk).
+    const take = (chunk: Buffer): Promise<void> | undefined => {
+      session.hash?.update(chunk);
+      const inflating = session.inflated?.write(chunk);
+      written += chunk.length;
+      session.hashedBytes = start + written;
+      const draining = out.write(chunk) ? undefined : once(out, 'drain');
+      if (inflating === undefined && draining === undefined) return undefined;
+      return Promise.all([inflating, draining]).then(() => undefined);
+    };
     try {
-      for await (const chunk of body) {
+      await forEachChunk(body, (chunk) => {
         if (start + written === 0 && session.hash !== undefined) {
-          session.inflated = await uncompressedDigester(chunk);
+          return uncompressedDigester(chunk).then((inflated) => {
+            session.inflated = inflated;
+            return take(chunk);
+          });
         }
-        session.hash?.update(chunk);
-        const inflating = session.inflated?.write(chunk);
-        written += chunk.length;
-        session.hashedBytes = start + written;
-        if (!out.write(chunk)) await once(out, 'drain');
-        await inflating;
-      }
+        return take(chunk);
+      });
       out.end();
       await finished(out);
     } catch (err) {

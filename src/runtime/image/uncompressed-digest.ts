@@ -44,8 +44,11 @@ export class UncompressedDigester {
     return head[0] === 0x1f && head[1] === 0x8b ? new UncompressedDigester() : undefined;
   }
 
-  /** Feeds the next bytes; resolves when the inflater can take more (its back-pressure). */
-  async write(chunk: Uint8Array): Promise<void> {
+  /**
+   * Feeds the next bytes; returns a promise when the caller must wait before feeding more (the
+   * inflater's back-pressure), else undefined: a promise per piece would cost a microtask each.
+   */
+  write(chunk: Uint8Array): Promise<void> | undefined {
     let offset = 0;
     while (offset < chunk.length && !this.#failed) {
       const batch = this.#batches[this.#turn];
@@ -53,8 +56,12 @@ export class UncompressedDigester {
       batch.set(chunk.subarray(offset, offset + copied), this.#filled);
       this.#filled += copied;
       offset += copied;
-      if (this.#filled === batchBytes) await this.#flush();
+      if (this.#filled === batchBytes) {
+        const rest = chunk.subarray(offset);
+        return this.#flush().then(() => this.write(rest));
+      }
     }
+    return undefined;
   }
 
   /** Hands the batch being filled to the inflater, then waits until the other one is free. */
