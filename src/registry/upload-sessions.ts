@@ -14,6 +14,7 @@ import {
   uncompressedDigester,
 } from '../runtime/image/index.js';
 import { forEachChunk } from './body-chunks.js';
+import { EarlyWriteback } from './early-writeback.js';
 import { RegistryError } from './registry-errors.js';
 
 interface Session {
@@ -191,6 +192,7 @@ export class UploadSessions {
     if (session.hash !== undefined && session.hashedBytes !== start) session.hash = undefined;
     if (session.inflated !== undefined && session.hashedBytes !== start) this.#dropInflated(session);
     const out = createWriteStream(this.#path(id), { flags: 'a', highWaterMark: writeBufferBytes });
+    const writeback = new EarlyWriteback(this.#path(id));
     let written = 0;
     // Returns a promise only when the disk or the inflater needs the body paused: most pieces
     // are handled without one (see forEachChunk).
@@ -200,6 +202,7 @@ export class UploadSessions {
       written += chunk.length;
       session.hashedBytes = start + written;
       const draining = out.write(chunk) ? undefined : once(out, 'drain');
+      writeback.wrote(chunk.length);
       if (inflating === undefined && draining === undefined) return undefined;
       return Promise.all([inflating, draining]).then(() => undefined);
     };
@@ -215,7 +218,9 @@ export class UploadSessions {
       });
       out.end();
       await finished(out);
+      await writeback.close();
     } catch (err) {
+      await writeback.close();
       // The file keeps what arrived (the client may resume from there); the hash is rebuilt.
       session.hash = undefined;
       this.#dropInflated(session);
