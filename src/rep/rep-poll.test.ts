@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { type ActualLRPRef, type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
+import { p1Work, testRep, withMethod } from '../testing/rep-fixtures.js';
 import { SimulatedExecutor } from '../testing/simulated-executor.js';
-import { Rep } from './rep.js';
+import type { Rep } from './rep.js';
 
 /**
  * The rep's polling pass against a real SQLite BBS, its containers simulated (below the
@@ -27,18 +28,9 @@ describe('Rep polling pass', () => {
     store = await openBbsStore(join(dir, 'bbs.sqlite3'));
     reads = [];
     // The store itself, with its single-record reads counted.
-    bbs = new Proxy(store, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          if (property === 'getActualLRP') {
-            const ref = args[0] as { process_guid: string; index: number };
-            reads.push(`${ref.process_guid}/${ref.index}`);
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
+    bbs = withMethod(store, 'getActualLRP', (ref: ActualLRPRef) => {
+      reads.push(`${ref.process_guid}/${ref.index}`);
+      return store.getActualLRP(ref);
     });
     executor = new SimulatedExecutor({
       capacity: { memory_mb: 4096, disk_mb: 4096, containers: 20 },
@@ -46,16 +38,8 @@ describe('Rep polling pass', () => {
       dataDir: dir,
       behaviour: { startDelayMs: 1 },
     });
-    rep = new Rep({
-      bbs,
-      executor,
-      cellId: 'cell-1',
-      zone: 'z1',
-      repUrl: 'http://127.0.0.1:1',
-      // Passes run when the test calls them (and one at start).
-      pollIntervalMs: 60 * 60_000,
-      evacuationTimeoutMs: 60 * 60_000,
-    });
+    // Passes run when the test calls them (and one at start).
+    rep = testRep(bbs, executor, { pollIntervalMs: 60 * 60_000 });
     await rep.start();
   });
   afterEach(async () => {
@@ -64,14 +48,7 @@ describe('Rep polling pass', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const work = (index: number) => ({
-    process_guid: 'p1',
-    index,
-    domain: 'd',
-    memory_mb: 64,
-    disk_mb: 0,
-    placement_tags: [],
-  });
+  const work = p1Work;
 
   async function allRunning(count: number): Promise<void> {
     for (let i = 0; i < 500; i++) {

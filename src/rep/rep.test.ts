@@ -8,8 +8,9 @@ import { BerthError } from '../core/index.js';
 import { Executor } from '../executor/index.js';
 import { PodRuntime } from '../runtime/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
+import { p1Work, testRep, withMethod } from '../testing/rep-fixtures.js';
 import { evacuatedTaskReason } from './evacuation-plan.js';
-import { Rep } from './rep.js';
+import type { Rep } from './rep.js';
 
 /**
  * The rep against a real SQLite BBS and a real executor whose runtime cannot fetch images: every
@@ -39,16 +40,7 @@ describe('Rep', () => {
       hostAddress: '127.0.0.1',
     });
     clockMs = Date.parse('2030-01-01T00:00:00Z');
-    rep = new Rep({
-      bbs,
-      executor,
-      cellId: 'cell-1',
-      zone: 'z1',
-      repUrl: 'http://127.0.0.1:1',
-      pollIntervalMs: 20,
-      evacuationTimeoutMs: 60 * 60_000,
-      now: () => new Date(clockMs),
-    });
+    rep = testRep(bbs, executor, { pollIntervalMs: 20, now: () => new Date(clockMs) });
   });
   afterEach(async () => {
     rep.stop();
@@ -61,14 +53,7 @@ describe('Rep', () => {
     assert.ok(await check(), 'condition not reached in 5 s');
   }
 
-  const work = (index: number) => ({
-    process_guid: 'p1',
-    index,
-    domain: 'd',
-    memory_mb: 64,
-    disk_mb: 0,
-    placement_tags: [],
-  });
+  const work = p1Work;
 
   it('starts the definition desired now, not one removed under the same process guid', async () => {
     await bbs.desireLRP(desiredDefinition('p1', 2, { image: 'old-image' }));
@@ -86,28 +71,15 @@ describe('Rep', () => {
     await bbs.desireLRP(desiredDefinition('p1', 1));
     // The BBS answers the claim but not the read of the definition after it (a timeout under load).
     let failReads = 1;
-    const flaky = new Proxy(bbs, {
-      get(target, name, receiver) {
-        if (name === 'getDesiredLRP' && failReads > 0) {
-          failReads--;
-          return async () => {
-            throw new BerthError('unavailable', 'the BBS did not answer in time');
-          };
-        }
-        const value = Reflect.get(target, name, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
+    const flaky = withMethod(
+      bbs,
+      'getDesiredLRP',
+      async (...args: Parameters<SqlBbsStore['getDesiredLRP']>) => {
+        if (failReads-- > 0) throw new BerthError('unavailable', 'the BBS did not answer in time');
+        return bbs.getDesiredLRP(...args);
       },
-    });
-    const flakyRep = new Rep({
-      bbs: flaky,
-      executor,
-      cellId: 'cell-1',
-      zone: 'z1',
-      repUrl: 'http://127.0.0.1:1',
-      pollIntervalMs: 20,
-      evacuationTimeoutMs: 60 * 60_000,
-      now: () => new Date(clockMs),
-    });
+    );
+    const flakyRep = testRep(flaky, executor, { pollIntervalMs: 20, now: () => new Date(clockMs) });
     try {
       await flakyRep.perform({ lrps: [work(0)], tasks: [] });
       await until(
