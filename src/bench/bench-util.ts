@@ -16,6 +16,11 @@ export function medianMs(runs: number, fn: () => void, before?: () => void): num
   return times[Math.floor(times.length / 2)] ?? Number.NaN;
 }
 
+/** The nearest-rank `p` percentile (0 < p ≤ 1) of ascending `sorted`; NaN when it is empty. */
+export function nearestRank(sorted: ArrayLike<number>, p: number): number {
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.ceil(sorted.length * p) - 1] ?? Number.NaN);
+}
+
 export function hasCommand(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
 }

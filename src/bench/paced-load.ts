@@ -7,10 +7,9 @@
  * generator or proxy that falls behind shows as latency: no coordinated omission).
  */
 import { Pool } from 'undici';
+import { nearestRank } from './bench-util.js';
 
 export interface PacedResult {
-  /** The 2xx answers' latencies (ms) from when each was due, in the order they came. */
-  readonly latencies: Float64Array;
   /** Answers per second over the run. */
   readonly rps: number;
   /** Percentiles (ms, µs resolution) of the 2xx answers' latencies from when each was due. */
@@ -21,14 +20,24 @@ export interface PacedResult {
   readonly errors: number;
 }
 
-export async function pacedLoad(options: {
+interface PacedOptions {
   readonly port: number;
   readonly host: string;
   readonly rate: number;
   readonly seconds: number;
   /** Keep-alive connections to spread the requests over (at most this many in flight). */
   readonly connections: number;
-}): Promise<PacedResult> {
+}
+
+/** What one run saw: the 2xx answers' latencies (ms, from when each was due) and the failures. */
+interface PacedRun {
+  readonly latencies: Float64Array;
+  readonly seconds: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+async function pacedRun(options: PacedOptions): Promise<PacedRun> {
   const pool = new Pool(`http://127.0.0.1:${options.port}`, {
     connections: options.connections,
     pipelining: 1,
@@ -70,7 +79,7 @@ export async function pacedLoad(options: {
   await Promise.all(inFlight);
   const elapsedS = (Number(process.hrtime.bigint()) / 1e6 - startMs) / 1000;
   await pool.close();
-  return summary([{ latencies: latencies.subarray(0, answered), seconds: elapsedS, non2xx, errors }]);
+  return { latencies: latencies.subarray(0, answered), seconds: elapsedS, non2xx, errors };
 }
 
 /**
@@ -87,44 +96,30 @@ export async function pacedLoadInTurns(options: {
   readonly rounds: number;
 }): Promise<PacedResult[]> {
   const { ports, rounds } = options;
-  const parts: PacedResult[][] = ports.map(() => []);
-  for (const port of ports) await pacedLoad({ ...options, port, seconds: 1 });
+  const runs: PacedRun[][] = ports.map(() => []);
+  for (const port of ports) await pacedRun({ ...options, port, seconds: 1 });
   for (let round = 0; round < rounds; round++) {
     for (const [i, port] of ports.entries()) {
-      parts[i]?.push(await pacedLoad({ ...options, port, seconds: options.seconds / rounds }));
+      runs[i]?.push(await pacedRun({ ...options, port, seconds: options.seconds / rounds }));
     }
   }
-  return parts.map((runs) =>
-    summary(
-      runs.map((r) => ({
-        latencies: r.latencies,
-        seconds: r.requests / r.rps,
-        non2xx: r.non2xx,
-        errors: r.errors,
-      })),
-    ),
-  );
+  return runs.map(summary);
 }
 
-function summary(
-  runs: readonly { latencies: Float64Array; seconds: number; non2xx: number; errors: number }[],
-): PacedResult {
+/** The runs' answers as one: their latencies' percentiles over all of them, their totals. */
+function summary(runs: readonly PacedRun[]): PacedResult {
   const count = runs.reduce((n, r) => n + r.latencies.length, 0);
-  const all = new Float64Array(count);
+  const sorted = new Float64Array(count);
   let at = 0;
   for (const r of runs) {
-    all.set(r.latencies, at);
+    sorted.set(r.latencies, at);
     at += r.latencies.length;
   }
-  const sorted = all.slice().sort();
-  const percentile = (p: number) =>
-    count === 0 ? Number.NaN : (sorted[Math.ceil(count * p) - 1] ?? Number.NaN);
-  const seconds = runs.reduce((s, r) => s + r.seconds, 0);
+  sorted.sort();
   return {
-    latencies: all,
-    rps: count / seconds,
-    p50: percentile(0.5),
-    p99: percentile(0.99),
+    rps: count / runs.reduce((s, r) => s + r.seconds, 0),
+    p50: nearestRank(sorted, 0.5),
+    p99: nearestRank(sorted, 0.99),
     requests: count,
     non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),

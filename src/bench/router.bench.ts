@@ -21,7 +21,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { hasCommand } from './bench-util.js';
+import { hasCommand, nearestRank } from './bench-util.js';
 import { type PacedResult, pacedLoadInTurns } from './paced-load.js';
 import { benchHost } from './router-bench-host.js';
 
@@ -151,12 +151,10 @@ async function load(port: number, conns: number, duration: number): Promise<Load
   });
   const result = await run;
   const sorted = latencies.subarray(0, count).sort();
-  const percentile = (p: number) =>
-    count === 0 ? Number.NaN : (sorted[Math.ceil(count * p) - 1] ?? Number.NaN);
   return {
     rps: result.requests.average,
-    p99: percentile(0.99),
-    p50: percentile(0.5),
+    p99: nearestRank(sorted, 0.99),
+    p50: nearestRank(sorted, 0.5),
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors,

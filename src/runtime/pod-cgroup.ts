@@ -152,21 +152,21 @@ export function removePodCgroup(uuid: string): void {
     removeCgroupDir(join(dir, 'app'));
     // A pod of several apps has `app-<name>` cgroups beside `app`, and the pod's cgroup stays busy
     // until they go: only then is the dir read (single-app pods, the common case, skip the read).
-    if (removeCgroupDir(dir) === 'busy') {
+    if (!removeCgroupDir(dir)) {
       for (const child of sideAppCgroups(dir)) removeCgroupDir(join(dir, child));
       removeCgroupDir(dir);
     }
   }
 }
 
-/** rmdir of one cgroup: 'busy' when it still has processes or child cgroups. */
-function removeCgroupDir(dir: string): 'removed' | 'gone' | 'busy' {
+/** rmdir of one cgroup; false while it is busy (processes in it, or child cgroups in v1). */
+function removeCgroupDir(dir: string): boolean {
   try {
     rmdirSync(dir);
-    return 'removed';
+    return true;
   } catch (err) {
-    // ENOENT: gone already. EBUSY (processes, or children in v1) and ENOTEMPTY: try again later.
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : 'busy';
+    // ENOENT: gone already. EBUSY and ENOTEMPTY: gc tries again later.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
   }
 }
 
