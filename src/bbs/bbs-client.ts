@@ -39,6 +39,7 @@ export class BbsClient implements BbsStore {
   getActualLRP = this.#operation('getActualLRP');
   createActualLRP = this.#operation('createActualLRP');
   claimActualLRP = this.#operation('claimActualLRP');
+  claimActualLRPs = this.#operation('claimActualLRPs');
   startActualLRP = this.#operation('startActualLRP');
   crashActualLRP = this.#operation('crashActualLRP');
   failActualLRP = this.#operation('failActualLRP');

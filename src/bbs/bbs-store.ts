@@ -40,6 +40,12 @@ export interface BbsStore {
   /** Creates the UNCLAIMED instance of a missing index of a DesiredLRP and requests its start. */
   createActualLRP(req: ActualLRPRef): Promise<ActualLRP>;
   claimActualLRP(req: ClaimActualLRPRequest): Promise<ActualLRP>;
+  /**
+   * Claims many UNCLAIMED instances for one cell in one transaction (the instances one auction
+   * handed it): each is claimed while UNCLAIMED, whatever its tag, as Diego's claim checks state,
+   * not a tag; one its claimant already holds is claimed again; any other comes back refused.
+   */
+  claimActualLRPs(req: ClaimActualLRPsRequest): Promise<ClaimActualLRPsResult>;
   /** RUNNING with net info; `expected: null` creates it (a cell runs an instance the BBS lost). */
   startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP>;
   /** The rep computed the crash policy; the store records its outcome (UNCLAIMED also requests a start). */
@@ -181,6 +187,25 @@ export interface CasActualLRPRequest extends ActualLRPRef {
 }
 export interface ClaimActualLRPRequest extends CasActualLRPRequest {
   readonly instance_key: ActualLRPInstanceKey;
+}
+/** One instance of a batch claim, with the instance guid its container runs under. */
+export interface InstanceClaim extends ActualLRPRef {
+  readonly instance_guid: string;
+}
+export interface ClaimActualLRPsRequest {
+  /** The cell that claims them all. */
+  readonly cell_id: string;
+  readonly claims: readonly InstanceClaim[];
+}
+/** A claim not taken: the record is gone, evacuating only, or not UNCLAIMED (`current` says how). */
+export interface ClaimRefusal extends ActualLRPRef {
+  readonly reason: string;
+  readonly current: ActualLRP | null;
+}
+export interface ClaimActualLRPsResult {
+  /** The claimed records as stored, in the order claimed. */
+  readonly claimed: readonly ActualLRP[];
+  readonly refused: readonly ClaimRefusal[];
 }
 export interface StartActualLRPRequest extends ActualLRPRef {
   /** null: the record must not exist and is created RUNNING (needs `domain`). */

@@ -19,6 +19,8 @@ export interface ScaleFigures {
   /** From the kill -9 until the killed cells held nothing and every instance was RUNNING again. */
   readonly replaceMs: number;
   readonly presenceTtlMs: number;
+  /** The server's HTTP requests over the burst, by `METHOD route`. */
+  readonly burstRequests: readonly (readonly [string, number])[];
 }
 
 const goals = {
@@ -65,6 +67,20 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
     ],
   ];
   const header = ['', ...figures.map((f) => f.backend), 'goal'];
+  const routes = [...new Set(figures.flatMap((f) => f.burstRequests.map(([route]) => route)))].sort();
+  rows.push(
+    [
+      'requests per placement (burst)',
+      (f) => (f.burstRequests.reduce((sum, [, n]) => sum + n, 0) / f.total).toFixed(2),
+      '',
+    ],
+    // Where they go: what batching a route would save.
+    ...routes.map((route): [string, (f: ScaleFigures) => string, string] => [
+      `  ${route}`,
+      (f) => ((f.burstRequests.find(([r]) => r === route)?.[1] ?? 0) / f.total).toFixed(3),
+      '',
+    ]),
+  );
   const table = [header, ...rows.map(([name, cell, goal]) => [name, ...figures.map(cell), goal])];
   const widths = header.map((_, c) => Math.max(...table.map((row) => (row[c] ?? '').length)));
   for (const row of table)

@@ -11,6 +11,7 @@ import { BbsClient } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
 import {
   bbsRecordCounts,
+  httpRequestCounts,
   processUsage,
   type SimulatedCluster,
   startSimulatedCluster,
@@ -105,6 +106,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     );
 
     // Burst: every LRP desired at once (16 requests in flight), timed until all instances RUN.
+    const requestsBefore = await httpRequestCounts(server.url);
     const before = processUsage(pid);
     let peakRss = before.rssBytes;
     const t0 = Date.now();
@@ -134,6 +136,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     );
     const burstMs = Date.now() - t0;
     const afterBurst = processUsage(pid);
+    const requestsAfter = await httpRequestCounts(server.url);
     const spread = await instancesPerCell(
       bbs,
       cluster.hosts.flatMap((h) => h.cellIds),
@@ -176,6 +179,9 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       lostInstances: lost,
       replaceMs,
       presenceTtlMs: size.presenceTtlMs,
+      burstRequests: [...requestsAfter]
+        .map(([route, n]): [string, number] => [route, n - (requestsBefore.get(route) ?? 0)])
+        .filter(([, n]) => n > 0),
     };
   } finally {
     await cluster?.stop();

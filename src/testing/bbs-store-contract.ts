@@ -16,6 +16,7 @@ import {
 } from '../bbs/index.js';
 import { BerthError } from '../core/index.js';
 import { describeCellEventsContract } from './bbs-cell-events-contract.js';
+import { describeClaimBatchContract } from './bbs-claim-batch-contract.js';
 import { desiredDefinition, desiredTask } from './bbs-fixtures.js';
 import { describeBbsPagingContract } from './bbs-paging-contract.js';
 
@@ -914,6 +915,7 @@ export function describeBbsStoreContract(
 
     describe('paging', () => describeBbsPagingContract(() => store));
     describe('cell events', () => describeCellEventsContract(() => store, clock));
+    describe('batch claims', () => describeClaimBatchContract(() => store));
   });
 }
 

@@ -112,6 +112,23 @@ export async function bbsRecordCounts(serverUrl: string): Promise<Map<string, nu
   return counts;
 }
 
+/**
+ * The server's HTTP requests so far by `METHOD route` (its /metrics counter
+ * `berth_http_requests_total`, summed over status codes).
+ */
+export async function httpRequestCounts(serverUrl: string): Promise<Map<string, number>> {
+  const res = await fetch(`${serverUrl}/metrics`);
+  if (!res.ok) throw new Error(`GET /metrics answered ${res.status}`);
+  const counts = new Map<string, number>();
+  for (const match of (await res.text()).matchAll(
+    /^berth_http_requests_total\{method="([A-Z]+)",route="([^"]*)",status="\d+"\} (\d+)$/gm,
+  )) {
+    const key = `${match[1]} ${match[2]}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(match[3]));
+  }
+  return counts;
+}
+
 /** Polls `done` every `everyMs` until it holds or `timeoutMs` passes (then throws naming `what`). */
 export async function waitUntil(
   what: string,

@@ -211,6 +211,15 @@ export const operationBodies = {
   getActualLRP: Type.Object(Ref, strict),
   createActualLRP: Type.Object(Ref, strict),
   claimActualLRP: Type.Object({ ...Cas, instance_key: InstanceKeySchema }, strict),
+  claimActualLRPs: Type.Object(
+    {
+      cell_id: guid('cell_id'),
+      claims: Type.Array(Type.Object({ ...Ref, instance_guid: guid('instance_guid') }, strict), {
+        maxItems: limits.maxBatchItems,
+      }),
+    },
+    strict,
+  ),
   startActualLRP: Type.Object(
     {
       ...Ref,

@@ -8,6 +8,9 @@ import type {
   ActualLRPRef,
   CasActualLRPRequest,
   ClaimActualLRPRequest,
+  ClaimActualLRPsRequest,
+  ClaimActualLRPsResult,
+  ClaimRefusal,
   CrashActualLRPRequest,
   EvacuateRunningActualLRPRequest,
   FailActualLRPRequest,
@@ -120,6 +123,45 @@ export class ActualLrpStore {
         placement_error: '',
         since: before.state === 'CLAIMED' ? before.since : tx.now,
       });
+    });
+  }
+
+  async claimActualLRPs(req: ClaimActualLRPsRequest): Promise<ClaimActualLRPsResult> {
+    // Rows are locked in key order, so two cells' overlapping batches cannot deadlock on PostgreSQL.
+    const claims = [...req.claims].sort((a, b) =>
+      a.process_guid === b.process_guid ? a.index - b.index : a.process_guid < b.process_guid ? -1 : 1,
+    );
+    return this.#ctx.mutate('claimActualLRPs', async (tx) => {
+      const claimed: ActualLRP[] = [];
+      const refused: ClaimRefusal[] = [];
+      for (const claim of claims) {
+        const ref = { process_guid: claim.process_guid, index: claim.index };
+        const before = await loadActual(tx, ref, false, true);
+        const mine =
+          before?.state === 'CLAIMED' &&
+          before.instance_guid === claim.instance_guid &&
+          before.cell_id === req.cell_id;
+        if (mine) {
+          claimed.push(before);
+          continue;
+        }
+        if (before?.state !== 'UNCLAIMED') {
+          refused.push({ ...ref, reason: claimRefusal(before), current: before ?? null });
+          continue;
+        }
+        assertActualLRPTransition(before.state, 'CLAIMED', actualLrpKey(ref));
+        claimed.push(
+          await replaceActual(tx, before, {
+            ...before,
+            state: 'CLAIMED',
+            instance_guid: claim.instance_guid,
+            cell_id: req.cell_id,
+            placement_error: '',
+            since: tx.now,
+          }),
+        );
+      }
+      return { claimed, refused };
     });
   }
 
@@ -314,4 +356,10 @@ export class ActualLrpStore {
 async function pinVolumes(tx: Tx, lrp: ActualLRP): Promise<void> {
   const desired = await loadDesiredVolumes(tx, lrp.process_guid);
   if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, lrp.index, lrp.cell_id);
+}
+
+function claimRefusal(current: ActualLRP | undefined): string {
+  if (!current) return 'it does not exist';
+  const where = current.cell_id ? ` on cell ${current.cell_id}` : '';
+  return `it is ${current.state}${where}, not UNCLAIMED`;
 }

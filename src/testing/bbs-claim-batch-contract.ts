@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { it } from 'node:test';
+import type { ActualLRP, BbsStore } from '../bbs/index.js';
+import { desiredDefinition } from './bbs-fixtures.js';
+
+/**
+ * Batch claims (`claimActualLRPs`), part of the BBS contract: what a cell handed many instances
+ * by one auction claims in one request. Each case desires its own LRP on the shared store.
+ */
+export function describeClaimBatchContract(storeOf: () => BbsStore): void {
+  const guid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+  async function instances(processGuid: string): Promise<ActualLRP[]> {
+    return storeOf().listActualLRPs({ process_guid: processGuid });
+  }
+
+  it('claims every UNCLAIMED instance named, for the cell, in one call', async () => {
+    const store = storeOf();
+    const d = await store.desireLRP(desiredDefinition(guid('batch'), 3));
+    const result = await store.claimActualLRPs({
+      cell_id: 'cell-a',
+      claims: [2, 0, 1].map((index) => ({
+        process_guid: d.process_guid,
+        index,
+        instance_guid: `ig-${index}`,
+      })),
+    });
+    assert.deepEqual(result.refused, []);
+    assert.deepEqual(
+      result.claimed.map((a) => [a.index, a.state, a.cell_id, a.instance_guid]),
+      [
+        [0, 'CLAIMED', 'cell-a', 'ig-0'],
+        [1, 'CLAIMED', 'cell-a', 'ig-1'],
+        [2, 'CLAIMED', 'cell-a', 'ig-2'],
+      ],
+    );
+    // What came back is what is stored, tag included: the claimant's next CAS uses it.
+    assert.deepEqual(
+      (await instances(d.process_guid)).map((a) => [a.index, a.state, a.modification_tag]),
+      result.claimed.map((a) => [a.index, a.state, a.modification_tag]),
+    );
+  });
+
+  it('refuses what is not UNCLAIMED or does not exist, and still claims the rest', async () => {
+    const store = storeOf();
+    const d = await store.desireLRP(desiredDefinition(guid('batch'), 2));
+    const ref0 = { process_guid: d.process_guid, index: 0 };
+    const [zero] = await instances(d.process_guid);
+    assert.ok(zero);
+    await store.claimActualLRP({
+      ...ref0,
+      expected: zero.modification_tag,
+      instance_key: { instance_guid: 'ig-other', cell_id: 'cell-b' },
+    });
+    const result = await store.claimActualLRPs({
+      cell_id: 'cell-a',
+      claims: [
+        { ...ref0, instance_guid: 'ig-0' },
+        { process_guid: d.process_guid, index: 1, instance_guid: 'ig-1' },
+        { process_guid: guid('missing'), index: 0, instance_guid: 'ig-x' },
+      ],
+    });
+    assert.deepEqual(
+      result.claimed.map((a) => [a.index, a.cell_id]),
+      [[1, 'cell-a']],
+    );
+    assert.equal(result.refused.length, 2);
+    const taken = result.refused.find((r) => r.process_guid === d.process_guid);
+    assert.equal(taken?.current?.cell_id, 'cell-b');
+    assert.match(taken?.reason ?? '', /CLAIMED on cell cell-b, not UNCLAIMED/);
+    const missing = result.refused.find((r) => r.process_guid !== d.process_guid);
+    assert.equal(missing?.current, null);
+    assert.match(missing?.reason ?? '', /does not exist/);
+    // The refused one is untouched.
+    const after0 = (await store.getActualLRP(ref0)).instance;
+    assert.equal(after0?.instance_guid, 'ig-other');
+  });
+
+  it('a repeated claim by its claimant is claimed again, unchanged; by another cell refused', async () => {
+    const store = storeOf();
+    const d = await store.desireLRP(desiredDefinition(guid('batch'), 1));
+    const claim = { process_guid: d.process_guid, index: 0, instance_guid: 'ig-0' };
+    const first = await store.claimActualLRPs({ cell_id: 'cell-a', claims: [claim] });
+    const again = await store.claimActualLRPs({ cell_id: 'cell-a', claims: [claim] });
+    assert.deepEqual(again.claimed, first.claimed);
+    const other = await store.claimActualLRPs({ cell_id: 'cell-b', claims: [claim] });
+    assert.deepEqual(other.claimed, []);
+    assert.equal(other.refused[0]?.current?.cell_id, 'cell-a');
+  });
+
+  it('each claim is an event, as a single claim is', async () => {
+    const store = storeOf();
+    const d = await store.desireLRP(desiredDefinition(guid('batch'), 2));
+    const head = await store.headEventId();
+    await store.claimActualLRPs({
+      cell_id: 'cell-a',
+      claims: [0, 1].map((index) => ({ process_guid: d.process_guid, index, instance_guid: `ig-${index}` })),
+    });
+    const events = (await store.readEvents({ after: head, limit: 1000 })).flatMap((e) =>
+      e.type === 'actual_lrp_changed' && e.after.process_guid === d.process_guid
+        ? [[e.type, e.after.index, e.after.state]]
+        : [],
+    );
+    assert.deepEqual(events, [
+      ['actual_lrp_changed', 0, 'CLAIMED'],
+      ['actual_lrp_changed', 1, 'CLAIMED'],
+    ]);
+  });
+
+  it('an empty batch claims nothing', async () => {
+    assert.deepEqual(await storeOf().claimActualLRPs({ cell_id: 'cell-a', claims: [] }), {
+      claimed: [],
+      refused: [],
+    });
+  });
+}
