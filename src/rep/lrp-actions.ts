@@ -13,6 +13,15 @@ export async function actualFor(ctx: RepContext, container: ExecutorContainer): 
 }
 
 /**
+ * What applying a plan left behind: the record as its last write stored it (`null`: deleted;
+ * absent: nothing written), and whether a write lost its race.
+ */
+export interface LRPActionsOutcome {
+  readonly written?: ActualLRP | null;
+  readonly lost: boolean;
+}
+
+/**
  * Applies the reconcile table's actions for one LRP container with CAS. Losing a race (the record
  * moved, vanished or was created meanwhile) ends the list: the next pass re-plans from fresh state.
  */
@@ -20,89 +29,103 @@ export async function applyLRPActions(
   ctx: RepContext,
   actions: readonly LRPRepAction[],
   container: ExecutorContainer | null,
-): Promise<void> {
+): Promise<LRPActionsOutcome> {
+  let written: ActualLRP | null | undefined;
   for (const action of actions) {
     if (action.kind !== 'none') ctx.log(`lrp action ${action.kind}`);
     try {
-      if ((await applyLRPAction(ctx, action, container)) === 'stop') return;
+      const step = await applyLRPAction(ctx, action, container);
+      if (step.written !== undefined) written = step.written;
+      if (!step.proceed) break;
     } catch (err) {
       if (isSuperseded(err)) {
         ctx.log(
           `${action.kind}: ${err instanceof Error ? err.message : String(err)} (the next pass re-plans)`,
         );
-        return;
+        return { ...(written !== undefined ? { written } : {}), lost: true };
       }
       throw err;
     }
   }
+  return { ...(written !== undefined ? { written } : {}), lost: false };
+}
+
+/** One action's step: whether the list goes on, and the record it wrote (`null`: deleted). */
+interface ActionStep {
+  readonly proceed: boolean;
+  readonly written?: ActualLRP | null;
 }
 
 async function applyLRPAction(
   ctx: RepContext,
   action: LRPRepAction,
   container: ExecutorContainer | null,
-): Promise<'next' | 'stop'> {
+): Promise<ActionStep> {
   const { bbs } = ctx;
   switch (action.kind) {
     case 'none':
-      break;
+      return next;
     case 'claim':
-      await bbs.claimActualLRP({
-        ...refOf(action.key),
-        expected: action.expected,
-        instance_key: action.instance,
-      });
-      break;
+      return wrote(
+        bbs.claimActualLRP({
+          ...refOf(action.key),
+          expected: action.expected,
+          instance_key: action.instance,
+        }),
+      );
     case 'start':
-      await bbs.startActualLRP({
-        ...refOf(action.key),
-        expected: action.expected,
-        instance_key: action.instance,
-        net_info: action.netInfo,
-      });
-      break;
+      return wrote(
+        bbs.startActualLRP({
+          ...refOf(action.key),
+          expected: action.expected,
+          instance_key: action.instance,
+          net_info: action.netInfo,
+        }),
+      );
     case 'create-running':
-      await bbs.startActualLRP({
-        process_guid: action.key.process_guid,
-        index: action.key.index,
-        domain: action.key.domain,
-        expected: null,
-        instance_key: action.instance,
-        net_info: action.netInfo,
-      });
-      break;
+      return wrote(
+        bbs.startActualLRP({
+          process_guid: action.key.process_guid,
+          index: action.key.index,
+          domain: action.key.domain,
+          expected: null,
+          instance_key: action.instance,
+          net_info: action.netInfo,
+        }),
+      );
     case 'crash':
-      await bbs.crashActualLRP({
-        process_guid: action.key.process_guid,
-        index: action.key.index,
-        domain: action.key.domain,
-        expected: action.expected,
-        instance_key: action.instance,
-        state: action.outcome.state,
-        crash_count: action.outcome.crash_count,
-        last_crashed_at: action.outcome.last_crashed_at,
-        crash_reason: action.reason,
-      });
-      break;
+      return wrote(
+        bbs.crashActualLRP({
+          process_guid: action.key.process_guid,
+          index: action.key.index,
+          domain: action.key.domain,
+          expected: action.expected,
+          instance_key: action.instance,
+          state: action.outcome.state,
+          crash_count: action.outcome.crash_count,
+          last_crashed_at: action.outcome.last_crashed_at,
+          crash_reason: action.reason,
+        }),
+      );
     case 'remove-actual':
       await bbs.removeActualLRP({ ...refOf(action.key), expected: action.expected });
-      break;
+      return { proceed: true, written: null };
     case 'unclaim-and-request-start':
-      await bbs.unclaimActualLRP({ ...refOf(action.key), expected: action.expected });
-      break;
+      return wrote(bbs.unclaimActualLRP({ ...refOf(action.key), expected: action.expected }));
     case 'give-back':
-      await bbs.failActualLRP({
-        ...refOf(action.key),
-        expected: action.expected,
-        instance_key: action.instance,
-        placement_error: action.placementError,
-      });
-      break;
+      return wrote(
+        bbs.failActualLRP({
+          ...refOf(action.key),
+          expected: action.expected,
+          instance_key: action.instance,
+          placement_error: action.placementError,
+        }),
+      );
     case 'delete-container': {
       if (action.revalidate && container) {
         // Seed: "To be safe it should always validate a decision it is about to make".
         const freshContainer = ctx.executor.get(action.containerGuid);
-        if (!freshContainer) break;
+        if (!freshContainer) return next;
         const freshActual = await actualFor(ctx, freshContainer);
         const stillDeletes = stillDeletesContainer({
           container: freshContainer,
@@ -111,13 +134,18 @@ async function applyLRPAction(
           now: ctx.now(),
           policy: ctx.policy,
         });
-        if (!stillDeletes) return 'stop';
+        if (!stillDeletes) return { proceed: false };
       }
       await ctx.executor.deleteContainer(action.containerGuid);
-      break;
+      return next;
     }
   }
-  return 'next';
+}
+
+const next: ActionStep = { proceed: true };
+
+async function wrote(write: Promise<ActualLRP>): Promise<ActionStep> {
+  return { proceed: true, written: await write };
 }
 
 /** The BBS's ActualLRP reference: the API refuses fields it does not expect (like domain). */

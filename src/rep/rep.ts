@@ -7,7 +7,7 @@ import {
   cellPlacementTag,
   type DesiredLRP,
 } from '../bbs/index.js';
-import { isNotFound, isSuperseded, orAbsent, runLoop } from '../core/index.js';
+import { isNotFound, orAbsent, runLoop } from '../core/index.js';
 import type { CellExecutor, ContainerRunSpec } from '../executor/index.js';
 import { type CrashPolicy, defaultCrashPolicy } from './crash-policy.js';
 import { runEvacuation } from './evacuation.js';
@@ -83,6 +83,11 @@ export class Rep {
    */
   readonly #desiredReads = new Map<string, Promise<DesiredLRP | undefined>>();
   readonly #inFlight = new Map<string, Promise<void>>();
+  /**
+   * Each LRP container's record as this rep last claimed, wrote or listed it, so that the
+   * reconciles of its start and of quiet passes need no read (see `#reconcileContainerNow`).
+   */
+  readonly #known = new Map<string, ActualLRP>();
 
   constructor(options: RepOptions) {
     this.#options = options;
@@ -193,6 +198,7 @@ export class Rep {
   async perform(work: RepWork): Promise<RepWorkResult> {
     const failedLrps: RepLRPWork[] = [];
     const failedTasks: RepTaskWork[] = [];
+    const reserved: ReservedLRP[] = [];
     for (const lrp of work.lrps) {
       const instanceGuid = randomUUID();
       const tags = {
@@ -201,12 +207,15 @@ export class Rep {
         instance_guid: instanceGuid,
         domain: lrp.domain,
       };
-      if (!this.#reserve(instanceGuid, tags, lrp)) {
-        failedLrps.push(lrp);
-        continue;
-      }
-      void this.#startLRP(instanceGuid, lrp).catch((err) =>
-        this.#ctx.log(`start ${actualLrpKey(lrp)}: ${String(err)}`),
+      if (this.#reserve(instanceGuid, tags, lrp)) reserved.push({ guid: instanceGuid, lrp });
+      else failedLrps.push(lrp);
+    }
+    for (let at = 0; at < reserved.length; at += claimBatchSize) {
+      const batch = reserved.slice(at, at + claimBatchSize);
+      void this.#startLRPs(batch).catch((err) =>
+        this.#ctx.log(
+          `start ${batch.length} instances (${actualLrpKey(batch[0]?.lrp ?? { process_guid: '', index: 0 })}…): ${String(err)}`,
+        ),
       );
     }
     for (const task of work.tasks) {
@@ -241,33 +250,42 @@ export class Rep {
     }
   }
 
-  /** Seed: "the Rep creates a container reservation, then CAS the ActualLRP to CLAIMED, then starts running the container". */
-  async #startLRP(guid: string, lrp: RepLRPWork): Promise<void> {
-    const { bbs, executor } = this.#options;
-    let actual: ActualLRP | null;
+  /**
+   * Seed: "the Rep creates a container reservation, then CAS the ActualLRP to CLAIMED, then starts
+   * running the container". The reservations one perform made are claimed in one request: each
+   * instance is claimed only while UNCLAIMED (the state the rep's read-then-CAS checked), and a
+   * refused one's reservation goes.
+   */
+  async #startLRPs(reserved: readonly ReservedLRP[]): Promise<void> {
+    const { bbs, executor, cellId } = this.#options;
+    let claimed: ReadonlyMap<string, ActualLRP>;
     try {
-      actual = (await orAbsent(bbs.getActualLRP(actualRef(lrp))))?.instance ?? null;
+      const result = await bbs.claimActualLRPs({
+        cell_id: cellId,
+        claims: reserved.map(({ guid, lrp }) => ({ ...actualRef(lrp), instance_guid: guid })),
+      });
+      claimed = new Map(result.claimed.map((a) => [a.instance_guid, a]));
     } catch (err) {
-      // Unreadable is not absent, but the work cannot be claimed without the record's tag either:
-      // the reservation goes, and the instance stays UNCLAIMED for the converger to offer again.
-      await executor.deleteContainer(guid);
+      // The instances stay UNCLAIMED for the converger to offer again. Had the claims landed
+      // before the failure, the next pass finds them "No Container / CLAIMED by A" and gives
+      // them back.
+      await Promise.all(reserved.map(({ guid }) => executor.deleteContainer(guid)));
       throw err;
     }
-    if (actual?.state !== 'UNCLAIMED') {
-      await executor.deleteContainer(guid);
-      return;
-    }
-    try {
-      await bbs.claimActualLRP({
-        ...actualRef(lrp),
-        expected: actual.modification_tag,
-        instance_key: { instance_guid: guid, cell_id: this.#options.cellId },
-      });
-    } catch (err) {
-      await executor.deleteContainer(guid);
-      if (!isSuperseded(err)) throw err;
-      return;
-    }
+    await Promise.all(
+      reserved.map(async ({ guid, lrp }) => {
+        const actual = claimed.get(guid);
+        if (!actual) return executor.deleteContainer(guid);
+        this.#known.set(guid, actual);
+        return this.#runClaimed(guid, lrp).catch((err) =>
+          this.#ctx.log(`start ${actualLrpKey(lrp)}: ${String(err)}`),
+        );
+      }),
+    );
+  }
+
+  async #runClaimed(guid: string, lrp: RepLRPWork): Promise<void> {
+    const { executor } = this.#options;
     try {
       const desired = await this.#desired(lrp.process_guid);
       if (!desired) {
@@ -301,6 +319,8 @@ export class Rep {
   async stopInstance(req: RepStopRequest): Promise<void> {
     const container = this.#options.executor.get(req.instance_guid);
     if (!container) return;
+    // The BBS asked for the stop because the record changed: what this rep last wrote is old.
+    this.#known.delete(req.instance_guid);
     await this.#options.executor.stopContainer(req.instance_guid);
     await this.reconcileContainer(req.instance_guid);
   }
@@ -331,7 +351,7 @@ export class Rep {
       // The records this cell holds, by instance: a container reconciles against its own record
       // from this one list instead of reading it again (a read per container per pass was most of
       // an idle cluster's requests). A container whose record is not here (given back, claimed
-      // elsewhere, evacuating) reads it fresh, as events do.
+      // elsewhere, evacuating) reads it fresh.
       const listed = new Map(
         mine.filter((a) => !a.evacuating && a.cell_id === cellId).map((a) => [a.instance_guid, a]),
       );
@@ -339,7 +359,8 @@ export class Rep {
       for (const c of executor.list()) {
         if (c.tags.kind === 'lrp') {
           seen.add(c.tags.instance_guid);
-          await this.reconcileContainer(c.guid, listed.get(c.tags.instance_guid));
+          this.#noteListed(c.guid, listed.get(c.tags.instance_guid));
+          await this.reconcileContainer(c.guid);
         } else if (!this.#inFlight.has(c.guid)) {
           // A task reconcile in flight (its start, run by `perform`) would race this one for the
           // PENDING → RUNNING CAS, and the loser deletes the container: the next pass looks again.
@@ -381,12 +402,9 @@ export class Rep {
    * Reconciles one container with its ActualLRP or Task (events and polling both come here). Calls for
    * one container run one after another, so an event and a poll never act on the same stale view.
    */
-  reconcileContainer(guid: string, listed?: ActualLRP): Promise<void> {
+  reconcileContainer(guid: string): Promise<void> {
     const previous = this.#inFlight.get(guid);
-    // A record read before a reconcile still in flight may be older than what that one writes:
-    // only an idle container uses the listed record.
-    const known = previous === undefined ? listed : undefined;
-    const next = (previous ?? Promise.resolve()).then(() => this.#reconcileContainerNow(guid, known));
+    const next = (previous ?? Promise.resolve()).then(() => this.#reconcileContainerNow(guid));
     // catch-all: the caller of `next` sees its failure; the chain only orders the calls.
     const settled = next.catch(() => {});
     this.#inFlight.set(guid, settled);
@@ -397,23 +415,45 @@ export class Rep {
   }
 
   /**
-   * `listed`: this container's record as the pass's list of the cell's records gave it (by A, same
-   * instance guid). It may be a moment old: every write a "by A" row makes is a CAS or CAD on its
-   * tag, and a row whose write loses ends there for the next pass, so a stale copy costs a retry,
+   * A polling pass's copy of a container's record (absent: the list did not hold it by this cell
+   * and instance). The newer of it and what this rep last wrote is kept; with none, or when the
+   * list no longer holds it, the next reconcile reads the record fresh.
+   */
+  #noteListed(guid: string, listed: ActualLRP | undefined): void {
+    const known = this.#known.get(guid);
+    if (!listed) {
+      // A reconcile in flight may be writing the record the list was read too early to hold.
+      if (!this.#inFlight.has(guid)) this.#known.delete(guid);
+      return;
+    }
+    if (!known || !sameEpochNotOlder(known, listed)) this.#known.set(guid, listed);
+  }
+
+  /**
+   * The reconcile table's row for one container, applied. Its record is the one this rep last
+   * wrote or listed (`#known`) when that is its own ("by A", this instance guid), else read fresh.
+   * A known copy may be a moment old: every write a "by A" row makes is a CAS or CAD on its tag,
+   * and a row whose write loses ends there and forgets the copy, so a stale one costs a retry,
    * never a wrong delete (the rows that delete without a write are the "by O", UNCLAIMED, CRASHED
    * and absent ones, which a fresh read decides).
    */
-  async #reconcileContainerNow(guid: string, listed?: ActualLRP): Promise<void> {
+  async #reconcileContainerNow(guid: string): Promise<void> {
     const { executor, cellId } = this.#options;
     const container = executor.get(guid);
-    if (!container) return;
+    if (!container) {
+      this.#known.delete(guid);
+      return;
+    }
     if (container.tags.kind === 'task') return reconcileTaskContainer(this.#ctx, guid);
+    const known = this.#known.get(guid);
     const actual =
-      listed !== undefined &&
-      listed.instance_guid === container.tags.instance_guid &&
-      listed.process_guid === container.tags.process_guid &&
-      listed.index === container.tags.index
-        ? listed
+      known !== undefined &&
+      known.cell_id === cellId &&
+      !known.evacuating &&
+      known.instance_guid === container.tags.instance_guid &&
+      known.process_guid === container.tags.process_guid &&
+      known.index === container.tags.index
+        ? known
         : await actualFor(this.#ctx, container);
     const fresh = executor.get(guid);
     // Checked after the read: the evacuation marks a container before it moves its instance.
@@ -425,7 +465,12 @@ export class Rep {
       now: this.#ctx.now(),
       policy: this.#ctx.policy,
     });
-    await applyLRPActions(this.#ctx, plan, fresh);
+    const outcome = await applyLRPActions(this.#ctx, plan, fresh);
+    // A lost write forgets the copy (the next reconcile reads); no write keeps the record used.
+    const after = outcome.lost ? null : outcome.written === undefined ? actual : outcome.written;
+    if (after && after.cell_id === cellId && after.instance_guid === container.tags.instance_guid)
+      this.#known.set(guid, after);
+    else this.#known.delete(guid);
   }
 
   /**
@@ -462,6 +507,22 @@ export class Rep {
       // Left in place, the presence expires after its TTL: the cell is gone either way.
       .catch((err: unknown) => this.#ctx.log(`remove cell presence: ${String(err)}`));
   }
+}
+
+/** A perform's claims go in requests of at most this many instances. */
+const claimBatchSize = 500;
+
+interface ReservedLRP {
+  readonly guid: string;
+  readonly lrp: RepLRPWork;
+}
+
+/** Whether `a` is `b`'s record at the same or a later change (never true across a re-creation). */
+function sameEpochNotOlder(a: ActualLRP, b: ActualLRP): boolean {
+  return (
+    a.modification_tag.epoch === b.modification_tag.epoch &&
+    a.modification_tag.index >= b.modification_tag.index
+  );
 }
 
 function startLoop(run: (signal: AbortSignal) => Promise<void>): RepLoop {

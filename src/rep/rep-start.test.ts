@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
+import { desiredDefinition } from '../testing/bbs-fixtures.js';
+import { p1Work, testRep } from '../testing/rep-fixtures.js';
+import { SimulatedExecutor } from '../testing/simulated-executor.js';
+import type { Rep } from './rep.js';
+
+/** The store methods whose calls the tests count. */
+const counted = [
+  'getActualLRP',
+  'claimActualLRP',
+  'claimActualLRPs',
+  'startActualLRP',
+  'crashActualLRP',
+] as const;
+type Counted = (typeof counted)[number];
+
+/**
+ * How a rep starts the instances one auction handed it, against a real SQLite BBS with its
+ * containers simulated (below the `CellExecutor` seam): one claim request for all of them, and no
+ * read of a record the rep itself just wrote.
+ */
+describe('Rep starting work', () => {
+  let dir: string;
+  let store: SqlBbsStore;
+  let calls: Record<Counted, number>;
+  /** What the next claimActualLRPs call does instead of claiming (a test's failure). */
+  let claimsFail: Error | undefined;
+  let executor: SimulatedExecutor;
+  let rep: Rep;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-rep-start-'));
+    store = await openBbsStore(join(dir, 'bbs.sqlite3'));
+    calls = Object.fromEntries(counted.map((name) => [name, 0])) as Record<Counted, number>;
+    claimsFail = undefined;
+    const bbs = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...a: unknown[]) => unknown).bind(target);
+        if (!(counted as readonly (string | symbol)[]).includes(property)) return method;
+        return (...args: unknown[]) => {
+          calls[property as Counted] += 1;
+          if (property === 'claimActualLRPs' && claimsFail) return Promise.reject(claimsFail);
+          return method(...args);
+        };
+      },
+    }) as BbsStore;
+    executor = new SimulatedExecutor({
+      capacity: { memory_mb: 4096, disk_mb: 4096, containers: 20 },
+      hostAddress: '127.0.0.1',
+      dataDir: dir,
+      behaviour: { startDelayMs: 1 },
+    });
+    // Passes run only when a test calls them (and one at start).
+    rep = testRep(bbs, executor, { pollIntervalMs: 60 * 60_000 });
+    await rep.start();
+  });
+  afterEach(async () => {
+    rep.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function until(what: string, done: () => Promise<boolean> | boolean): Promise<void> {
+    for (let i = 0; i < 500; i++) {
+      if (await done()) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`timed out waiting for ${what}`);
+  }
+
+  async function statesOf(processGuid: string): Promise<string[]> {
+    const records = await store.listActualLRPs({ process_guid: processGuid });
+    return records.map((a) => `${a.index}:${a.state}:${a.cell_id}`);
+  }
+
+  it('claims all of a perform in one request and starts each with one write, reading none', async () => {
+    await store.desireLRP(desiredDefinition('p1', 5));
+    const before = { ...calls };
+    await rep.perform({ lrps: [0, 1, 2, 3, 4].map(p1Work), tasks: [] });
+    await until('5 RUNNING', async () => (await statesOf('p1')).every((s) => s.endsWith(':RUNNING:cell-1')));
+    assert.equal(calls.claimActualLRPs - before.claimActualLRPs, 1);
+    assert.equal(calls.claimActualLRP - before.claimActualLRP, 0);
+    assert.equal(calls.getActualLRP - before.getActualLRP, 0, 'no record read');
+    assert.equal(calls.startActualLRP - before.startActualLRP, 5, 'one start per instance');
+    // A pass whose list was read before the starts cannot make them again either.
+    await rep.poll();
+    assert.equal(calls.startActualLRP - before.startActualLRP, 5);
+    assert.equal(calls.getActualLRP - before.getActualLRP, 0);
+  });
+
+  it('a refused claim gives up its reservation; the others start', async () => {
+    await store.desireLRP(desiredDefinition('p1', 2));
+    const [zero] = await store.listActualLRPs({ process_guid: 'p1' });
+    assert.ok(zero);
+    await store.claimActualLRP({
+      process_guid: 'p1',
+      index: 0,
+      expected: zero.modification_tag,
+      instance_key: { instance_guid: 'other', cell_id: 'cell-2' },
+    });
+    await rep.perform({ lrps: [p1Work(0), p1Work(1)], tasks: [] });
+    await until('index 1 RUNNING', async () => (await statesOf('p1')).includes('1:RUNNING:cell-1'));
+    assert.deepEqual(await statesOf('p1'), ['0:CLAIMED:cell-2', '1:RUNNING:cell-1']);
+    assert.deepEqual(
+      executor.list().map((c) => (c.tags.kind === 'lrp' ? c.tags.index : -1)),
+      [1],
+    );
+  });
+
+  it('a claim request that fails leaves no reservation and the instances UNCLAIMED', async () => {
+    await store.desireLRP(desiredDefinition('p1', 3));
+    claimsFail = new Error('the BBS is away');
+    await rep.perform({ lrps: [0, 1, 2].map(p1Work), tasks: [] });
+    await until('the reservations gone', () => executor.list().length === 0);
+    assert.deepEqual(await statesOf('p1'), ['0:UNCLAIMED:', '1:UNCLAIMED:', '2:UNCLAIMED:']);
+  });
+
+  it('a record another cell took meanwhile: the stale copy loses its write, a fresh read decides', async () => {
+    await store.desireLRP(desiredDefinition('p1', 1));
+    await rep.perform({ lrps: [p1Work(0)], tasks: [] });
+    await until('RUNNING', async () => (await statesOf('p1')).includes('0:RUNNING:cell-1'));
+    const [mine] = executor.list();
+    assert.ok(mine);
+    // The instance moves to cell-2 behind the rep's back (as the converger and another rep would).
+    const ref = { process_guid: 'p1', index: 0 };
+    const running = (await store.getActualLRP(ref)).instance;
+    assert.ok(running);
+    const unclaimed = await store.unclaimActualLRP({ ...ref, expected: running.modification_tag });
+    const elsewhere = { instance_guid: 'elsewhere', cell_id: 'cell-2' };
+    const claimed = await store.claimActualLRP({
+      ...ref,
+      expected: unclaimed.modification_tag,
+      instance_key: elsewhere,
+    });
+    await store.startActualLRP({
+      ...ref,
+      expected: claimed.modification_tag,
+      instance_key: elsewhere,
+      net_info: { address: '10.0.0.2', ports: [] },
+    });
+    const crashesBefore = calls.crashActualLRP;
+    // The container exits: its reconcile acts on the rep's own copy (RUNNING here), whose crash
+    // write loses; the next pass reads the record and deletes the container ("RUNNING on O").
+    await executor.stopContainer(mine.guid);
+    await rep.poll();
+    await until('the container deleted', () => executor.get(mine.guid) === undefined);
+    assert.deepEqual(
+      await statesOf('p1'),
+      ['0:RUNNING:cell-2'],
+      'the other cell keeps it, no crash recorded',
+    );
+    assert.ok(calls.crashActualLRP - crashesBefore <= 1, 'at most the one lost crash write');
+  });
+});
