@@ -41,6 +41,7 @@ export class BbsClient implements BbsStore {
   claimActualLRP = this.#operation('claimActualLRP');
   claimActualLRPs = this.#operation('claimActualLRPs');
   startActualLRP = this.#operation('startActualLRP');
+  startActualLRPs = this.#operation('startActualLRPs');
   crashActualLRP = this.#operation('crashActualLRP');
   failActualLRP = this.#operation('failActualLRP');
   unclaimActualLRP = this.#operation('unclaimActualLRP');

@@ -13,6 +13,7 @@ import type {
   TaskDefinition,
   TaskState,
 } from './bbs-types.js';
+import type { ErrorCode } from '../core/index.js';
 import type { RoutesInput } from './http-routes.js';
 
 /**
@@ -48,6 +49,12 @@ export interface BbsStore {
   claimActualLRPs(req: ClaimActualLRPsRequest): Promise<ClaimActualLRPsResult>;
   /** RUNNING with net info; `expected: null` creates it (a cell runs an instance the BBS lost). */
   startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP>;
+  /**
+   * Many starts of claimed or running instances in one transaction (what a cell's starts piled up
+   * while its last request was in flight). Each is the start above with its own tag and answer: one
+   * that loses its CAS or breaks a rule is that item's error, and the others still land.
+   */
+  startActualLRPs(req: StartActualLRPsRequest): Promise<StartActualLRPsResult>;
   /** The rep computed the crash policy; the store records its outcome (UNCLAIMED also requests a start). */
   crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP>;
   /** The auctioneer could not place it: stays UNCLAIMED with the reason. */
@@ -213,6 +220,21 @@ export interface StartActualLRPRequest extends ActualLRPRef {
   readonly domain?: string;
   readonly instance_key: ActualLRPInstanceKey;
   readonly net_info: ActualLRPNetInfo;
+}
+/** A start of a batch: always a CAS on the record's tag (creation stays a single start). */
+export interface BatchedStartRequest extends StartActualLRPRequest {
+  readonly expected: ModificationTag;
+}
+export interface StartActualLRPsRequest {
+  readonly starts: readonly BatchedStartRequest[];
+}
+/** One start's answer: the record as stored, or why not (a BerthError's code and message). */
+export type StartResult =
+  | { readonly actual_lrp: ActualLRP }
+  | { readonly error: { readonly code: ErrorCode; readonly message: string; readonly current?: unknown } };
+export interface StartActualLRPsResult {
+  /** In the order of the request's starts. */
+  readonly results: readonly StartResult[];
 }
 export interface CrashActualLRPRequest extends ActualLRPRef {
   /** null: the record must not exist and is created in `state` (the rep saw a crash the BBS lost). */

@@ -75,7 +75,7 @@ async function applyLRPAction(
       );
     case 'start':
       return wrote(
-        bbs.startActualLRP({
+        ctx.starts.start({
           ...refOf(action.key),
           expected: action.expected,
           instance_key: action.instance,

@@ -17,6 +17,7 @@ import type { RelationSync } from './relation-sync.js';
 import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
 import type { RepContext, TaskOutputUploader } from './rep-context.js';
 import { reconcileLostTask, reconcileTaskContainer } from './rep-tasks.js';
+import { StartWrites } from './start-writes.js';
 
 export interface RepOptions {
   readonly bbs: BbsStore;
@@ -97,6 +98,7 @@ export class Rep {
       executor: options.executor,
       cellId: options.cellId,
       policy: options.crashPolicy ?? defaultCrashPolicy,
+      starts: new StartWrites(options.bbs),
       now,
       log: options.log ?? (() => {}),
       ...(options.taskOutputs ? { taskOutputs: options.taskOutputs } : {}),

@@ -5,8 +5,9 @@ import type { ActualLRP, BbsStore } from '../bbs/index.js';
 import { desiredDefinition } from './bbs-fixtures.js';
 
 /**
- * Batch claims (`claimActualLRPs`), part of the BBS contract: what a cell handed many instances
- * by one auction claims in one request. Each case desires its own LRP on the shared store.
+ * Batch claims and starts (`claimActualLRPs`, `startActualLRPs`), part of the BBS contract: what a
+ * cell handed many instances by one auction claims in one request, and the starts that piled up
+ * while its last request was in flight go in one. Each case desires its own LRP on the shared store.
  */
 export function describeClaimBatchContract(storeOf: () => BbsStore): void {
   const guid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -113,5 +114,94 @@ export function describeClaimBatchContract(storeOf: () => BbsStore): void {
       claimed: [],
       refused: [],
     });
+  });
+
+  const net = (port: number) => ({ address: '10.0.0.9', ports: [{ container_port: 8080, host_port: port }] });
+
+  /** An LRP of `count` instances, all claimed by cell-a (instance guid `ig-INDEX`). */
+  async function claimedLRP(count: number): Promise<ActualLRP[]> {
+    const store = storeOf();
+    const d = await store.desireLRP(desiredDefinition(guid('batch'), count));
+    const indices = Array.from({ length: count }, (_, i) => i);
+    const result = await store.claimActualLRPs({
+      cell_id: 'cell-a',
+      claims: indices.map((index) => ({ process_guid: d.process_guid, index, instance_guid: `ig-${index}` })),
+    });
+    return [...result.claimed];
+  }
+
+  function startOf(lrp: ActualLRP, port: number) {
+    return {
+      process_guid: lrp.process_guid,
+      index: lrp.index,
+      expected: lrp.modification_tag,
+      instance_key: { instance_guid: lrp.instance_guid, cell_id: lrp.cell_id },
+      net_info: net(port),
+    };
+  }
+
+  it('starts many claimed instances in one call, each with its own net info', async () => {
+    const claimed = await claimedLRP(3);
+    const { results } = await storeOf().startActualLRPs({
+      starts: claimed.map((lrp, i) => startOf(lrp, 61000 + i)),
+    });
+    const started = results.map((r) => ('actual_lrp' in r ? r.actual_lrp : undefined));
+    assert.deepEqual(
+      started.map((a) => [a?.index, a?.state, a?.ports[0]?.host_port]),
+      [
+        [0, 'RUNNING', 61000],
+        [1, 'RUNNING', 61001],
+        [2, 'RUNNING', 61002],
+      ],
+    );
+    const processGuid = claimed[0]?.process_guid ?? '';
+    assert.deepEqual(
+      (await instances(processGuid)).map((a) => [a.index, a.state, a.modification_tag]),
+      started.map((a) => [a?.index, a?.state, a?.modification_tag]),
+    );
+  });
+
+  it("a start that loses its CAS or its record is that item's error; the others land", async () => {
+    const store = storeOf();
+    const [zero, one, two] = await claimedLRP(3);
+    assert.ok(zero && one && two);
+    // Index 1 moves on behind the caller's back; index 2's LRP index does not exist.
+    await store.unclaimActualLRP({
+      process_guid: one.process_guid,
+      index: 1,
+      expected: one.modification_tag,
+    });
+    const { results } = await store.startActualLRPs({
+      starts: [startOf(zero, 61000), startOf(one, 61001), { ...startOf(two, 61002), index: 7 }],
+    });
+    assert.equal(results.length, 3);
+    assert.ok('actual_lrp' in (results[0] ?? {}), 'index 0 started');
+    const lost = results[1];
+    assert.ok(lost && 'error' in lost);
+    assert.equal(lost.error.code, 'cas_conflict');
+    assert.equal((lost.error.current as ActualLRP | undefined)?.state, 'UNCLAIMED');
+    const missing = results[2];
+    assert.ok(missing && 'error' in missing);
+    assert.equal(missing.error.code, 'not_found');
+    assert.deepEqual(
+      (await instances(zero.process_guid)).map((a) => `${a.index}:${a.state}`),
+      ['0:RUNNING', '1:UNCLAIMED', '2:CLAIMED'],
+    );
+  });
+
+  it('a start of an instance RUNNING on another cell is refused, as a single start is', async () => {
+    const store = storeOf();
+    const [zero] = await claimedLRP(1);
+    assert.ok(zero);
+    const running = await store.startActualLRP(startOf(zero, 61000));
+    const { results } = await store.startActualLRPs({
+      starts: [{ ...startOf(running, 61001), instance_key: { instance_guid: 'ig-b', cell_id: 'cell-b' } }],
+    });
+    const refused = results[0];
+    assert.ok(refused && 'error' in refused);
+    assert.equal(
+      (await store.getActualLRP({ process_guid: zero.process_guid, index: 0 })).instance?.cell_id,
+      'cell-a',
+    );
   });
 }

@@ -230,6 +230,24 @@ export const operationBodies = {
     },
     strict,
   ),
+  startActualLRPs: Type.Object(
+    {
+      starts: Type.Array(
+        Type.Object(
+          {
+            ...Ref,
+            expected: ModificationTagSchema,
+            domain: Type.Optional(NameOrEmpty()),
+            instance_key: InstanceKeySchema,
+            net_info: NetInfoSchema,
+          },
+          strict,
+        ),
+        { maxItems: limits.maxBatchItems },
+      ),
+    },
+    strict,
+  ),
   crashActualLRP: Type.Object(
     {
       ...Ref,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BerthError, InvalidArgumentError, NotFoundError } from '../../core/index.js';
+import { BerthError, InvalidArgumentError, isBerthError, NotFoundError } from '../../core/index.js';
 import { actualLrpKey } from '../actual-lrp-key.js';
 import { assertActualLRPTransition } from '../actual-lrp-transitions.js';
 import type {
@@ -18,6 +18,9 @@ import type {
   RemoveEvacuatingActualLRPRequest,
   RetireActualLRPResult,
   StartActualLRPRequest,
+  StartActualLRPsRequest,
+  StartActualLRPsResult,
+  StartResult,
 } from '../bbs-store.js';
 import type { ActualLRP, PortMapping } from '../bbs-types.js';
 import {
@@ -166,35 +169,27 @@ export class ActualLrpStore {
   }
 
   async startActualLRP(req: StartActualLRPRequest): Promise<ActualLRP> {
-    return this.#ctx.mutate('startActualLRP', async (tx) => {
-      if (req.expected === null) {
-        const lrp: ActualLRP = {
-          ...newUnclaimed(req.process_guid, req.index, await domainFor(tx, req), tx.now),
-          state: 'RUNNING',
-          instance_guid: req.instance_key.instance_guid,
-          cell_id: req.instance_key.cell_id,
-          address: req.net_info.address,
-          ports: req.net_info.ports,
-        };
-        await pinVolumes(tx, lrp);
-        return createActual(tx, lrp);
+    return this.#ctx.mutate('startActualLRP', (tx) => startIn(tx, req));
+  }
+
+  async startActualLRPs(req: StartActualLRPsRequest): Promise<StartActualLRPsResult> {
+    return this.#ctx.mutate('startActualLRPs', async (tx) => {
+      const results: StartResult[] = [];
+      for (const start of req.starts) {
+        const eventsBefore = tx.events.length;
+        try {
+          results.push({ actual_lrp: await startIn(tx, start) });
+        } catch (err) {
+          // A refusal before its write (a lost CAS, a rule) is that start's answer alone. Anything
+          // after a write of it, or any database error, fails the whole transaction.
+          if (!isBerthError(err) || tx.events.length !== eventsBefore) throw err;
+          const current = err.details.current;
+          results.push({
+            error: { code: err.code, message: err.message, ...(current !== undefined ? { current } : {}) },
+          });
+        }
       }
-      const before = await requireActual(tx, req, req.expected);
-      assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
-      // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
-      if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
-      const after = await replaceActual(tx, before, {
-        ...before,
-        state: 'RUNNING',
-        instance_guid: req.instance_key.instance_guid,
-        cell_id: req.instance_key.cell_id,
-        address: req.net_info.address,
-        ports: req.net_info.ports,
-        placement_error: '',
-        since: before.state === 'RUNNING' ? before.since : tx.now,
-      });
-      if (before.state !== 'RUNNING') await pinVolumes(tx, after);
-      return after;
+      return { results };
     });
   }
 
@@ -353,6 +348,38 @@ export class ActualLrpStore {
  * An instance that ran on a cell (it started RUNNING, or crashed there) pins its named volumes, if
  * its DesiredLRP has any, to that cell.
  */
+/** Seed 002's start: RUNNING with net info, or created RUNNING when `expected` is null. */
+async function startIn(tx: Tx, req: StartActualLRPRequest): Promise<ActualLRP> {
+  if (req.expected === null) {
+    const lrp: ActualLRP = {
+      ...newUnclaimed(req.process_guid, req.index, await domainFor(tx, req), tx.now),
+      state: 'RUNNING',
+      instance_guid: req.instance_key.instance_guid,
+      cell_id: req.instance_key.cell_id,
+      address: req.net_info.address,
+      ports: req.net_info.ports,
+    };
+    await pinVolumes(tx, lrp);
+    return createActual(tx, lrp);
+  }
+  const before = await requireActual(tx, req, req.expected);
+  assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
+  // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
+  if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
+  const after = await replaceActual(tx, before, {
+    ...before,
+    state: 'RUNNING',
+    instance_guid: req.instance_key.instance_guid,
+    cell_id: req.instance_key.cell_id,
+    address: req.net_info.address,
+    ports: req.net_info.ports,
+    placement_error: '',
+    since: before.state === 'RUNNING' ? before.since : tx.now,
+  });
+  if (before.state !== 'RUNNING') await pinVolumes(tx, after);
+  return after;
+}
+
 async function pinVolumes(tx: Tx, lrp: ActualLRP): Promise<void> {
   const desired = await loadDesiredVolumes(tx, lrp.process_guid);
   if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, lrp.index, lrp.cell_id);

@@ -103,6 +103,7 @@ export class SqlBbsStore implements BbsStore {
   createActualLRP: BbsStore['createActualLRP'] = (req) => this.#actual.createActualLRP(req);
   claimActualLRP: BbsStore['claimActualLRP'] = (req) => this.#actual.claimActualLRP(req);
   claimActualLRPs: BbsStore['claimActualLRPs'] = (req) => this.#actual.claimActualLRPs(req);
+  startActualLRPs: BbsStore['startActualLRPs'] = (req) => this.#actual.startActualLRPs(req);
   startActualLRP: BbsStore['startActualLRP'] = (req) => this.#actual.startActualLRP(req);
   crashActualLRP: BbsStore['crashActualLRP'] = (req) => this.#actual.crashActualLRP(req);
   failActualLRP: BbsStore['failActualLRP'] = (req) => this.#actual.failActualLRP(req);
