@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../core/index.js';
 import type {
   ActualLRP,
   ActualLRPInstanceKey,
@@ -13,7 +14,6 @@ import type {
   TaskDefinition,
   TaskState,
 } from './bbs-types.js';
-import type { ErrorCode } from '../core/index.js';
 import type { RoutesInput } from './http-routes.js';
 
 /**

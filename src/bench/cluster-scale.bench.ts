@@ -97,6 +97,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       history: size.history,
       serverArgs: (process.env.SCALE_SERVER_ARGS ?? '').split(' ').filter(Boolean),
       ...(profileDir ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+      ...(process.env.SCALE_SERVER_LOG ? { serverLogFile: process.env.SCALE_SERVER_LOG } : {}),
     });
     const { server } = cluster;
     const pid = server.child.pid ?? 0;
@@ -125,8 +126,10 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
         if (Date.now() - lastReport > 10_000) {
           lastReport = Date.now();
           const states = [...counts].filter(([k, v]) => k.startsWith('actual_lrp') && v > 0);
+          // Cells whose presence lapsed under load explain a count that falls back.
+          const present = (await bbs.listCells()).length;
           process.stdout.write(
-            `  ${fmt(Date.now() - t0)}: ${states.map(([k, v]) => `${k.slice(11)} ${v}`).join(', ')}\n`,
+            `  ${fmt(Date.now() - t0)}: ${states.map(([k, v]) => `${k.slice(11)} ${v}`).join(', ')}; ${present} cells present\n`,
           );
         }
         return n >= total;

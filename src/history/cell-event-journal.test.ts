@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, fdatasyncSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -9,6 +9,13 @@ import type { IngestRecord } from './ingest-records.js';
 const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s)).toISOString();
 const observe = (j: CellEventJournal, id: string, event: string, s: number) =>
   j.record({ container_id: id, event, external_timestamp: at(s), entity_type: 'event' });
+
+/** Lines in the journal's segments now. */
+function lineCount(dir: string): number {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.jsonl'))
+    .reduce((sum, name) => sum + readFileSync(join(dir, name), 'utf8').split('\n').length - 1, 0);
+}
 
 describe('CellEventJournal', () => {
   let dir: string;
@@ -33,6 +40,31 @@ describe('CellEventJournal', () => {
     );
     assert.deepEqual(journal.pending(), []);
     assert.deepEqual(readdirSync(dir), []);
+    journal.close();
+  });
+
+  it('makes a burst of records durable with one sync for all written while one ran, off the event loop', async () => {
+    /** Each sync as [lines in the file when it started, when it ended]. */
+    const syncs: { started: number; ended?: number }[] = [];
+    let release = () => {};
+    const journal = new CellEventJournal({
+      dir,
+      syncData: async (fd) => {
+        const sync: { started: number; ended?: number } = { started: lineCount(dir) };
+        syncs.push(sync);
+        // The first sync is held until the burst is written: the rest must wait for it and share one.
+        if (syncs.length === 1) await new Promise<void>((resolve) => (release = resolve));
+        fdatasyncSync(fd);
+        sync.ended = lineCount(dir);
+      },
+    });
+    for (let i = 0; i < 100; i++) observe(journal, 'c1', `e${i}`, i);
+    assert.equal(syncs.length, 1, 'the first record started a sync; the next 99 wait for it');
+    release();
+    const posted: IngestRecord[] = [];
+    assert.equal(await journal.deliverOnce(async (b) => void posted.push(...b)), 100);
+    assert.equal(syncs.length, 2, 'one more sync covered the 99 written while the first ran');
+    assert.equal(syncs[1]?.started, 100, 'it started with every line written');
     journal.close();
   });
 

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** The compiled CLI, run the way bin/berth runs it: its exit code is main()'s. */
@@ -21,7 +22,11 @@ export interface ServerProcess {
  */
 export async function startServerProcess(
   args: readonly string[],
-  options: { readonly nodeArgs?: readonly string[] } = {},
+  options: {
+    readonly nodeArgs?: readonly string[];
+    /** A file that gets everything the server writes to stderr (its log), not only the tail. */
+    readonly logFile?: string;
+  } = {},
 ): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
@@ -32,6 +37,7 @@ export async function startServerProcess(
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let stderr = '';
+  if (options.logFile) child.stderr?.pipe(createWriteStream(options.logFile, { flags: 'a' }));
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });

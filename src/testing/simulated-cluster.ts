@@ -28,6 +28,8 @@ export interface SimulatedClusterOptions {
   readonly serverArgs?: readonly string[];
   /** Flags for node running the server (`--cpu-prof`). */
   readonly serverNodeArgs?: readonly string[];
+  /** A file for the server's whole log. */
+  readonly serverLogFile?: string;
 }
 
 /** A real `berth server` process and processes of simulated cells talking to it over HTTP. */
@@ -53,7 +55,10 @@ export async function startSimulatedCluster(options: SimulatedClusterOptions): P
       'none',
       ...(options.serverArgs ?? []),
     ],
-    options.serverNodeArgs ? { nodeArgs: options.serverNodeArgs } : {},
+    {
+      ...(options.serverNodeArgs ? { nodeArgs: options.serverNodeArgs } : {}),
+      ...(options.serverLogFile ? { logFile: options.serverLogFile } : {}),
+    },
   );
   const hosts: SimulatedCellsProcess[] = [];
   try {
