@@ -358,6 +358,8 @@ export class Rep {
         mine.filter((a) => !a.evacuating && a.cell_id === cellId).map((a) => [a.instance_guid, a]),
       );
       const seen = new Set<string>();
+      // Copies of containers deleted since (their reconcile no longer runs) go.
+      for (const guid of this.#known.keys()) if (!executor.get(guid)) this.#known.delete(guid);
       for (const c of executor.list()) {
         if (c.tags.kind === 'lrp') {
           seen.add(c.tags.instance_guid);
@@ -470,7 +472,12 @@ export class Rep {
     const outcome = await applyLRPActions(this.#ctx, plan, fresh);
     // A lost write forgets the copy (the next reconcile reads); no write keeps the record used.
     const after = outcome.lost ? null : outcome.written === undefined ? actual : outcome.written;
-    if (after && after.cell_id === cellId && after.instance_guid === container.tags.instance_guid)
+    if (
+      after &&
+      after.cell_id === cellId &&
+      after.instance_guid === container.tags.instance_guid &&
+      executor.get(guid)
+    )
       this.#known.set(guid, after);
     else this.#known.delete(guid);
   }
