@@ -24,6 +24,13 @@
 // from node's event loop (a pidfd polled by libuv, then waitpid), so no thread blocks meanwhile.
 // pipe() makes a close-on-exec pipe for a child's stdio; randomBytes(n) is getrandom(2).
 // Together they let `berth run` start runc without loading node:child_process or node:crypto.
+//
+// sendFile(socketFd, fileFd, offset, length, idleTimeoutMs, callback) sends part of a file to a
+// socket with sendfile(2), the registry's blob bodies: the kernel copies page cache to the socket,
+// where node would read every byte into the process and write it out again. It runs on a thread
+// of its own (not libuv's pool, whose four threads a few slow clients would otherwise hold for
+// whole blobs, stalling every fs call of the server), on dups of both fds, so that node closing
+// the socket meanwhile cannot hand its number to another file under the thread.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -37,11 +44,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -101,6 +111,12 @@ static const char *errno_code(int err) {
     case E2BIG: return "E2BIG";
     case ENOEXEC: return "ENOEXEC";
     case ENAMETOOLONG: return "ENAMETOOLONG";
+    case EPIPE: return "EPIPE";
+    case ECONNRESET: return "ECONNRESET";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ENOTCONN: return "ENOTCONN";
+    case ENOTSOCK: return "ENOTSOCK";
+    case ECANCELED: return "ECANCELED";
     default: return "EUNKNOWN";
   }
 }
@@ -636,6 +652,211 @@ static napi_value get_xattr(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// At most this many sends at once (a thread each); past it sendFile returns null and the caller
+// writes the body itself.
+#define SEND_MAX_THREADS 64
+// What one sendfile(2) call may move (Linux's own limit for one call).
+#define SEND_MAX_CALL 0x7ffff000
+static atomic_int send_threads;
+
+struct file_send {
+  // Dups of the caller's fds, closed on the main thread once the send has ended.
+  int socket_fd;
+  int file_fd;
+  int caller_socket_fd;
+  int64_t offset;
+  int64_t length;
+  int timeout_ms;
+  // Written by the sending thread, read on the main thread once it has ended.
+  int64_t sent;
+  int err;
+  // Main thread only: whether its end has been handled (fds closed), and who still holds it
+  // (the thread's threadsafe function and the JS handle; freed at 0).
+  int ended;
+  int refs;
+  napi_threadsafe_function done;
+};
+
+static void file_send_unref(struct file_send *job) {
+  if (--job->refs == 0) free(job);
+}
+
+// Main thread: the fds go, the thread's slot is free again.
+static void file_send_end(struct file_send *job) {
+  if (job->ended) return;
+  job->ended = 1;
+  close(job->socket_fd);
+  close(job->file_fd);
+  atomic_fetch_sub(&send_threads, 1);
+}
+
+// sendfile(2) until the range is sent. The socket is non-blocking (libuv's): on EAGAIN this thread
+// waits in poll(2) for room, at most timeout_ms without progress. Stops at the first error
+// (EPIPE, ECONNRESET: the client is gone; shutdown by sendFileCancel gives EPIPE) or when the file
+// ends early (sent < length, no error).
+static void *file_send_thread(void *arg) {
+  struct file_send *job = arg;
+  off_t offset = (off_t)job->offset;
+  while (job->sent < job->length) {
+    int64_t left = job->length - job->sent;
+    ssize_t n = sendfile(job->socket_fd, job->file_fd, &offset, left > SEND_MAX_CALL ? SEND_MAX_CALL : (size_t)left);
+    if (n > 0) {
+      job->sent += n;
+      continue;
+    }
+    if (n == 0) break;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) {
+      job->err = errno;
+      break;
+    }
+    struct pollfd room = {.fd = job->socket_fd, .events = POLLOUT, .revents = 0};
+    int ready = poll(&room, 1, job->timeout_ms);
+    if (ready == 0) {
+      job->err = ETIMEDOUT;
+      break;
+    }
+    if (ready < 0 && errno != EINTR) {
+      job->err = errno;
+      break;
+    }
+    // POLLERR / POLLHUP: the next sendfile reports the error.
+  }
+  napi_call_threadsafe_function(job->done, job, napi_tsfn_blocking);
+  napi_release_threadsafe_function(job->done, napi_tsfn_release);
+  return NULL;
+}
+
+// Main thread, once the thread has ended: callback(error or null, bytes sent). env is NULL when
+// node is tearing the environment down; then only the fds are closed.
+static void file_send_call_js(napi_env env, napi_value callback, void *context, void *data) {
+  (void)context;
+  struct file_send *job = data;
+  file_send_end(job);
+  if (env == NULL) return;
+  napi_value args[2], global;
+  if (job->err != 0) {
+    char what[64];
+    snprintf(what, sizeof what, "socket fd %d", job->caller_socket_fd);
+    args[0] = errno_error(env, job->err, "sendfile", what);
+  } else {
+    napi_get_null(env, &args[0]);
+  }
+  napi_create_double(env, (double)job->sent, &args[1]);
+  napi_get_global(env, &global);
+  napi_call_function(env, global, callback, 2, args, NULL);
+}
+
+// The threadsafe function is gone (after the call above, or without it at teardown).
+static void file_send_thread_gone(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  struct file_send *job = data;
+  file_send_end(job);
+  file_send_unref(job);
+}
+
+static void file_send_handle_gone(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  file_send_unref(data);
+}
+
+static napi_value send_file(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t socket_fd = -1, file_fd = -1, timeout_ms = 0;
+  int64_t offset = -1, length = 0;
+  napi_valuetype type = napi_undefined;
+  if (argc < 6 || napi_get_value_int32(env, argv[0], &socket_fd) != napi_ok || socket_fd < 0 ||
+      napi_get_value_int32(env, argv[1], &file_fd) != napi_ok || file_fd < 0 ||
+      napi_get_value_int64(env, argv[2], &offset) != napi_ok || offset < 0 ||
+      napi_get_value_int64(env, argv[3], &length) != napi_ok || length < 1 ||
+      napi_get_value_int32(env, argv[4], &timeout_ms) != napi_ok || timeout_ms < 1 ||
+      napi_typeof(env, argv[5], &type) != napi_ok || type != napi_function) {
+    napi_throw_type_error(env, NULL,
+                          "sendFile(socketFd, fileFd, offset, length, idleTimeoutMs, callback): two fds, "
+                          "an offset >= 0, a length >= 1, a timeout >= 1 ms and a function");
+    return NULL;
+  }
+  napi_value result;
+  if (atomic_fetch_add(&send_threads, 1) >= SEND_MAX_THREADS) {
+    atomic_fetch_sub(&send_threads, 1);
+    napi_get_null(env, &result);
+    return result;
+  }
+  char what[64];
+  snprintf(what, sizeof what, "socket fd %d", socket_fd);
+  struct file_send *job = calloc(1, sizeof *job);
+  if (job == NULL) {
+    atomic_fetch_sub(&send_threads, 1);
+    return throw_errno(env, ENOMEM, "sendfile", what);
+  }
+  job->socket_fd = fcntl(socket_fd, F_DUPFD_CLOEXEC, 3);
+  job->file_fd = job->socket_fd < 0 ? -1 : fcntl(file_fd, F_DUPFD_CLOEXEC, 3);
+  if (job->file_fd < 0) {
+    int err = errno;
+    if (job->socket_fd >= 0) close(job->socket_fd);
+    free(job);
+    atomic_fetch_sub(&send_threads, 1);
+    return throw_errno(env, err, "dup", what);
+  }
+  job->caller_socket_fd = socket_fd;
+  job->offset = offset;
+  job->length = length;
+  job->timeout_ms = timeout_ms;
+  // The threadsafe function's own reference; the JS handle takes the second below.
+  job->refs = 1;
+  napi_value name;
+  napi_create_string_utf8(env, "berth.sendFile", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[5], NULL, name, 0, 1, job, file_send_thread_gone, NULL,
+                                      file_send_call_js, &job->done) != napi_ok) {
+    job->refs = 0;
+    file_send_end(job);
+    free(job);
+    return throw_errno(env, EAGAIN, "sendfile", what);
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  // The thread takes no signals: node's handlers run on its own threads.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_t thread;
+  int err = pthread_create(&thread, &attr, file_send_thread, job);
+  pthread_sigmask(SIG_SETMASK, &previous, NULL);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    // No call will come: the threadsafe function's finalizer closes the fds and frees the job.
+    napi_release_threadsafe_function(job->done, napi_tsfn_abort);
+    return throw_errno(env, err, "pthread_create", what);
+  }
+  job->refs++;
+  napi_create_external(env, job, file_send_handle_gone, NULL, &result);
+  return result;
+}
+
+// Ends a send early from the main thread (the response was closed under it): a shutdown(2) of the
+// socket, which the sending thread sees as EPIPE at once, even while it waits for room.
+static napi_value send_file_cancel(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  void *data = NULL;
+  napi_valuetype type = napi_undefined;
+  if (argc < 1 || napi_typeof(env, argv[0], &type) != napi_ok || type != napi_external ||
+      napi_get_value_external(env, argv[0], &data) != napi_ok) {
+    napi_throw_type_error(env, NULL, "sendFileCancel(send): a handle sendFile returned");
+    return NULL;
+  }
+  struct file_send *job = data;
+  if (!job->ended) shutdown(job->socket_fd, SHUT_RDWR);
+  return NULL;
+}
+
 static void export_function(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn);
@@ -653,6 +874,8 @@ static napi_value init(napi_env env, napi_value exports) {
   export_function(env, exports, "pipe", make_pipe);
   export_function(env, exports, "randomBytes", random_bytes);
   export_function(env, exports, "getxattr", get_xattr);
+  export_function(env, exports, "sendFile", send_file);
+  export_function(env, exports, "sendFileCancel", send_file_cancel);
   return exports;
 }
 

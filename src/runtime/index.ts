@@ -84,5 +84,6 @@ export {
   stateTable,
 } from './pod-state.js';
 export { type PodInfo, type PodLocation, PodStore } from './pod-store.js';
+export { type SocketFileSend, type SocketFileSendError, startSocketFileSend } from './socket-file-send.js';
 export { addTarEntry } from './tar-entry.js';
 export { type NamedVolume, VolumeStore } from './volume-store.js';

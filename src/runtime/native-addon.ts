@@ -43,12 +43,37 @@ export interface BerthNative {
   randomBytes(length: number): Buffer;
   /** getxattr(2) (a last symlink followed): the value (at most 255 bytes), or null if it has none. */
   getxattr(path: string, name: string): string | null;
+  /**
+   * sendfile(2) of `length` bytes of `fileFd` from `offset` to the socket `socketFd`, on a thread
+   * of its own over dups of both fds (either may be closed meanwhile), waiting for room in the
+   * socket at most `idleTimeoutMs` at a time (then ETIMEDOUT). The callback gets the error that
+   * stopped it (EPIPE, ECONNRESET …) or null, and the bytes sent: fewer without an error when the
+   * file ended first. Null when too many sends are under way (the caller sends the bytes itself).
+   */
+  sendFile(
+    socketFd: number,
+    fileFd: number,
+    offset: number,
+    length: number,
+    idleTimeoutMs: number,
+    callback: (err: NodeJS.ErrnoException | null, sent: number) => void,
+  ): NativeFileSend | null;
+  /** Ends a send early: shuts the socket down (both ways), which stops it with EPIPE. */
+  sendFileCancel(send: NativeFileSend): void;
 }
+
+/** A send under way (an opaque handle for sendFileCancel). */
+export type NativeFileSend = { readonly __nativeFileSend: unique symbol };
 
 // build/ is beside dist/; this module sits in dist/runtime/ (the bundles give it that same URL),
 // so the addon is two levels up either way.
 const addonPath = new URL('../../build/Release/berth_native.node', import.meta.url).pathname;
 let addon: BerthNative | undefined;
+
+/** The addon, or undefined when it has not been built (callers with a fallback of their own). */
+export function builtNativeAddon(): BerthNative | undefined {
+  return addon ?? (existsSync(addonPath) ? nativeAddon() : undefined);
+}
 
 export function nativeAddon(): BerthNative {
   if (addon) return addon;
