@@ -44,7 +44,8 @@ export interface BbsStore {
   /**
    * Claims many UNCLAIMED instances for one cell in one transaction (the instances one auction
    * handed it): each is claimed while UNCLAIMED, whatever its tag, as Diego's claim checks state,
-   * not a tag; one its claimant already holds is claimed again; any other comes back refused.
+   * not a tag; one its claimant already holds is claimed again; any other comes back refused. The
+   * answer carries the DesiredLRPs the claimed instances run.
    */
   claimActualLRPs(req: ClaimActualLRPsRequest): Promise<ClaimActualLRPsResult>;
   /** RUNNING with net info; `expected: null` creates it (a cell runs an instance the BBS lost). */
@@ -213,6 +214,12 @@ export interface ClaimActualLRPsResult {
   /** The claimed records as stored, in the order claimed. */
   readonly claimed: readonly ActualLRP[];
   readonly refused: readonly ClaimRefusal[];
+  /**
+   * The DesiredLRP of each process guid claimed, read in the claim's transaction: what the claimed
+   * instances run, so the cell needs no read of its own. A process guid missing here has no
+   * DesiredLRP any more (its instances are claimed all the same, for the cell to give back).
+   */
+  readonly desired_lrps: readonly DesiredLRP[];
 }
 export interface StartActualLRPRequest extends ActualLRPRef {
   /** null: the record must not exist and is created RUNNING (needs `domain`). */

@@ -67,31 +67,25 @@ describe('Rep', () => {
     assert.deepEqual(asked, ['old-image', 'new-image']);
   });
 
-  it('a claim whose DesiredLRP cannot be read leaves no reservation: the next pass gives the instance back', async () => {
+  it('a claimed instance whose start is refused before it began leaves no reservation: the next pass gives it back', async () => {
     await bbs.desireLRP(desiredDefinition('p1', 1));
-    // The BBS answers the claim but not the read of the definition after it (a timeout under load).
-    let failReads = 1;
-    const flaky = withMethod(
-      bbs,
-      'getDesiredLRP',
-      async (...args: Parameters<SqlBbsStore['getDesiredLRP']>) => {
-        if (failReads-- > 0) throw new BerthError('unavailable', 'the BBS did not answer in time');
-        return bbs.getDesiredLRP(...args);
-      },
-    );
-    const flakyRep = testRep(flaky, executor, { pollIntervalMs: 20, now: () => new Date(clockMs) });
+    // The executor refuses the run (a spec it cannot prepare) after the claim landed.
+    const refusing = withMethod(executor, 'run', async () => {
+      throw new BerthError('invalid_argument', 'the executor cannot run this spec');
+    });
+    const refusingRep = testRep(bbs, refusing, { pollIntervalMs: 60 * 60_000, now: () => new Date(clockMs) });
     try {
-      await flakyRep.perform({ lrps: [work(0)], tasks: [] });
+      await refusingRep.perform({ lrps: [work(0)], tasks: [] });
       await until(
         async () => (await bbs.getActualLRP({ process_guid: 'p1', index: 0 })).instance?.state === 'CLAIMED',
       );
       // Kept RESERVED, the container would hold the record CLAIMED for good (RESERVED / ANY: Do Nothing).
       await until(() => executor.list().length === 0);
-      await flakyRep.poll();
+      await refusingRep.poll();
       const record = (await bbs.getActualLRP({ process_guid: 'p1', index: 0 })).instance;
       assert.equal(record?.state, 'UNCLAIMED', 'No Container / CLAIMED by A: given back to the auction');
     } finally {
-      flakyRep.stop();
+      refusingRep.stop();
     }
   });
 

@@ -7,7 +7,7 @@ import {
   cellPlacementTag,
   type DesiredLRP,
 } from '../bbs/index.js';
-import { isNotFound, orAbsent, runLoop } from '../core/index.js';
+import { isNotFound, runLoop } from '../core/index.js';
 import type { CellExecutor, ContainerRunSpec } from '../executor/index.js';
 import { type CrashPolicy, defaultCrashPolicy } from './crash-policy.js';
 import { runEvacuation } from './evacuation.js';
@@ -77,12 +77,6 @@ export class Rep {
    */
   readonly #handedOver = new Set<string>();
   #passRunning: Promise<void> | undefined;
-  /**
-   * DesiredLRP reads in flight, shared by the instances of one LRP that start together. Only in
-   * flight: a definition kept longer would start the old one after its LRP was removed and desired
-   * again under the same process guid.
-   */
-  readonly #desiredReads = new Map<string, Promise<DesiredLRP | undefined>>();
   readonly #inFlight = new Map<string, Promise<void>>();
   /**
    * Each LRP container's record as this rep last claimed, wrote or listed it, so that the
@@ -261,12 +255,14 @@ export class Rep {
   async #startLRPs(reserved: readonly ReservedLRP[]): Promise<void> {
     const { bbs, executor, cellId } = this.#options;
     let claimed: ReadonlyMap<string, ActualLRP>;
+    let definitions: ReadonlyMap<string, DesiredLRP>;
     try {
       const result = await bbs.claimActualLRPs({
         cell_id: cellId,
         claims: reserved.map(({ guid, lrp }) => ({ ...actualRef(lrp), instance_guid: guid })),
       });
       claimed = new Map(result.claimed.map((a) => [a.instance_guid, a]));
+      definitions = new Map(result.desired_lrps.map((d) => [d.process_guid, d]));
     } catch (err) {
       // The instances stay UNCLAIMED for the converger to offer again. Had the claims landed
       // before the failure, the next pass finds them "No Container / CLAIMED by A" and gives
@@ -279,17 +275,17 @@ export class Rep {
         const actual = claimed.get(guid);
         if (!actual) return executor.deleteContainer(guid);
         this.#known.set(guid, actual);
-        return this.#runClaimed(guid, lrp).catch((err) =>
+        return this.#runClaimed(guid, lrp, definitions.get(lrp.process_guid)).catch((err) =>
           this.#ctx.log(`start ${actualLrpKey(lrp)}: ${String(err)}`),
         );
       }),
     );
   }
 
-  async #runClaimed(guid: string, lrp: RepLRPWork): Promise<void> {
+  /** Runs a claimed instance's container; `desired` absent: its LRP is gone, so is the reservation. */
+  async #runClaimed(guid: string, lrp: RepLRPWork, desired: DesiredLRP | undefined): Promise<void> {
     const { executor } = this.#options;
     try {
-      const desired = await this.#desired(lrp.process_guid);
       if (!desired) {
         await executor.deleteContainer(guid);
         return;
@@ -299,22 +295,12 @@ export class Rep {
         runSpecOfLRP(desired, await this.#options.relations?.startSpec(lrp.process_guid, lrp.index)),
       );
     } catch (err) {
-      // Claimed but never started (the DesiredLRP unreadable, the start refused before it began): a
+      // Claimed but never started (the start refused before it began): a
       // reservation left RESERVED keeps the record CLAIMED for good ("RESERVED / ANY: Do Nothing").
       // Without it the next pass sees "No Container / CLAIMED by A" and gives the instance back.
       if (executor.get(guid)?.state === 'RESERVED') await executor.deleteContainer(guid);
       throw err;
     }
-  }
-
-  #desired(processGuid: string): Promise<DesiredLRP | undefined> {
-    const inFlight = this.#desiredReads.get(processGuid);
-    if (inFlight) return inFlight;
-    const read = orAbsent(this.#options.bbs.getDesiredLRP({ process_guid: processGuid })).finally(() =>
-      this.#desiredReads.delete(processGuid),
-    );
-    this.#desiredReads.set(processGuid, read);
-    return read;
   }
 
   /** A stop the BBS asked for: stop the container; reconciliation then CADs the record. */

@@ -113,7 +113,35 @@ export function describeClaimBatchContract(storeOf: () => BbsStore): void {
     assert.deepEqual(await storeOf().claimActualLRPs({ cell_id: 'cell-a', claims: [] }), {
       claimed: [],
       refused: [],
+      desired_lrps: [],
     });
+  });
+
+  it('answers with the DesiredLRP of each process guid claimed, once, and none for what was refused', async () => {
+    const store = storeOf();
+    const a = await store.desireLRP(desiredDefinition(guid('batch'), 2, { env: { MODE: 'a' } }));
+    const b = await store.desireLRP(desiredDefinition(guid('batch'), 1));
+    const [bZero] = await instances(b.process_guid);
+    assert.ok(bZero);
+    await store.claimActualLRP({
+      process_guid: b.process_guid,
+      index: 0,
+      expected: bZero.modification_tag,
+      instance_key: { instance_guid: 'ig-other', cell_id: 'cell-b' },
+    });
+    const result = await store.claimActualLRPs({
+      cell_id: 'cell-a',
+      claims: [
+        { process_guid: a.process_guid, index: 0, instance_guid: 'ig-0' },
+        { process_guid: a.process_guid, index: 1, instance_guid: 'ig-1' },
+        { process_guid: b.process_guid, index: 0, instance_guid: 'ig-b' },
+      ],
+    });
+    assert.deepEqual(
+      result.desired_lrps.map((d) => [d.process_guid, d.env]),
+      [[a.process_guid, { MODE: 'a' }]],
+    );
+    assert.deepEqual(result.desired_lrps[0], await store.getDesiredLRP({ process_guid: a.process_guid }));
   });
 
   const net = (port: number) => ({ address: '10.0.0.9', ports: [{ container_port: 8080, host_port: port }] });

@@ -22,7 +22,7 @@ import type {
   StartActualLRPsResult,
   StartResult,
 } from '../bbs-store.js';
-import type { ActualLRP, PortMapping } from '../bbs-types.js';
+import type { ActualLRP, DesiredLRP, PortMapping } from '../bbs-types.js';
 import {
   assertOwner,
   createActual,
@@ -164,7 +164,12 @@ export class ActualLrpStore {
           }),
         );
       }
-      return { claimed, refused };
+      const desired: DesiredLRP[] = [];
+      for (const processGuid of new Set(claimed.map((a) => a.process_guid))) {
+        const definition = await loadDesired(tx, processGuid, false);
+        if (definition) desired.push(definition);
+      }
+      return { claimed, refused, desired_lrps: desired };
     });
   }
 
