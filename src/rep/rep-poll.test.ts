@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { type ActualLRPRef, type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
-import { p1Work, testRep, withMethod } from '../testing/rep-fixtures.js';
-import { SimulatedExecutor } from '../testing/simulated-executor.js';
+import { moveToAnotherCell, p1Work, startedSimulatedRep, withMethod } from '../testing/rep-fixtures.js';
+import type { SimulatedExecutor } from '../testing/simulated-executor.js';
 import type { Rep } from './rep.js';
 
 /**
@@ -32,15 +32,7 @@ describe('Rep polling pass', () => {
       reads.push(`${ref.process_guid}/${ref.index}`);
       return store.getActualLRP(ref);
     });
-    executor = new SimulatedExecutor({
-      capacity: { memory_mb: 4096, disk_mb: 4096, containers: 20 },
-      hostAddress: '127.0.0.1',
-      dataDir: dir,
-      behaviour: { startDelayMs: 1 },
-    });
-    // Passes run when the test calls them (and one at start).
-    rep = testRep(bbs, executor, { pollIntervalMs: 60 * 60_000 });
-    await rep.start();
+    ({ rep, executor } = await startedSimulatedRep(bbs, dir));
   });
   afterEach(async () => {
     rep.stop();
@@ -70,20 +62,7 @@ describe('Rep polling pass', () => {
     // RUNNING on O"), decided by a fresh read since the list no longer holds its record.
     const [first] = await store.listActualLRPs({ cell_id: 'cell-1' });
     assert.ok(first);
-    const ref = { process_guid: first.process_guid, index: first.index };
-    const unclaimed = await store.unclaimActualLRP({ ...ref, expected: first.modification_tag });
-    const elsewhere = { instance_guid: 'elsewhere', cell_id: 'cell-2' };
-    const claimed = await store.claimActualLRP({
-      ...ref,
-      expected: unclaimed.modification_tag,
-      instance_key: elsewhere,
-    });
-    await store.startActualLRP({
-      ...ref,
-      expected: claimed.modification_tag,
-      instance_key: elsewhere,
-      net_info: { address: '10.0.0.2', ports: [] },
-    });
+    await moveToAnotherCell(store, first);
     await rep.poll();
     // (The container's own end may read it once more, as any container event does.)
     assert.ok(reads.length > 0, 'the container whose record left the list read it');

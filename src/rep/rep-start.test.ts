@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { type BbsStore, openBbsStore, type SqlBbsStore } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
-import { p1Work, testRep } from '../testing/rep-fixtures.js';
-import { SimulatedExecutor } from '../testing/simulated-executor.js';
+import { moveToAnotherCell, p1Work, startedSimulatedRep } from '../testing/rep-fixtures.js';
+import type { SimulatedExecutor } from '../testing/simulated-executor.js';
 import type { Rep } from './rep.js';
 
 /** The store methods whose calls the tests count. */
@@ -57,15 +57,7 @@ describe('Rep starting work', () => {
         };
       },
     }) as BbsStore;
-    executor = new SimulatedExecutor({
-      capacity: { memory_mb: 4096, disk_mb: 4096, containers: 20 },
-      hostAddress: '127.0.0.1',
-      dataDir: dir,
-      behaviour: { startDelayMs: 1 },
-    });
-    // Passes run only when a test calls them (and one at start).
-    rep = testRep(bbs, executor, { pollIntervalMs: 60 * 60_000 });
-    await rep.start();
+    ({ rep, executor } = await startedSimulatedRep(bbs, dir));
   });
   afterEach(async () => {
     rep.stop();
@@ -134,23 +126,9 @@ describe('Rep starting work', () => {
     await until('RUNNING', async () => (await statesOf('p1')).includes('0:RUNNING:cell-1'));
     const [mine] = executor.list();
     assert.ok(mine);
-    // The instance moves to cell-2 behind the rep's back (as the converger and another rep would).
-    const ref = { process_guid: 'p1', index: 0 };
-    const running = (await store.getActualLRP(ref)).instance;
+    const running = (await store.getActualLRP({ process_guid: 'p1', index: 0 })).instance;
     assert.ok(running);
-    const unclaimed = await store.unclaimActualLRP({ ...ref, expected: running.modification_tag });
-    const elsewhere = { instance_guid: 'elsewhere', cell_id: 'cell-2' };
-    const claimed = await store.claimActualLRP({
-      ...ref,
-      expected: unclaimed.modification_tag,
-      instance_key: elsewhere,
-    });
-    await store.startActualLRP({
-      ...ref,
-      expected: claimed.modification_tag,
-      instance_key: elsewhere,
-      net_info: { address: '10.0.0.2', ports: [] },
-    });
+    await moveToAnotherCell(store, running);
     const crashesBefore = calls.crashActualLRP;
     // The container exits: its reconcile acts on the rep's own copy (RUNNING here), whose crash
     // write loses; the next pass reads the record and deletes the container ("RUNNING on O").
