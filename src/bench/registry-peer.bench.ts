@@ -5,7 +5,8 @@
  * compression shortcut and no recompression by skopeo), a pull of it, and 10 concurrent pulls,
  * each in MiB/s of image bytes moved. Both registries store on the same disk; berth's push
  * includes what a berth push does beyond storing (verifying diff_ids, flattening the rootfs), and
- * a last row times berth's own client (`berth image pull`) from the reference registry.
+ * a last row times berth's own client (`berth image pull`) from the reference registry. Which
+ * registry goes first alternates by run, and the disk is flushed before each measured step.
  *
  * Wall-clock on a shared machine says little, so each row also gives the server's CPU seconds
  * (user + system, from /proc) per GiB moved, and each step runs against both registries back to
@@ -142,9 +143,15 @@ try {
           ),
       ],
     ];
+    // The order alternates by run, and the disk is flushed before each measured step: a pull
+    // writes what it pulls (2 GiB for ten concurrent ones), and the registry measured second
+    // otherwise paid for writing back the first one's output (berth, always second, was).
+    const order = Object.entries(servers);
+    if (run % 2 === 1) order.reverse();
     try {
       for (const [step, action] of steps) {
-        for (const [name, { host, pid }] of Object.entries(servers)) {
+        for (const [name, { host, pid }] of order) {
+          execFileSync('sync');
           record(`${name} ${step}`, await measured(pid, () => action(name, host)));
           if (step === 'push')
             record(`${name} push: work after the reply`, await measured(pid, () => idle(pid)));
