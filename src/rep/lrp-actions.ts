@@ -68,7 +68,7 @@ async function applyLRPAction(
     case 'claim':
       return wrote(
         bbs.claimActualLRP({
-          ...refOf(action.key),
+          ...actualRef(action.key),
           expected: action.expected,
           instance_key: action.instance,
         }),
@@ -76,7 +76,7 @@ async function applyLRPAction(
     case 'start':
       return wrote(
         ctx.starts.start({
-          ...refOf(action.key),
+          ...actualRef(action.key),
           expected: action.expected,
           instance_key: action.instance,
           net_info: action.netInfo,
@@ -108,14 +108,14 @@ async function applyLRPAction(
         }),
       );
     case 'remove-actual':
-      await bbs.removeActualLRP({ ...refOf(action.key), expected: action.expected });
+      await bbs.removeActualLRP({ ...actualRef(action.key), expected: action.expected });
       return { proceed: true, written: null };
     case 'unclaim-and-request-start':
-      return wrote(bbs.unclaimActualLRP({ ...refOf(action.key), expected: action.expected }));
+      return wrote(bbs.unclaimActualLRP({ ...actualRef(action.key), expected: action.expected }));
     case 'give-back':
       return wrote(
         bbs.failActualLRP({
-          ...refOf(action.key),
+          ...actualRef(action.key),
           expected: action.expected,
           instance_key: action.instance,
           placement_error: action.placementError,
@@ -149,7 +149,7 @@ async function wrote(write: Promise<ActualLRP>): Promise<ActionStep> {
 }
 
 /** The BBS's ActualLRP reference: the API refuses fields it does not expect (like domain). */
-function refOf(key: { readonly process_guid: string; readonly index: number }): {
+export function actualRef(key: { readonly process_guid: string; readonly index: number }): {
   process_guid: string;
   index: number;
 } {

@@ -1,17 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type ActualLRP,
-  actualLrpKey,
-  type BbsStore,
-  type CellCapacity,
-  cellPlacementTag,
-  type DesiredLRP,
-} from '../bbs/index.js';
+import { type BbsStore, type CellCapacity, cellPlacementTag } from '../bbs/index.js';
 import { isNotFound, runLoop } from '../core/index.js';
-import type { CellExecutor, ContainerRunSpec } from '../executor/index.js';
+import type { CellExecutor } from '../executor/index.js';
 import { type CrashPolicy, defaultCrashPolicy } from './crash-policy.js';
 import { runEvacuation } from './evacuation.js';
-import { actualFor, applyLRPActions } from './lrp-actions.js';
+import { KnownRecords } from './known-records.js';
+import { actualFor, actualRef, applyLRPActions } from './lrp-actions.js';
+import { type ReservedLRP, startReserved } from './lrp-start.js';
 import { reconcileLRP } from './reconcile-table.js';
 import type { RelationSync } from './relation-sync.js';
 import type { RepLRPWork, RepState, RepStopRequest, RepTaskWork, RepWork, RepWorkResult } from './rep-api.js';
@@ -78,14 +73,12 @@ export class Rep {
   readonly #handedOver = new Set<string>();
   #passRunning: Promise<void> | undefined;
   readonly #inFlight = new Map<string, Promise<void>>();
-  /**
-   * Each LRP container's record as this rep last claimed, wrote or listed it, so that the
-   * reconciles of its start and of quiet passes need no read (see `#reconcileContainerNow`).
-   */
-  readonly #known = new Map<string, ActualLRP>();
+  /** Each LRP container's record as this rep last claimed, wrote or listed it. */
+  readonly #known: KnownRecords;
 
   constructor(options: RepOptions) {
     this.#options = options;
+    this.#known = new KnownRecords(options.cellId);
     const now = options.now ?? (() => new Date());
     this.#ctx = {
       bbs: options.bbs,
@@ -206,14 +199,7 @@ export class Rep {
       if (this.#reserve(instanceGuid, tags, lrp)) reserved.push({ guid: instanceGuid, lrp });
       else failedLrps.push(lrp);
     }
-    for (let at = 0; at < reserved.length; at += claimBatchSize) {
-      const batch = reserved.slice(at, at + claimBatchSize);
-      void this.#startLRPs(batch).catch((err) =>
-        this.#ctx.log(
-          `start ${batch.length} instances (${actualLrpKey(batch[0]?.lrp ?? { process_guid: '', index: 0 })}…): ${String(err)}`,
-        ),
-      );
-    }
+    startReserved(this.#ctx, this.#known, this.#options.relations, reserved);
     for (const task of work.tasks) {
       if (
         !this.#reserve(task.task_guid, { kind: 'task', task_guid: task.task_guid, domain: task.domain }, task)
@@ -246,69 +232,12 @@ export class Rep {
     }
   }
 
-  /**
-   * Seed: "the Rep creates a container reservation, then CAS the ActualLRP to CLAIMED, then starts
-   * running the container". The reservations one perform made are claimed in one request: each
-   * instance is claimed only while UNCLAIMED (the state the rep's read-then-CAS checked), and a
-   * refused one's reservation goes.
-   */
-  async #startLRPs(reserved: readonly ReservedLRP[]): Promise<void> {
-    const { bbs, executor, cellId } = this.#options;
-    let claimed: ReadonlyMap<string, ActualLRP>;
-    let definitions: ReadonlyMap<string, DesiredLRP>;
-    try {
-      const result = await bbs.claimActualLRPs({
-        cell_id: cellId,
-        claims: reserved.map(({ guid, lrp }) => ({ ...actualRef(lrp), instance_guid: guid })),
-      });
-      claimed = new Map(result.claimed.map((a) => [a.instance_guid, a]));
-      definitions = new Map(result.desired_lrps.map((d) => [d.process_guid, d]));
-    } catch (err) {
-      // The instances stay UNCLAIMED for the converger to offer again. Had the claims landed
-      // before the failure, the next pass finds them "No Container / CLAIMED by A" and gives
-      // them back.
-      await Promise.all(reserved.map(({ guid }) => executor.deleteContainer(guid)));
-      throw err;
-    }
-    await Promise.all(
-      reserved.map(async ({ guid, lrp }) => {
-        const actual = claimed.get(guid);
-        if (!actual) return executor.deleteContainer(guid);
-        this.#known.set(guid, actual);
-        return this.#runClaimed(guid, lrp, definitions.get(lrp.process_guid)).catch((err) =>
-          this.#ctx.log(`start ${actualLrpKey(lrp)}: ${String(err)}`),
-        );
-      }),
-    );
-  }
-
-  /** Runs a claimed instance's container; `desired` absent: its LRP is gone, so is the reservation. */
-  async #runClaimed(guid: string, lrp: RepLRPWork, desired: DesiredLRP | undefined): Promise<void> {
-    const { executor } = this.#options;
-    try {
-      if (!desired) {
-        await executor.deleteContainer(guid);
-        return;
-      }
-      await executor.run(
-        guid,
-        runSpecOfLRP(desired, await this.#options.relations?.startSpec(lrp.process_guid, lrp.index)),
-      );
-    } catch (err) {
-      // Claimed but never started (the start refused before it began): a
-      // reservation left RESERVED keeps the record CLAIMED for good ("RESERVED / ANY: Do Nothing").
-      // Without it the next pass sees "No Container / CLAIMED by A" and gives the instance back.
-      if (executor.get(guid)?.state === 'RESERVED') await executor.deleteContainer(guid);
-      throw err;
-    }
-  }
-
   /** A stop the BBS asked for: stop the container; reconciliation then CADs the record. */
   async stopInstance(req: RepStopRequest): Promise<void> {
     const container = this.#options.executor.get(req.instance_guid);
     if (!container) return;
     // The BBS asked for the stop because the record changed: what this rep last wrote is old.
-    this.#known.delete(req.instance_guid);
+    this.#known.forget(req.instance_guid);
     await this.#options.executor.stopContainer(req.instance_guid);
     await this.reconcileContainer(req.instance_guid);
   }
@@ -345,11 +274,11 @@ export class Rep {
       );
       const seen = new Set<string>();
       // Copies of containers deleted since (their reconcile no longer runs) go.
-      for (const guid of this.#known.keys()) if (!executor.get(guid)) this.#known.delete(guid);
+      this.#known.keepOnly((guid) => executor.get(guid) !== undefined);
       for (const c of executor.list()) {
         if (c.tags.kind === 'lrp') {
           seen.add(c.tags.instance_guid);
-          this.#noteListed(c.guid, listed.get(c.tags.instance_guid));
+          this.#known.listed(c.guid, listed.get(c.tags.instance_guid), this.#inFlight.has(c.guid));
           await this.reconcileContainer(c.guid);
         } else if (!this.#inFlight.has(c.guid)) {
           // A task reconcile in flight (its start, run by `perform`) would race this one for the
@@ -405,46 +334,18 @@ export class Rep {
   }
 
   /**
-   * A polling pass's copy of a container's record (absent: the list did not hold it by this cell
-   * and instance). The newer of it and what this rep last wrote is kept; with none, or when the
-   * list no longer holds it, the next reconcile reads the record fresh.
-   */
-  #noteListed(guid: string, listed: ActualLRP | undefined): void {
-    const known = this.#known.get(guid);
-    if (!listed) {
-      // A reconcile in flight may be writing the record the list was read too early to hold.
-      if (!this.#inFlight.has(guid)) this.#known.delete(guid);
-      return;
-    }
-    if (!known || !sameEpochNotOlder(known, listed)) this.#known.set(guid, listed);
-  }
-
-  /**
-   * The reconcile table's row for one container, applied. Its record is the one this rep last
-   * wrote or listed (`#known`) when that is its own ("by A", this instance guid), else read fresh.
-   * A known copy may be a moment old: every write a "by A" row makes is a CAS or CAD on its tag,
-   * and a row whose write loses ends there and forgets the copy, so a stale one costs a retry,
-   * never a wrong delete (the rows that delete without a write are the "by O", UNCLAIMED, CRASHED
-   * and absent ones, which a fresh read decides).
+   * The reconcile table's row for one container, applied, against the record this rep last wrote
+   * or listed when that is the container's own (`KnownRecords`), else one read fresh.
    */
   async #reconcileContainerNow(guid: string): Promise<void> {
     const { executor, cellId } = this.#options;
     const container = executor.get(guid);
     if (!container) {
-      this.#known.delete(guid);
+      this.#known.forget(guid);
       return;
     }
     if (container.tags.kind === 'task') return reconcileTaskContainer(this.#ctx, guid);
-    const known = this.#known.get(guid);
-    const actual =
-      known !== undefined &&
-      known.cell_id === cellId &&
-      !known.evacuating &&
-      known.instance_guid === container.tags.instance_guid &&
-      known.process_guid === container.tags.process_guid &&
-      known.index === container.tags.index
-        ? known
-        : await actualFor(this.#ctx, container);
+    const actual = this.#known.for(container) ?? (await actualFor(this.#ctx, container));
     const fresh = executor.get(guid);
     // Checked after the read: the evacuation marks a container before it moves its instance.
     if (!fresh || this.#handedOver.has(guid)) return;
@@ -458,14 +359,7 @@ export class Rep {
     const outcome = await applyLRPActions(this.#ctx, plan, fresh);
     // A lost write forgets the copy (the next reconcile reads); no write keeps the record used.
     const after = outcome.lost ? null : outcome.written === undefined ? actual : outcome.written;
-    if (
-      after &&
-      after.cell_id === cellId &&
-      after.instance_guid === container.tags.instance_guid &&
-      executor.get(guid)
-    )
-      this.#known.set(guid, after);
-    else this.#known.delete(guid);
+    this.#known.wrote(container, executor.get(guid) ? after : null);
   }
 
   /**
@@ -504,48 +398,7 @@ export class Rep {
   }
 }
 
-/** A perform's claims go in requests of at most this many instances. */
-const claimBatchSize = 500;
-
-interface ReservedLRP {
-  readonly guid: string;
-  readonly lrp: RepLRPWork;
-}
-
-/** Whether `a` is `b`'s record at the same or a later change (never true across a re-creation). */
-function sameEpochNotOlder(a: ActualLRP, b: ActualLRP): boolean {
-  return (
-    a.modification_tag.epoch === b.modification_tag.epoch &&
-    a.modification_tag.index >= b.modification_tag.index
-  );
-}
-
 function startLoop(run: (signal: AbortSignal) => Promise<void>): RepLoop {
   const controller = new AbortController();
   return { controller, done: run(controller.signal) };
-}
-
-function actualRef(ref: { readonly process_guid: string; readonly index: number }): {
-  process_guid: string;
-  index: number;
-} {
-  return { process_guid: ref.process_guid, index: ref.index };
-}
-
-function runSpecOfLRP(
-  desired: DesiredLRP,
-  relations?: { env: Record<string, string>; files: Record<string, string> },
-): ContainerRunSpec {
-  return {
-    image: desired.image,
-    ...(desired.command ? { command: desired.command } : {}),
-    // The DesiredLRP's own variables win over the relation snapshot.
-    env: relations ? { ...relations.env, ...desired.env } : desired.env,
-    ...(relations ? { shared_files: relations.files } : {}),
-    ports: desired.ports,
-    ...(desired.monitor ? { monitor: desired.monitor } : {}),
-    start_timeout_s: desired.start_timeout_s,
-    ...(desired.volumes ? { volumes: desired.volumes } : {}),
-    ...(desired.sidecars ? { sidecars: desired.sidecars } : {}),
-  };
 }
