@@ -191,8 +191,17 @@ describe('a system with a relation and a sidecar on three cells', { timeout: 600
     // A sidecar sees its principal.
     const [sc] = (await runningOf('rel.shipper.')).filter((a) => /\.u\d+$/.test(a.process_guid));
     assert.ok(sc);
-    const scFile = await relationsOf(sc, 9000);
     const index = Number(sc.process_guid.split('.u').at(-1));
+    // Like every unit, the sidecar sees its principal enter scope eventually: its own agent writes
+    // the file on its next look, which may come after the principal's side has been written.
+    let lastSc: RelationsFile | undefined;
+    const scFile = await waitFor('the sidecar sees its principal', async () => {
+      const f = await relationsOf(sc, 9000);
+      lastSc = f;
+      return f.relations.find((r) => r.service === '/web')?.peers.length ? f : undefined;
+    }).catch((err: unknown) => {
+      throw new Error(`${String(err)}; last file: ${JSON.stringify(lastSc)}`);
+    });
     assert.deepEqual(
       scFile.relations.find((r) => r.service === '/web')?.peers.map((p) => p.unit),
       [`/web#${index}`],
