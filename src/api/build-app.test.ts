@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
 import {
   BbsClient,
   type BbsEvent,
@@ -293,5 +294,46 @@ describe('BBS HTTP API', () => {
   it('answers /healthz', async () => {
     const res = await app.inject({ method: 'GET', url: '/healthz' });
     assert.equal(res.json().status, 'ok');
+  });
+});
+
+describe('the request log', () => {
+  it('writes a line at info for a change, at debug for a read, a heartbeat or an empty take', async () => {
+    const lines: { level: number; url: string; status: number }[] = [];
+    const logger = pino(
+      { level: 'debug' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+    );
+    const store = await openBbsStore(':memory:');
+    const app = await buildApp({ store, logger });
+    const post = (url: string, payload: object) => app.inject({ method: 'POST', url, payload });
+    try {
+      const presence = {
+        cell_id: 'c1',
+        zone: 'z1',
+        capacity: { memory_mb: 1024, disk_mb: 1024, containers: 10 },
+        rep_url: 'http://127.0.0.1:1',
+        placement_tags: [],
+      };
+      const steps: [string, object, 'info' | 'debug'][] = [
+        ['/v1/internal/heartbeat_cell', { presence, ttl_ms: 10_000 }, 'debug'],
+        ['/v1/internal/desire_lrp', desiredDefinition('p1', 1), 'info'],
+        ['/v1/internal/list_actual_lrps', { cell_id: 'c1' }, 'debug'],
+        ['/v1/internal/take_stop_requests', { cell_id: 'c1', limit: 10, visibility_ms: 1000 }, 'debug'],
+        ['/v1/internal/take_start_requests', { limit: 10, visibility_ms: 1000 }, 'info'],
+        // A failed read is worth a line: the caller was refused.
+        ['/v1/internal/get_desired_lrp', { process_guid: 'nope' }, 'info'],
+      ];
+      for (const [url, body] of steps) await post(url, body);
+      const levelOf = (url: string) => {
+        const line = lines.find((l) => l.url === url);
+        assert.ok(line, `a line for ${url}`);
+        return pino.levels.labels[line.level];
+      };
+      for (const [url, , level] of steps) assert.equal(levelOf(url), level, url);
+    } finally {
+      await app.close();
+      await store.close();
+    }
   });
 });

@@ -11,6 +11,7 @@ import {
   httpStatusByCode,
   installRequestGuards,
   isBerthError,
+  isUnchangedRequest,
   limits,
   redactEnv,
 } from '../core/index.js';
@@ -165,10 +166,11 @@ function toErrorBody(err: FastifyError | Error): ErrorBody {
 
 /**
  * One log line per request: writes and failures at info, successful reads (the polls of every
- * cell, router and console) at debug, so a busy cluster's log says what changed, not who looked.
+ * cell, router and console, GETs or internal operations that change nothing) at debug, so a busy
+ * cluster's log says what changed, not who looked.
  */
 function logRequest(request: FastifyRequest, reply: FastifyReply): void {
-  const level = request.method === 'GET' && reply.statusCode < 400 ? 'debug' : 'info';
+  const level = reply.statusCode < 400 && isUnchangedRequest(request) ? 'debug' : 'info';
   request.log[level](
     {
       method: request.method,

@@ -21,6 +21,8 @@ export interface ScaleFigures {
   readonly presenceTtlMs: number;
   /** The server's HTTP requests over the burst, by `METHOD route`. */
   readonly burstRequests: readonly (readonly [string, number])[];
+  /** The server's HTTP requests over the idle window, by `METHOD route`, per second. */
+  readonly idleRequestsPerSecond: readonly (readonly [string, number])[];
 }
 
 const goals = {
@@ -78,6 +80,20 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
     ...routes.map((route): [string, (f: ScaleFigures) => string, string] => [
       `  ${route}`,
       (f) => ((f.burstRequests.find(([r]) => r === route)?.[1] ?? 0) / f.total).toFixed(3),
+      '',
+    ]),
+  );
+  const idleRoutes = [...new Set(figures.flatMap((f) => f.idleRequestsPerSecond.map(([route]) => route)))];
+  rows.push(
+    [
+      'requests/s while idle',
+      (f) => f.idleRequestsPerSecond.reduce((sum, [, n]) => sum + n, 0).toFixed(1),
+      '',
+    ],
+    // What an idle cluster still asks: each idle request's CPU is the idle figure's share.
+    ...idleRoutes.sort().map((route): [string, (f: ScaleFigures) => string, string] => [
+      `  ${route}`,
+      (f) => (f.idleRequestsPerSecond.find(([r]) => r === route)?.[1] ?? 0).toFixed(1),
       '',
     ]),
   );

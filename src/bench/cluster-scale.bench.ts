@@ -147,9 +147,11 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
 
     // Steady state: nothing changes; the server's CPU over the window.
     await sleep(5_000);
+    const idleRequestsFrom = await httpRequestCounts(server.url);
     const idleFrom = processUsage(pid);
     await sleep(size.idleSeconds * 1000);
     const idleTo = processUsage(pid);
+    const idleRequestsTo = await httpRequestCounts(server.url);
 
     // Cells killed with -9: whole processes of them, until none of theirs is left and all RUN.
     const victims = cluster.hosts.slice(0, Math.max(1, Math.round(size.killCells / size.cellsPerProcess)));
@@ -184,6 +186,12 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       presenceTtlMs: size.presenceTtlMs,
       burstRequests: [...requestsAfter]
         .map(([route, n]): [string, number] => [route, n - (requestsBefore.get(route) ?? 0)])
+        .filter(([, n]) => n > 0),
+      idleRequestsPerSecond: [...idleRequestsTo]
+        .map(([route, n]): [string, number] => [
+          route,
+          (n - (idleRequestsFrom.get(route) ?? 0)) / size.idleSeconds,
+        ])
         .filter(([, n]) => n > 0),
     };
   } finally {

@@ -92,6 +92,8 @@ export { removeTree } from './remove-tree.js';
 export {
   findUnstorableText,
   installRequestGuards,
+  isUnchangedRequest,
+  markUnchanged,
   nestingDepthExceeds,
   type UnstorableText,
 } from './request-guards.js';

@@ -94,3 +94,21 @@ export function nestingDepthExceeds(value: unknown, max: number): boolean {
   }
   return false;
 }
+
+/** Requests whose handler said they changed nothing worth a line at info (see `markUnchanged`). */
+const unchangedRequests = new WeakSet<FastifyRequest>();
+
+/**
+ * Says that a request which succeeds changes nothing an operator follows in the log: a read sent
+ * as a POST (the BBS's internal operations), a heartbeat that only extends a presence, a take
+ * that found nothing. Such requests are every cell's safety-net traffic, and at a thousand cells a
+ * line each at info is most of what the server writes and a few percent of its CPU.
+ */
+export function markUnchanged(request: FastifyRequest): void {
+  unchangedRequests.add(request);
+}
+
+/** Whether a successful request is logged at debug: a GET, or one its handler marked unchanged. */
+export function isUnchangedRequest(request: FastifyRequest): boolean {
+  return request.method === 'GET' || unchangedRequests.has(request);
+}

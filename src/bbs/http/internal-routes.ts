@@ -1,6 +1,7 @@
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { markUnchanged } from '../../core/index.js';
 import type { BbsStore } from '../bbs-store.js';
 import { publicCellPresence } from '../bbs-types.js';
 import { type BbsOperationName, bbsOperationPaths } from './bbs-operations.js';
@@ -21,6 +22,7 @@ export function registerInternalRoutes(root: FastifyInstance, options: BbsRoutes
         if (name === 'desireTask') checkTaskCallback(request.body as { completion_callback_url?: string });
         const operation = store[name] as (req: unknown) => Promise<unknown>;
         const result = await operation.call(store, request.body ?? {});
+        if (changesNothing(name, result)) markUnchanged(request);
         if (result === undefined) return reply.code(204).send();
         // A bare string (headEventId) is JSON too: fastify would send it as text/plain, and '' as no body.
         if (typeof result === 'string') return reply.type('application/json').send(JSON.stringify(result));
@@ -29,6 +31,16 @@ export function registerInternalRoutes(root: FastifyInstance, options: BbsRoutes
       },
     );
   }
+}
+
+/**
+ * Whether an operation's successful answer changed nothing an operator follows: reads, a
+ * heartbeat (a presence that begins or changes is its own event on the log), a take that found
+ * nothing. These are logged at debug (src/api/build-app.ts).
+ */
+function changesNothing(name: BbsOperationName, result: unknown): boolean {
+  if (/^(list|get|read|head|count|owner)/.test(name) || name === 'heartbeatCell') return true;
+  return /^take/.test(name) && Array.isArray(result) && result.length === 0;
 }
 
 /**
