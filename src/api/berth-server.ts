@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import {
+  type CellPacingLimits,
   openBbsStore,
   type SqlBbsStore,
   type TaskCallbackConfig,
@@ -58,6 +59,8 @@ export interface BbsServerOptions {
    * answered 429 with `Retry-After` (src/api/admission-control.ts). Absent: no bound.
    */
   readonly maxPendingStarts?: number;
+  /** How many heartbeats and safety-net passes all cells together may send (src/bbs/cell-pacing.ts). */
+  readonly cellPacing?: CellPacingLimits;
 }
 
 export interface BbsServer {
@@ -94,6 +97,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
   // ---- Stores
   const store = await openBbsStore(options.db, {
     onCasConflict: metrics.casConflict,
+    ...(options.cellPacing ? { cellPacing: options.cellPacing } : {}),
     ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
   });
   const history = await openHistory(store, { allowPrivateCallbacks });

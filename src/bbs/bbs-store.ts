@@ -14,6 +14,7 @@ import type {
   TaskDefinition,
   TaskState,
 } from './bbs-types.js';
+import type { CellPacing } from './cell-pacing.js';
 import type { RoutesInput } from './http-routes.js';
 
 /**
@@ -98,7 +99,12 @@ export interface BbsStore {
   listDomains(): Promise<Domain[]>;
   /** The system that owns a domain, or the domain of a DesiredLRP or task (one read). */
   ownerOf(req: OwnerOfRequest): Promise<OwnerOfResult>;
-  heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence>;
+  /**
+   * Begins or extends a cell's presence. The answer grants the TTL the presence got (the one asked
+   * for, or longer when the cluster's cells would otherwise heartbeat faster than the server's
+   * limit) and the shortest interval for the cell's safety-net pass (src/bbs/cell-pacing.ts).
+   */
+  heartbeatCell(req: HeartbeatCellRequest): Promise<HeartbeatCellResponse>;
   /** Only live cells. */
   listCells(): Promise<CellPresence[]>;
   removeCell(req: CellIdRequest): Promise<void>;
@@ -388,6 +394,8 @@ export interface HeartbeatCellRequest {
   readonly presence: Omit<CellPresence, 'expires_at'>;
   readonly ttl_ms: number;
 }
+/** The presence as written, and what pacing it grants the cell (src/bbs/cell-pacing.ts). */
+export type HeartbeatCellResponse = CellPresence & CellPacing;
 /** Why a cell left: its rep removed it (a clean stop), or its presence expired. */
 export type CellGoneReason = 'removed' | 'expired';
 

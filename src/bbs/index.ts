@@ -37,6 +37,7 @@ export type {
   FailActualLRPRequest,
   FailTaskRequest,
   HeartbeatCellRequest,
+  HeartbeatCellResponse,
   InstanceClaim,
   Lease,
   LeaseResult,
@@ -95,6 +96,13 @@ export {
   type TaskState,
 } from './bbs-types.js';
 export { CasConflictError, formatTag, parseTag, tagsEqual } from './cas-conflict-error.js';
+export {
+  type CellPacing,
+  type CellPacingLimits,
+  cellPacing,
+  defaultCellPacing,
+  heartbeatsPerTtl,
+} from './cell-pacing.js';
 export {
   desiredWithDefaults,
   taskWithDefaults,

@@ -91,11 +91,13 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
       '',
     ],
     // What an idle cluster still asks: each idle request's CPU is the idle figure's share.
-    ...idleRoutes.sort().map((route): [string, (f: ScaleFigures) => string, string] => [
-      `  ${route}`,
-      (f) => (f.idleRequestsPerSecond.find(([r]) => r === route)?.[1] ?? 0).toFixed(1),
-      '',
-    ]),
+    ...idleRoutes
+      .sort()
+      .map((route): [string, (f: ScaleFigures) => string, string] => [
+        `  ${route}`,
+        (f) => (f.idleRequestsPerSecond.find(([r]) => r === route)?.[1] ?? 0).toFixed(1),
+        '',
+      ]),
   );
   const table = [header, ...rows.map(([name, cell, goal]) => [name, ...figures.map(cell), goal])];
   const widths = header.map((_, c) => Math.max(...table.map((row) => (row[c] ?? '').length)));

@@ -55,6 +55,20 @@ export const daemonCommandTable: readonly CommandEntry[] = [
       'task-kick-interval': durationFlag('How often pending tasks are offered again', '30s'),
       'task-pending-limit': durationFlag('A task pending this long fails', '30m'),
       'task-completed-ttl': durationFlag('A completed task nobody resolves is deleted after this', '2m'),
+      'max-heartbeats-per-second': {
+        type: 'string',
+        valueName: 'N',
+        default: '50',
+        description:
+          "Heartbeats all cells together may send per second: past it each cell's presence TTL grows (as Nomad's max_heartbeats_per_second)",
+      },
+      'max-cell-passes-per-second': {
+        type: 'string',
+        valueName: 'N',
+        default: '20',
+        description:
+          "Safety-net passes all cells together may run per second: past it each cell's poll interval grows",
+      },
       'max-pending-starts': {
         type: 'string',
         valueName: 'N',

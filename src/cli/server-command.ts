@@ -47,6 +47,10 @@ const server: CommandHandler = {
     const running = await startBbsServer({
       singletons,
       maxPendingStarts: maxPendingStarts(ctx.values),
+      cellPacing: {
+        maxHeartbeatsPerSecond: positiveRate(ctx.values, 'max-heartbeats-per-second', 50),
+        maxCellPassesPerSecond: positiveRate(ctx.values, 'max-cell-passes-per-second', 20),
+      },
       plugins: [consolePlugin],
       db,
       auth,
@@ -93,6 +97,16 @@ function maxPendingStarts(values: OptionValues): number {
       flag: 'max-pending-starts',
     });
   return bound;
+}
+
+/** A per-second rate flag: a positive number (fractions allowed: one heartbeat every 2 s is 0.5). */
+function positiveRate(values: OptionValues, flag: string, fallback: number): number {
+  const text = stringOption(values, flag);
+  if (text === undefined) return fallback;
+  const rate = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !Number.isFinite(rate) || rate <= 0)
+    throw new InvalidArgumentError(`--${flag} must be a positive number, got "${text}"`, { flag });
+  return rate;
 }
 
 export function taskCallbackConfigFromFlags(values: OptionValues): {

@@ -130,8 +130,11 @@ export interface LoopOptions {
   /** Named in the log line of a failed round. */
   readonly name: string;
   readonly signal: AbortSignal;
-  /** The pause between rounds that succeeded: the safety-net period. */
-  readonly intervalMs: number;
+  /**
+   * The pause between rounds that succeeded: the safety-net period. A function is asked before
+   * each pause (a period the server paces, src/bbs/cell-pacing.ts).
+   */
+  readonly intervalMs: number | (() => number);
   /** The wait before the first round (default 0: at once), e.g. when the caller just did one itself. */
   readonly firstRoundInMs?: number;
   /**
@@ -188,10 +191,12 @@ export async function runLoop(options: LoopOptions): Promise<void> {
   if (options.firstRoundInMs) await sleep(options.firstRoundInMs, signal);
   while (!signal.aborted) {
     const startedAt = now();
-    let waitMs = options.intervalMs;
+    let waitMs: number;
     try {
       const outcome = await options.round(signal);
       backoff.succeeded();
+      // Asked after the round, whose answer may have changed it.
+      waitMs = typeof options.intervalMs === 'function' ? options.intervalMs() : options.intervalMs;
       if (outcome?.nextInMs !== undefined) waitMs = Math.max(0, Math.min(waitMs, outcome.nextInMs));
     } catch (err) {
       if (signal.aborted) return;

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type BbsStore, type CellCapacity, cellPlacementTag } from '../bbs/index.js';
+import {
+  type BbsStore,
+  type CellCapacity,
+  type CellPacing,
+  cellPlacementTag,
+  heartbeatsPerTtl,
+} from '../bbs/index.js';
 import { isNotFound, runLoop } from '../core/index.js';
 import type { CellExecutor } from '../executor/index.js';
 import { type CrashPolicy, defaultCrashPolicy } from './crash-policy.js';
@@ -60,6 +66,12 @@ export class Rep {
   /** Heartbeats sent and not answered yet: evacuation waits for them before removing the presence. */
   readonly #beats = new Set<Promise<void>>();
   #polls: RepLoop | undefined;
+  /**
+   * What the server's last heartbeat answer granted (src/bbs/cell-pacing.ts): the presence's TTL,
+   * which sets the heartbeat interval, and the shortest pause between safety-net passes. Until
+   * the first answer, what this cell asked for.
+   */
+  #pacing: CellPacing | undefined;
   #evacuating = false;
   #evacuationDone: Promise<void> | undefined;
   readonly #evacuatedListeners: (() => void)[] = [];
@@ -108,13 +120,12 @@ export class Rep {
       );
     });
     await this.#heartbeat();
-    const heartbeatMs = Math.max(200, this.#presenceTtlMs() / 3);
     this.#heartbeats = startLoop((signal) =>
       runLoop({
         name: 'heartbeat',
         signal,
-        intervalMs: heartbeatMs,
-        firstRoundInMs: heartbeatMs,
+        intervalMs: () => this.heartbeatIntervalMs(),
+        firstRoundInMs: this.heartbeatIntervalMs(),
         // A heartbeat goes every interval even while the last is unanswered (a slow BBS): the
         // presence TTL counts from the last one that lands, so they must keep landing at this rate.
         round: async () => this.#beat(),
@@ -125,7 +136,7 @@ export class Rep {
       runLoop({
         name: 'poll',
         signal,
-        intervalMs: this.#options.pollIntervalMs ?? 5_000,
+        intervalMs: () => this.pollIntervalMs(),
         fixedRate: true,
         round: () => this.poll(),
       }),
@@ -142,6 +153,16 @@ export class Rep {
     return this.#options.presenceTtlMs ?? 30_000;
   }
 
+  /** A third of the presence's TTL as the server granted it: two heartbeats may be lost. */
+  heartbeatIntervalMs(): number {
+    return Math.max(200, (this.#pacing?.ttl_ms ?? this.#presenceTtlMs()) / heartbeatsPerTtl);
+  }
+
+  /** The pause between safety-net passes: this cell's own, or longer when the server asks. */
+  pollIntervalMs(): number {
+    return Math.max(this.#options.pollIntervalMs ?? 5_000, this.#pacing?.min_poll_interval_ms ?? 0);
+  }
+
   /** Sends one heartbeat without waiting for it; a failure is logged, the next one is on its way. */
   #beat(): void {
     const beat = this.#heartbeat().catch((err: unknown) => this.#ctx.log(`heartbeat: ${String(err)}`));
@@ -151,7 +172,7 @@ export class Rep {
 
   async #heartbeat(): Promise<void> {
     const o = this.#options;
-    await o.bbs.heartbeatCell({
+    const granted = await o.bbs.heartbeatCell({
       presence: {
         cell_id: o.cellId,
         zone: o.zone,
@@ -163,6 +184,10 @@ export class Rep {
       },
       ttl_ms: this.#presenceTtlMs(),
     });
+    // A server of a berth before pacing answers the presence alone: the cell keeps its own rates.
+    if (typeof granted.ttl_ms === 'number') {
+      this.#pacing = { ttl_ms: granted.ttl_ms, min_poll_interval_ms: granted.min_poll_interval_ms ?? 0 };
+    }
   }
 
   state(): RepState {

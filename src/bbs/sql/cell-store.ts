@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import { InvalidArgumentError } from '../../core/index.js';
-import type { CellIdRequest, HeartbeatCellRequest } from '../bbs-store.js';
+import type { CellIdRequest, HeartbeatCellRequest, HeartbeatCellResponse } from '../bbs-store.js';
 import { type CellPresence, publicCellPresence } from '../bbs-types.js';
+import { cellPacing } from '../cell-pacing.js';
 import type { BbsDatabase } from './bbs-database.js';
 import type { Db, StoreContext, Tx } from './store-context.js';
 
@@ -20,19 +21,26 @@ type CellRow = Selectable<BbsDatabase['cells']>;
  */
 export class CellStore {
   readonly #ctx: StoreContext;
+  /**
+   * The live cells, counted at most every few seconds for the pacing a heartbeat grants: a count
+   * per heartbeat would cost what the pacing saves. Cells that appear in between are added at once.
+   */
+  #liveCells: { count: number; atMs: number } | undefined;
 
   constructor(ctx: StoreContext) {
     this.#ctx = ctx;
   }
 
-  async heartbeatCell(req: HeartbeatCellRequest): Promise<CellPresence> {
+  async heartbeatCell(req: HeartbeatCellRequest): Promise<HeartbeatCellResponse> {
     if (!req.presence.cell_id)
       throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
     return this.#ctx.mutate('heartbeatCell', async (tx) => {
       const [before] = await selectCells(tx.db).where('cell_id', '=', req.presence.cell_id).execute();
+      const appears = before === undefined || before.expires_at <= tx.now;
+      const pacing = cellPacing(await this.#countLive(tx, appears), req.ttl_ms, this.#ctx.cellPacing);
       const presence: CellPresence = {
         ...req.presence,
-        expires_at: new Date(tx.nowMs + req.ttl_ms).toISOString(),
+        expires_at: new Date(tx.nowMs + pacing.ttl_ms).toISOString(),
       };
       const row = {
         zone: presence.zone,
@@ -50,7 +58,7 @@ export class CellStore {
         .execute();
       // A cell new, or back after its presence expired: placements waiting for room are retried
       // now (the event's commit wakes the auctioneer in process).
-      if (before === undefined || before.expires_at <= tx.now) {
+      if (appears) {
         tx.events.push({ type: 'cell_appeared', cell: publicCellPresence(presence) });
       } else if (offerChanged(before, row)) {
         tx.events.push({
@@ -59,8 +67,26 @@ export class CellStore {
           after: publicCellPresence(presence),
         });
       }
-      return presence;
+      return { ...presence, ...pacing };
     });
+  }
+
+  /** The live cells, this heartbeat's included: recounted when the last count is 5 s old. */
+  async #countLive(tx: Tx, appears: boolean): Promise<number> {
+    const cached = this.#liveCells;
+    if (cached && tx.nowMs - cached.atMs < 5_000 && tx.nowMs >= cached.atMs) {
+      if (appears) cached.count += 1;
+      return Math.max(1, cached.count);
+    }
+    const row = await tx.db
+      .selectFrom('cells')
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+      .where('expires_at', '>', tx.now)
+      .executeTakeFirstOrThrow();
+    // The count runs before this heartbeat's own write: a cell that appears is one more.
+    const count = Number(row.n) + (appears ? 1 : 0);
+    this.#liveCells = { count, atMs: tx.nowMs };
+    return Math.max(1, count);
   }
 
   async listCells(): Promise<CellPresence[]> {

@@ -4,6 +4,7 @@ import type { SqlBackend, SqlDatabase } from '../../db/index.js';
 import type { BbsEventBody, ListPage } from '../bbs-store.js';
 import type { ModificationTag } from '../bbs-types.js';
 import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
+import { type CellPacingLimits, defaultCellPacing } from '../cell-pacing.js';
 import type { BbsDatabase } from './bbs-database.js';
 import { hotSqlByKind } from './hot-statements.js';
 
@@ -30,6 +31,8 @@ export interface SqlBbsStoreOptions {
   readonly now?: () => Date;
   /** Called once per CAS that lost, with the operation's name (for `/metrics`). */
   readonly onCasConflict?: (operation: string) => void;
+  /** How many heartbeats and passes the cells may send (default `defaultCellPacing`). */
+  readonly cellPacing?: CellPacingLimits;
 }
 
 /** Rows per multi-row INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
@@ -47,6 +50,7 @@ export class StoreContext implements Reader {
   readonly db: Db;
   readonly sql: (typeof hotSqlByKind)['sqlite'];
   readonly now: () => Date;
+  readonly cellPacing: CellPacingLimits;
   readonly #onCasConflict: (operation: string) => void;
 
   constructor(database: SqlDatabase, options: SqlBbsStoreOptions) {
@@ -55,6 +59,7 @@ export class StoreContext implements Reader {
     this.db = database.backend.db.withTables<BbsDatabase>();
     this.sql = hotSqlByKind[database.backend.kind];
     this.now = options.now ?? (() => new Date());
+    this.cellPacing = options.cellPacing ?? defaultCellPacing;
     this.#onCasConflict = options.onCasConflict ?? (() => {});
   }
 
