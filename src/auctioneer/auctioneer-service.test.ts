@@ -119,6 +119,48 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     assert.equal(rep.received.length, 2);
   });
 
+  it('asks a cell its state again only once work went unplaced (or its kept state is old, or it refused work)', async () => {
+    // Two slots a cell: the second batch must count the first one's work without asking.
+    const cells = [await cell('cell-a', 'z1', 2), await cell('cell-b', 'z1', 2)];
+    let stateCalls = 0;
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => {
+        const client = repClientForCell(c, { timeoutMs: 2_000 });
+        return {
+          state: () => {
+            stateCalls++;
+            return client.state();
+          },
+          perform: (work) => client.perform(work),
+        };
+      },
+      config: { batchIntervalMs: 10, cellStateMaxAgeMs: 1_000 },
+      now: clock.now,
+    });
+    await bbs.desireLRP(desiredDefinition('a', 2));
+    assert.equal((await service.runOnce()).placed, 2);
+    assert.equal(stateCalls, 2, 'the first batch asks every cell');
+
+    await bbs.desireLRP(desiredDefinition('b', 1));
+    const second = await service.runOnce();
+    assert.equal(second.placed, 1);
+    assert.equal(stateCalls, 2, 'within a second, the kept states (with the first batch added) serve');
+
+    // One slot is left in all: of three, two cannot fit. The kept states say so: no cell is
+    // offered what it has no room for (a state without the accepted work would offer it all).
+    await bbs.desireLRP(desiredDefinition('c', 3));
+    const third = await service.runOnce();
+    assert.equal(third.placed, 1);
+    assert.equal(stateCalls, 2);
+    const offered = cells.reduce((n, rep) => n + rep.received.reduce((m, w) => m + w.lrps.length, 0), 0);
+    assert.equal(offered, 4, 'every piece offered was accepted: 2 + 1 + 1');
+
+    // Work went unplaced, so the next batch asks every cell again (room may have come).
+    await service.runOnce();
+    assert.equal(stateCalls, 4);
+  });
+
   it('records a placement error on an index > 1 with no room in its zone and acks it', async () => {
     await cell('cell-a', 'z1', 10);
     // z2 has a cell, so it counts as a zone, but no room at all.

@@ -18,6 +18,7 @@ export interface ScaleFigures {
   readonly lostInstances: number;
   /** From the kill -9 until the killed cells held nothing and every instance was RUNNING again. */
   readonly replaceMs: number;
+  /** The presence TTL the server granted the cells (src/bbs/cell-pacing.ts), which may exceed the one asked. */
   readonly presenceTtlMs: number;
   /** The server's HTTP requests over the burst, by `METHOD route`. */
   readonly burstRequests: readonly (readonly [string, number])[];
@@ -64,7 +65,7 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
     ['cells killed (-9) / instances lost', (f) => `${f.killedCells} / ${f.lostInstances}`, ''],
     [
       'lost instances RUNNING elsewhere',
-      (f) => `${seconds(f.replaceMs)} (TTL ${seconds(f.presenceTtlMs)})`,
+      (f) => `${seconds(f.replaceMs)} (TTL granted ${seconds(f.presenceTtlMs)})`,
       `<= TTL + ${goals.replaceBeyondTtlSeconds} s`,
     ],
   ];

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BbsClient } from '../bbs/index.js';
+import { BbsClient, cellPacing, defaultCellPacing } from '../bbs/index.js';
 import { desiredDefinition } from '../testing/bbs-fixtures.js';
 import {
   bbsRecordCounts,
@@ -77,6 +77,28 @@ async function instancesPerCell(bbs: BbsClient, cellIds: readonly string[]): Pro
     async (id) => (await bbs.listActualLRPs({ cell_id: id })).length,
   );
   return new Map(cellIds.map((id, i) => [id, counts[i] ?? 0]));
+}
+
+/** The server's pacing flag `name` from SCALE_SERVER_ARGS, else its default. */
+function serverRate(name: string, fallback: number): number {
+  const args = (process.env.SCALE_SERVER_ARGS ?? '').split(' ').filter(Boolean);
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    if (arg.startsWith(`--${name}=`)) return Number(arg.slice(name.length + 3));
+    if (arg === `--${name}`) return Number(args[i + 1]);
+  }
+  return fallback;
+}
+
+/** The TTL the server grants each cell at this size (src/bbs/cell-pacing.ts): the one the goal is measured against. */
+function grantedTtlMs(): number {
+  return cellPacing(size.cells, size.presenceTtlMs, {
+    maxHeartbeatsPerSecond: serverRate('max-heartbeats-per-second', defaultCellPacing.maxHeartbeatsPerSecond),
+    maxCellPassesPerSecond: serverRate(
+      'max-cell-passes-per-second',
+      defaultCellPacing.maxCellPassesPerSecond,
+    ),
+  }).ttl_ms;
 }
 
 async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
@@ -183,7 +205,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       killedCells: deadCells.length,
       lostInstances: lost,
       replaceMs,
-      presenceTtlMs: size.presenceTtlMs,
+      presenceTtlMs: grantedTtlMs(),
       burstRequests: [...requestsAfter]
         .map(([route, n]): [string, number] => [route, n - (requestsBefore.get(route) ?? 0)])
         .filter(([, n]) => n > 0),

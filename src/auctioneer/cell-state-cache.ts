@@ -1,0 +1,82 @@
+import type { CellPresence } from '../bbs/index.js';
+import type { RepWork } from '../rep/index.js';
+import type { CellState } from './auction.js';
+
+interface Entry {
+  /** The rep the state came from: a cell restarted under the same id is another rep. */
+  readonly repUrl: string;
+  readonly state: CellState;
+  readonly readAtMs: number;
+}
+
+/**
+ * The cell states the auctioneer read, kept for the batches of the next `maxAgeMs` with the work
+ * each cell accepted added. Diego's auctioneer asks every cell for its state in every batch; in a
+ * burst over 1,000 cells that is 1,000 requests per batch of at most 1,000 placements, the
+ * server's largest cost. Only the auctioneer gives a cell work, and a rep counts what it
+ * accepted at once (its reservation), so the cell's next answer is the kept state plus that work,
+ * unless containers ended meanwhile and freed room, which the next read after `maxAgeMs` finds.
+ * A kept state never shows room the cell does not have, only less.
+ *
+ * A state is read again when it is older than `maxAgeMs`, when its cell refused work or could not
+ * be reached, when the cell's rep URL changed, and after a batch that left work unplaced (room may
+ * have come that the kept states do not show).
+ */
+export class CellStateCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #maxAgeMs: number;
+  readonly #nowMs: () => number;
+
+  constructor(maxAgeMs: number, nowMs: () => number) {
+    this.#maxAgeMs = maxAgeMs;
+    this.#nowMs = nowMs;
+  }
+
+  /** The kept state of a live cell if it may be used for this batch. */
+  fresh(cell: CellPresence): CellState | undefined {
+    const entry = this.#entries.get(cell.cell_id);
+    if (!entry || entry.repUrl !== cell.rep_url) return undefined;
+    const ageMs = this.#nowMs() - entry.readAtMs;
+    return ageMs >= 0 && ageMs < this.#maxAgeMs ? entry.state : undefined;
+  }
+
+  /** A state just read from the cell's rep. */
+  remember(cell: CellPresence, state: CellState): void {
+    this.#entries.set(cell.cell_id, { repUrl: cell.rep_url, state, readAtMs: this.#nowMs() });
+  }
+
+  /** Work the cell accepted, counted as its rep counts it: each piece one container. */
+  accepted(cellId: string, work: RepWork): void {
+    const entry = this.#entries.get(cellId);
+    if (!entry) return;
+    const { state } = entry;
+    let memory = state.used.memory_mb;
+    let disk = state.used.disk_mb;
+    const lrps: Record<string, number> = { ...state.lrps };
+    for (const piece of [...work.lrps, ...work.tasks]) {
+      memory += piece.memory_mb;
+      disk += piece.disk_mb;
+    }
+    for (const lrp of work.lrps) lrps[lrp.process_guid] = (lrps[lrp.process_guid] ?? 0) + 1;
+    const containers = state.used.containers + work.lrps.length + work.tasks.length;
+    this.#entries.set(cellId, {
+      ...entry,
+      state: { ...state, used: { memory_mb: memory, disk_mb: disk, containers }, lrps },
+    });
+  }
+
+  /** The cell's state is read again next batch. */
+  forget(cellId: string): void {
+    this.#entries.delete(cellId);
+  }
+
+  /** Every state is read again next batch; cells no longer live are dropped. */
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** Drops the cells that are not live any more. */
+  keepOnly(live: ReadonlySet<string>): void {
+    for (const id of this.#entries.keys()) if (!live.has(id)) this.#entries.delete(id);
+  }
+}
