@@ -54,6 +54,7 @@ export class BbsClient implements BbsStore {
   takeTaskStartRequests = this.#operation('takeTaskStartRequests');
   ackTaskStartRequests = this.#operation('ackTaskStartRequests');
   takeStopRequests = this.#operation('takeStopRequests');
+  cellPass = this.#operation('cellPass');
   ackStopRequests = this.#operation('ackStopRequests');
   desireTask = this.#operation('desireTask');
   getTask = this.#operation('getTask');

@@ -79,6 +79,12 @@ export interface BbsStore {
   ackTaskStartRequests(req: AckRequestsRequest): Promise<void>;
   takeStopRequests(req: TakeStopRequestsRequest): Promise<StopRequestDelivery[]>;
   ackStopRequests(req: AckRequestsRequest): Promise<void>;
+  /**
+   * A rep's safety-net pass in one request: takes the cell's stop requests as `takeStopRequests`
+   * does, then lists its ActualLRPs and its tasks, in that order (so the lists are at least as
+   * new as every stop taken). Three requests were most of an idle cluster's load.
+   */
+  cellPass(req: CellPassRequest): Promise<CellPass>;
 
   // Tasks: at most once.
   desireTask(req: TaskDefinition): Promise<Task>;
@@ -296,6 +302,20 @@ export interface TakeRequestsRequest {
 }
 export interface TakeStopRequestsRequest extends TakeRequestsRequest {
   readonly cell_id?: string;
+}
+export interface CellPassRequest {
+  readonly cell_id: string;
+  /** Stop requests taken at most. */
+  readonly stop_limit: number;
+  /** How long the taken stop requests stay hidden unless acknowledged. */
+  readonly visibility_ms: number;
+}
+export interface CellPass {
+  readonly stops: readonly StopRequestDelivery[];
+  /** Every ActualLRP of the cell, evacuating copies included (`listActualLRPs({cell_id})`). */
+  readonly actual_lrps: readonly ActualLRP[];
+  /** Every task of the cell (`listTasks({cell_id})`). */
+  readonly tasks: readonly Task[];
 }
 export interface AckRequestsRequest {
   readonly ids: readonly number[];

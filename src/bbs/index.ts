@@ -23,6 +23,8 @@ export type {
   CasActualLRPRequest,
   CasTaskRequest,
   CellIdRequest,
+  CellPass,
+  CellPassRequest,
   ClaimActualLRPRequest,
   ClaimActualLRPsRequest,
   ClaimActualLRPsResult,

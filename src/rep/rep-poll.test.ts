@@ -19,6 +19,8 @@ describe('Rep polling pass', () => {
   let store: SqlBbsStore;
   /** `process_guid/index` of each single-record read the rep made. */
   let reads: string[];
+  /** The name of every store method the rep called. */
+  let calls: string[];
   let bbs: BbsStore;
   let executor: SimulatedExecutor;
   let rep: Rep;
@@ -27,10 +29,21 @@ describe('Rep polling pass', () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-rep-poll-'));
     store = await openBbsStore(join(dir, 'bbs.sqlite3'));
     reads = [];
-    // The store itself, with its single-record reads counted.
-    bbs = withMethod(store, 'getActualLRP', (ref: ActualLRPRef) => {
+    calls = [];
+    // The store itself, with its single-record reads counted, and the name of every call kept.
+    const reading = withMethod(store, 'getActualLRP', (ref: ActualLRPRef) => {
       reads.push(`${ref.process_guid}/${ref.index}`);
       return store.getActualLRP(ref);
+    });
+    bbs = new Proxy(reading, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(property));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
     });
     ({ rep, executor } = await startedSimulatedRep(bbs, dir));
   });
@@ -69,5 +82,27 @@ describe('Rep polling pass', () => {
     assert.deepEqual(new Set(reads), new Set([`p1/${first.index}`]), 'no other container read its record');
     assert.equal(executor.get(first.instance_guid), undefined, 'its container is deleted');
     assert.equal(executor.list().length, 4);
+  });
+
+  it('a pass is one request to the BBS, and a stop it takes is acted on and acknowledged', async () => {
+    await store.desireLRP(desiredDefinition('p1', 3));
+    await rep.perform({ lrps: [0, 1, 2].map(work), tasks: [] });
+    await allRunning(3);
+    // Let the starts' own reconciles settle, then count one pass alone.
+    await rep.poll();
+    calls = [];
+    await rep.poll();
+    assert.deepEqual(calls, ['cellPass'], 'nothing changed: the pass is its one request');
+
+    // Scale down: the pass takes the stop for index 2, stops its container, acknowledges it.
+    await store.updateDesiredLRP({ process_guid: 'p1', update: { instances: 2 } });
+    const [two] = (await store.listActualLRPs({ cell_id: 'cell-1' })).filter((a) => a.index === 2);
+    assert.ok(two);
+    calls = [];
+    await rep.poll();
+    assert.equal(calls[0], 'cellPass');
+    assert.ok(calls.includes('ackStopRequests'));
+    assert.equal(executor.get(two.instance_guid), undefined, 'the stopped container is gone');
+    assert.equal((await store.countRecords()).stop_requests, 0, 'the stop request was acknowledged');
   });
 });

@@ -209,6 +209,53 @@ export function describeBbsStoreContract(
         assert.deepEqual(await startRequestsFor(d.process_guid), [1, 2]);
       });
 
+      it('a cell pass takes the cell’s stop requests once, then lists its ActualLRPs and tasks, none of another cell’s', async () => {
+        const d = await desire(2);
+        const ids = [`pass-a-${randomUUID()}`, `pass-b-${randomUUID()}`] as const;
+        for (const [index, id] of ids.entries()) {
+          const a = await actual(d.process_guid, index);
+          await store.startActualLRP({
+            process_guid: d.process_guid,
+            index,
+            expected: a.modification_tag,
+            instance_key: cell(id),
+            net_info: net,
+          });
+        }
+        const t = await store.desireTask(desiredTask(`pass-task-${randomUUID()}`));
+        await store.startTask({ task_guid: t.task_guid, expected: t.modification_tag, cell_id: ids[0] });
+        // Scaling down asks the second cell to stop index 1.
+        await store.updateDesiredLRP({ process_guid: d.process_guid, update: { instances: 1 } });
+
+        const pass = (cell_id: string) => store.cellPass({ cell_id, stop_limit: 10, visibility_ms: 60_000 });
+        const b = await pass(ids[1]);
+        assert.deepEqual(
+          b.stops.map((s) => [s.kind, s.request.process_guid, s.request.index, s.request.instance_guid]),
+          [['lrp', d.process_guid, 1, `ig-${ids[1]}`]],
+        );
+        assert.deepEqual(
+          b.actual_lrps.map((a) => [a.index, a.cell_id]),
+          [[1, ids[1]]],
+        );
+        assert.deepEqual(b.tasks, []);
+        assert.deepEqual((await pass(ids[1])).stops, [], 'a taken stop is hidden until its visibility ends');
+
+        const a = await pass(ids[0]);
+        assert.deepEqual(a.stops, []);
+        assert.deepEqual(
+          a.actual_lrps.map((x) => [x.index, x.cell_id, x.state]),
+          [[0, ids[0], 'RUNNING']],
+        );
+        assert.deepEqual(
+          a.tasks.map((x) => [x.task_guid, x.state]),
+          [[t.task_guid, 'RUNNING']],
+        );
+        await assert.rejects(
+          store.cellPass({ cell_id: '', stop_limit: 10, visibility_ms: 0 }),
+          hasCode('invalid_argument'),
+        );
+      });
+
       it('scaling down deletes UNCLAIMED/CRASHED extras and asks cells to stop CLAIMED/RUNNING ones', async () => {
         const d = await desire(4);
         const ref = (index: number) => ({ process_guid: d.process_guid, index });

@@ -279,6 +279,10 @@ export const operationBodies = {
   ackTaskStartRequests: Ids,
   takeStopRequests: Type.Object({ ...Take, cell_id: Type.Optional(NameOrEmpty()) }, strict),
   ackStopRequests: Ids,
+  cellPass: Type.Object(
+    { cell_id: Name(), stop_limit: Take.limit, visibility_ms: Take.visibility_ms },
+    strict,
+  ),
   desireTask: TaskDefinitionSchema,
   getTask: Type.Object({ task_guid: guid('task_guid') }, strict),
   listTasks: Type.Object(

@@ -40,6 +40,7 @@ export function registerInternalRoutes(root: FastifyInstance, options: BbsRoutes
  */
 function changesNothing(name: BbsOperationName, result: unknown): boolean {
   if (/^(list|get|read|head|count|owner)/.test(name) || name === 'heartbeatCell') return true;
+  if (name === 'cellPass') return (result as { stops: readonly unknown[] }).stops.length === 0;
   return /^take/.test(name) && Array.isArray(result) && result.length === 0;
 }
 

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../../core/index.js';
 import type { SqlBackend, SqlDatabase } from '../../db/index.js';
 import type { BbsStore } from '../bbs-store.js';
 import { ActualLrpStore } from './actual-lrp-store.js';
@@ -122,6 +123,18 @@ export class SqlBbsStore implements BbsStore {
   ackTaskStartRequests: BbsStore['ackTaskStartRequests'] = (req) => this.#outbox.ackTaskStartRequests(req);
   takeStopRequests: BbsStore['takeStopRequests'] = (req) => this.#outbox.takeStopRequests(req);
   ackStopRequests: BbsStore['ackStopRequests'] = (req) => this.#outbox.ackStopRequests(req);
+  cellPass: BbsStore['cellPass'] = async (req) => {
+    // Without a cell, the take and the lists would be every cell's.
+    if (!req.cell_id) throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
+    const stops = await this.#outbox.takeStopRequests({
+      cell_id: req.cell_id,
+      limit: req.stop_limit,
+      visibility_ms: req.visibility_ms,
+    });
+    const actual_lrps = await this.#actual.listActualLRPs({ cell_id: req.cell_id });
+    const tasks = await this.#tasks.listTasks({ cell_id: req.cell_id });
+    return { stops, actual_lrps, tasks };
+  };
   /** Start requests not yet acknowledged, counted up to `limit` (the API's admission check). */
   countPendingStarts = (limit: number): Promise<number> => this.#outbox.countPendingStarts(limit);
 
