@@ -106,6 +106,9 @@ async function tailCursor(source: Pick<BbsStore, 'readEvents'>): Promise<string 
   }
 }
 
+/** The longest pause between two reads of the cells, whatever their expiries. */
+const maxCellPollMs = 30_000;
+
 async function pollCells(
   source: Pick<BbsStore, 'listCells'>,
   table: RouteTable,
@@ -113,8 +116,14 @@ async function pollCells(
   now: () => number,
 ): Promise<void> {
   const { signal } = options;
+  const minMs = options.cellPollMs ?? 500;
   while (!signal.aborted) {
-    await sleep(options.cellPollMs ?? 500, signal);
+    // Presences that begin, change or end come as events; what only a read finds is an extended
+    // expiry. So read just before the first known expiry (a cell that expires then leaves the
+    // table one poll late at most), never more often than `cellPollMs`, and at least every 30 s.
+    const due = table.nextCellCheckAt();
+    const waitMs = due === undefined ? minMs : Math.min(maxCellPollMs, Math.max(minMs, due - now()));
+    await sleep(waitMs, signal);
     if (signal.aborted) return;
     try {
       table.setCells(await source.listCells(), now());

@@ -149,6 +149,26 @@ describe('RouteTable (the route emitter as a planner: BBS events in, table out)'
     assert.deepEqual(ports(table), [61001], 'expired at 5 s');
   });
 
+  it('cells that appear, change or disappear as events move their instances at once; the feed reads again at the first expiry', () => {
+    const table = tableWith(actual('web', 0), actual('web', 1));
+    table.setCells([cell('cell-1', t0 + 30_000)], t0 + 1000);
+    assert.deepEqual(ports(table), [61001]);
+    assert.equal(table.nextCellCheckAt(), t0 + 30_000);
+    table.apply(ev({ type: 'cell_appeared', cell: cell('cell-0', t0 + 20_000) }));
+    assert.deepEqual(ports(table), [61000, 61001], 'no read of the cells needed');
+    assert.equal(table.nextCellCheckAt(), t0 + 20_000);
+    table.apply(
+      ev({ type: 'cell_changed', before: cell('cell-0', t0 + 20_000), after: cell('cell-0', t0 + 40_000) }),
+    );
+    assert.equal(table.nextCellCheckAt(), t0 + 30_000);
+    table.apply(ev({ type: 'cell_disappeared', cell_id: 'cell-1', reason: 'removed' }));
+    assert.deepEqual(ports(table), [61000]);
+    assert.equal(table.nextCellCheckAt(), t0 + 40_000);
+    table.apply(ev({ type: 'cell_disappeared', cell_id: 'cell-0', reason: 'expired' }));
+    assert.deepEqual(ports(table), []);
+    assert.equal(table.nextCellCheckAt(), undefined);
+  });
+
   it('desired_lrp_changed: new routes take the instances, dropped ones go (404)', () => {
     const table = tableWith(actual('web', 0));
     const api = { hostname: 'api.test.berth.localhost', port: 8080 };

@@ -109,6 +109,23 @@ export class RouteTable {
         this.#removeActual(event.actual_lrp);
         this.#recompute(event.actual_lrp.process_guid);
         return;
+      // A presence that begins, changes or ends is an event; one that is only extended is not, so
+      // the feed still reads the cells before the first known expiry (`nextCellCheckAt`).
+      case 'cell_appeared':
+        this.#updateCells(
+          (cells) => cells.set(event.cell.cell_id, Date.parse(event.cell.expires_at)),
+          this.#nowMs,
+        );
+        return;
+      case 'cell_changed':
+        this.#updateCells(
+          (cells) => cells.set(event.after.cell_id, Date.parse(event.after.expires_at)),
+          this.#nowMs,
+        );
+        return;
+      case 'cell_disappeared':
+        this.#updateCells((cells) => cells.delete(event.cell_id), this.#nowMs);
+        return;
       default:
         return;
     }
@@ -119,8 +136,30 @@ export class RouteTable {
    * is gone or expired leave the table, and come back if it heartbeats again.
    */
   setCells(cells: readonly CellPresence[], nowMs: number): void {
+    this.#setCells(cellExpiries(cells), nowMs);
+  }
+
+  /**
+   * When the feed must read the cells again: the first known expiry, since a heartbeat that
+   * extends a presence writes no event (undefined: no cell known; read at the feed's own pace).
+   */
+  nextCellCheckAt(): number | undefined {
+    if (this.#cells === undefined || this.#cells.size === 0) return undefined;
+    let first = Number.POSITIVE_INFINITY;
+    for (const expiresAt of this.#cells.values())
+      if (expiresAt > this.#nowMs) first = Math.min(first, expiresAt);
+    return Number.isFinite(first) ? first : undefined;
+  }
+
+  #updateCells(change: (cells: Map<string, number>) => void, nowMs: number): void {
+    const next = new Map(this.#cells ?? []);
+    change(next);
+    this.#setCells(next, nowMs);
+  }
+
+  #setCells(next: Map<string, number>, nowMs: number): void {
     const before = this.#cells;
-    this.#cells = cellExpiries(cells);
+    this.#cells = next;
     const wasLive = (cell: string, at: number) => before === undefined || (before.get(cell) ?? 0) > at;
     const changed = new Set<string>();
     for (const a of this.#actuals.values()) {
