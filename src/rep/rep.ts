@@ -279,9 +279,9 @@ export class Rep {
   async #pollOnce(): Promise<void> {
     const { bbs, executor, cellId } = this.#options;
     try {
-      // One request: the stop requests taken, then this cell's records and tasks as they are after
-      // them. BBS first, then containers: a container that appears in between is seen as a
-      // container, never as a "No Container" row for a record this cell just claimed.
+      // One request: the stop requests taken, then this cell's records and tasks. BBS first, then
+      // containers: a container that appears in between is seen as a container, never as a "No
+      // Container" row for a record this cell just claimed.
       const pass = await bbs.cellPass({ cell_id: cellId, stop_limit: 100, visibility_ms: 30_000 });
       const { stops } = pass;
       // Stops run side by side: each may wait out its app's graceful-stop timeout.
@@ -291,17 +291,16 @@ export class Rep {
         ),
       );
       if (stops.length > 0) await bbs.ackStopRequests({ ids: stops.map((s) => s.id) });
-      const mine = pass.actual_lrps;
+      // Stopping may have taken a graceful-stop timeout, and moved records: after stops, the
+      // lists are read again (rare; a pass with nothing to stop stays one request).
+      const mine = stops.length > 0 ? await bbs.listActualLRPs({ cell_id: cellId }) : pass.actual_lrps;
+      const tasks = stops.length > 0 ? await bbs.listTasks({ cell_id: cellId }) : pass.tasks;
       // The records this cell holds, by instance: a container reconciles against its own record
       // from this one list instead of reading it again (a read per container per pass was most of
       // an idle cluster's requests). A container whose record is not here (given back, claimed
-      // elsewhere, evacuating) reads it fresh, and so does one this pass just stopped: the list
-      // was read before the stop.
-      const stopped = new Set(stops.filter((s) => s.kind === 'lrp').map((s) => s.request.instance_guid));
+      // elsewhere, evacuating) reads it fresh.
       const listed = new Map(
-        mine
-          .filter((a) => !a.evacuating && a.cell_id === cellId && !stopped.has(a.instance_guid))
-          .map((a) => [a.instance_guid, a]),
+        mine.filter((a) => !a.evacuating && a.cell_id === cellId).map((a) => [a.instance_guid, a]),
       );
       const seen = new Set<string>();
       // Copies of containers deleted since (their reconcile no longer runs) go.
@@ -319,8 +318,7 @@ export class Rep {
       }
       for (const actual of mine) {
         if (actual.evacuating || seen.has(actual.instance_guid)) continue;
-        // Stopped by this pass: its own reconcile settles its record, not this older copy.
-        if (stopped.has(actual.instance_guid) || executor.get(actual.instance_guid)) continue;
+        if (executor.get(actual.instance_guid)) continue;
         const plan = reconcileLRP({
           container: null,
           actual,
@@ -330,7 +328,7 @@ export class Rep {
         });
         await applyLRPActions(this.#ctx, plan, null);
       }
-      for (const task of pass.tasks) {
+      for (const task of tasks) {
         if (task.state !== 'RUNNING' || executor.get(task.task_guid)) continue;
         await reconcileLostTask(this.#ctx, task);
       }
