@@ -1,4 +1,5 @@
-import { type ActualLRP, actualLrpKey, type DesiredLRP } from '../bbs/index.js';
+import { type ActualLRP, actualLrpKey, type ClaimActualLRPsRequest, type DesiredLRP } from '../bbs/index.js';
+import { isBerthError } from '../core/index.js';
 import type { ContainerRunSpec } from '../executor/index.js';
 import type { KnownRecords } from './known-records.js';
 import { actualRef } from './lrp-actions.js';
@@ -8,6 +9,14 @@ import type { RepContext } from './rep-context.js';
 
 /** A perform's claims go in requests of at most this many instances. */
 const claimBatchSize = 500;
+
+/**
+ * The pauses before a claim request that failed is sent again. A claim is idempotent (an instance
+ * this cell already claimed is claimed again), and a request that timed out on a busy server has
+ * often landed: giving the instances back at once would have every pass then unclaim them and
+ * the auction place them anew, more load on the server that was too busy to answer.
+ */
+const claimRetryDelaysMs = [250, 1_000] as const;
 
 /** An instance the auction handed this cell, with the container reserved for it. */
 export interface ReservedLRP {
@@ -46,7 +55,7 @@ async function claimAndRun(
   let claimed: ReadonlyMap<string, ActualLRP>;
   let definitions: ReadonlyMap<string, DesiredLRP>;
   try {
-    const result = await bbs.claimActualLRPs({
+    const result = await claimWithRetries(ctx, {
       cell_id: cellId,
       claims: reserved.map(({ guid, lrp }) => ({ ...actualRef(lrp), instance_guid: guid })),
     });
@@ -71,6 +80,25 @@ async function claimAndRun(
       );
     }),
   );
+}
+
+/** `claimActualLRPs`, sent again after a failure that may pass (a timeout, the server away). */
+async function claimWithRetries(
+  ctx: RepContext,
+  req: ClaimActualLRPsRequest,
+): Promise<Awaited<ReturnType<RepContext['bbs']['claimActualLRPs']>>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.bbs.claimActualLRPs(req);
+    } catch (err) {
+      const delayMs = claimRetryDelaysMs[attempt];
+      // A refusal the request itself earned (invalid, unauthorized) is final.
+      if (delayMs === undefined || (isBerthError(err) && !err.retryable && err.code !== 'internal'))
+        throw err;
+      ctx.log(`claim ${req.claims.length} instances: ${String(err)}; again in ${delayMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
 }
 
 /** Runs a claimed instance's container; `desired` absent: its LRP is gone, so is the reservation. */

@@ -14,6 +14,7 @@ const counted = [
   'getActualLRP',
   'claimActualLRP',
   'claimActualLRPs',
+  'unclaimActualLRP',
   'startActualLRP',
   'crashActualLRP',
 ] as const;
@@ -32,6 +33,8 @@ describe('Rep starting work', () => {
   let startsWritten: number;
   /** What the next claimActualLRPs call does instead of claiming (a test's failure). */
   let claimsFail: Error | undefined;
+  /** Claim requests that land and then fail, as a timed-out answer does. */
+  let claimAnswersLost: number;
   let executor: SimulatedExecutor;
   let rep: Rep;
 
@@ -40,6 +43,7 @@ describe('Rep starting work', () => {
     store = await openBbsStore(join(dir, 'bbs.sqlite3'));
     calls = Object.fromEntries(counted.map((name) => [name, 0])) as Record<Counted, number>;
     claimsFail = undefined;
+    claimAnswersLost = 0;
     startsWritten = 0;
     const bbs = new Proxy(store, {
       get(target, property, receiver) {
@@ -53,6 +57,12 @@ describe('Rep starting work', () => {
           if (property === 'startActualLRPs')
             startsWritten += (args[0] as { starts: unknown[] }).starts.length;
           if (property === 'claimActualLRPs' && claimsFail) return Promise.reject(claimsFail);
+          if (property === 'claimActualLRPs' && claimAnswersLost > 0) {
+            claimAnswersLost -= 1;
+            return Promise.resolve(method(...args)).then(() => {
+              throw new Error('the answer timed out');
+            });
+          }
           return method(...args);
         };
       },
@@ -110,6 +120,19 @@ describe('Rep starting work', () => {
       executor.list().map((c) => (c.tags.kind === 'lrp' ? c.tags.index : -1)),
       [1],
     );
+  });
+
+  it('a claim whose answer was lost (it landed) is sent again and claims the same instances: they run, none is given back', async () => {
+    await store.desireLRP(desiredDefinition('p1', 3));
+    claimAnswersLost = 1;
+    await rep.perform({ lrps: [0, 1, 2].map(p1Work), tasks: [] });
+    await until('all RUNNING here', async () =>
+      (await statesOf('p1')).every((s) => s.endsWith(':RUNNING:cell-1')),
+    );
+    await rep.poll();
+    assert.equal(calls.claimActualLRPs, 2, 'the lost claim and its retry');
+    assert.equal(calls.unclaimActualLRP, 0, 'nothing given back');
+    assert.equal(executor.list().length, 3);
   });
 
   it('a claim request that fails leaves no reservation and the instances UNCLAIMED', async () => {
