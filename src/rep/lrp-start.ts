@@ -51,7 +51,7 @@ async function claimAndRun(
   relations: RelationSync | undefined,
   reserved: readonly ReservedLRP[],
 ): Promise<void> {
-  const { bbs, executor, cellId } = ctx;
+  const { executor, cellId } = ctx;
   let claimed: ReadonlyMap<string, ActualLRP>;
   let definitions: ReadonlyMap<string, DesiredLRP>;
   try {
