@@ -92,6 +92,11 @@ after(() => cluster.cleanup());
 
 describe('berth logs APP through the server', { timeout: 240_000 }, () => {
   it('shows lines from every instance as printed, and keeps following across a restart', async () => {
+    // A log that has many lines before the tail is asked for: RUNNING can come before the second.
+    await waitFor('instance 0 has printed a few lines', async () => {
+      const r = await runBerth(['logs', 'talker', '--index', '0', '--server', serverUrl]);
+      return /tick 5 of 0/.test(r.stdout) ? true : undefined;
+    });
     const follower = spawnBerth(['logs', 'talker', '-f', '--tail', '3', '--server', serverUrl]);
     let out = '';
     follower.stdout?.on('data', (c: Buffer) => {
