@@ -38,7 +38,11 @@ export interface AuctioneerConfig {
   readonly zones?: readonly string[];
   /** Time between batches while there is nothing more to take. */
   readonly batchIntervalMs: number;
-  /** Start requests taken from each outbox per batch (default 1000). */
+  /**
+   * Start requests taken from each outbox per batch (default: 1,000, or 10 per live cell when
+   * that is more, so that a batch spread over many cells still hands each several instances, and
+   * a cell's claim, start and perform requests each carry several).
+   */
   readonly batchSize?: number;
   /**
    * How long a taken request stays hidden from other takers (default 30 s). An auctioneer that dies
@@ -156,6 +160,8 @@ export class AuctioneerService {
   readonly #logger: ServiceLogger;
   readonly #now: () => Date;
   readonly #cellStates: CellStateCache;
+  /** Live cells at the last auction (the default batch size follows them). */
+  #liveCells = 0;
   readonly #pool = new Map<string, PoolEntry>();
   /** Deliveries not yet acknowledged. */
   readonly #open = new Set<Delivery>();
@@ -213,7 +219,6 @@ export class AuctioneerService {
    */
   async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { batchIntervalMs } = this.#options.config;
-    const batchSize = this.#options.config.batchSize ?? 1000;
     const unsubscribe = this.#options.onStoreEvents?.((types) => {
       if (types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
     });
@@ -230,7 +235,7 @@ export class AuctioneerService {
           const report = await this.runOnce(signal);
           if (report.auctioned > 0) this.#logger.info({ ...report }, 'auction batch');
           // A full take means more is waiting: go again without the pause.
-          return report.taken >= batchSize ? { nextInMs: 0 } : undefined;
+          return report.taken >= this.#batchSize() ? { nextInMs: 0 } : undefined;
         },
       });
     } finally {
@@ -247,11 +252,16 @@ export class AuctioneerService {
     return this.#loop.stop();
   }
 
+  /** The batch size: the configured one, or the default for the cells the last batch saw. */
+  #batchSize(): number {
+    return this.#options.config.batchSize ?? Math.max(1_000, 10 * this.#liveCells);
+  }
+
   async #batch(signal: AbortSignal): Promise<AuctionBatchReport> {
     const started = this.#now().getTime();
     const { bbs, config } = this.#options;
     if (signal.aborted) return this.#report(0, 0, emptyRound, started);
-    const batchSize = config.batchSize ?? 1000;
+    const batchSize = this.#batchSize();
     const visibility = config.visibilityMs ?? 30_000;
     const [lrpDeliveries, taskDeliveries] = await Promise.all([
       bbs.takeStartRequests({ limit: batchSize, visibility_ms: visibility }),
@@ -279,6 +289,7 @@ export class AuctioneerService {
     const { bbs, config } = this.#options;
     const concurrency = config.concurrency ?? 32;
     const cells = await bbs.listCells();
+    this.#liveCells = cells.length;
     this.#cellStates.keepOnly(new Set(cells.map((c) => c.cell_id)));
     const states: CellState[] = [];
     let unreachableCells = 0;
