@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { BbsClient, openBbsStore } from '../bbs/index.js';
-import { testRep } from '../testing/rep-fixtures.js';
+import { BbsClient, type HeartbeatCellRequest, openBbsStore } from '../bbs/index.js';
+import { testRep, withMethod } from '../testing/rep-fixtures.js';
 import { SimulatedExecutor } from '../testing/simulated-executor.js';
 import { buildApp } from './build-app.js';
 
@@ -27,12 +27,9 @@ describe('heartbeats the server paces, seen by a rep', () => {
       dataDir: dir,
     });
     let beats = 0;
-    const counted = new Proxy(bbs, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (property === 'heartbeatCell') beats += 1;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
+    const counted = withMethod(bbs, 'heartbeatCell', (req: HeartbeatCellRequest) => {
+      beats += 1;
+      return bbs.heartbeatCell(req);
     });
     // Asked: a 300 ms TTL (a beat every 100 ms) and a pass every 100 ms. One cell at 0.5
     // heartbeats/s gets a 6 s TTL (a beat every 2 s) and passes 4 s apart.

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
-import type { BbsStore } from '../bbs/index.js';
+import { type BbsStore, defaultCellPacing } from '../bbs/index.js';
 import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
 import {
@@ -48,8 +48,16 @@ const server: CommandHandler = {
       singletons,
       maxPendingStarts: maxPendingStarts(ctx.values),
       cellPacing: {
-        maxHeartbeatsPerSecond: positiveRate(ctx.values, 'max-heartbeats-per-second', 50),
-        maxCellPassesPerSecond: positiveRate(ctx.values, 'max-cell-passes-per-second', 20),
+        maxHeartbeatsPerSecond: positiveRate(
+          ctx.values,
+          'max-heartbeats-per-second',
+          defaultCellPacing.maxHeartbeatsPerSecond,
+        ),
+        maxCellPassesPerSecond: positiveRate(
+          ctx.values,
+          'max-cell-passes-per-second',
+          defaultCellPacing.maxCellPassesPerSecond,
+        ),
       },
       plugins: [consolePlugin],
       db,

@@ -1,5 +1,5 @@
 import { type ActualLRP, actualLrpKey, type ClaimActualLRPsRequest, type DesiredLRP } from '../bbs/index.js';
-import { isBerthError } from '../core/index.js';
+import { isBerthError, sleep } from '../core/index.js';
 import type { ContainerRunSpec } from '../executor/index.js';
 import type { KnownRecords } from './known-records.js';
 import { actualRef } from './lrp-actions.js';
@@ -96,7 +96,7 @@ async function claimWithRetries(
       if (delayMs === undefined || (isBerthError(err) && !err.retryable && err.code !== 'internal'))
         throw err;
       ctx.log(`claim ${req.claims.length} instances: ${String(err)}; again in ${delayMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await sleep(delayMs);
     }
   }
 }

@@ -112,19 +112,13 @@ export class RouteTable {
       // A presence that begins, changes or ends is an event; one that is only extended is not, so
       // the feed still reads the cells before the first known expiry (`nextCellCheckAt`).
       case 'cell_appeared':
-        this.#updateCells(
-          (cells) => cells.set(event.cell.cell_id, Date.parse(event.cell.expires_at)),
-          this.#nowMs,
-        );
+        this.#updateCells((cells) => cells.set(event.cell.cell_id, Date.parse(event.cell.expires_at)));
         return;
       case 'cell_changed':
-        this.#updateCells(
-          (cells) => cells.set(event.after.cell_id, Date.parse(event.after.expires_at)),
-          this.#nowMs,
-        );
+        this.#updateCells((cells) => cells.set(event.after.cell_id, Date.parse(event.after.expires_at)));
         return;
       case 'cell_disappeared':
-        this.#updateCells((cells) => cells.delete(event.cell_id), this.#nowMs);
+        this.#updateCells((cells) => cells.delete(event.cell_id));
         return;
       default:
         return;
@@ -151,10 +145,11 @@ export class RouteTable {
     return Number.isFinite(first) ? first : undefined;
   }
 
-  #updateCells(change: (cells: Map<string, number>) => void, nowMs: number): void {
+  /** A change of one presence from the event stream, judged at the time of the last read. */
+  #updateCells(change: (cells: Map<string, number>) => void): void {
     const next = new Map(this.#cells ?? []);
     change(next);
-    this.#setCells(next, nowMs);
+    this.#setCells(next, this.#nowMs);
   }
 
   #setCells(next: Map<string, number>, nowMs: number): void {
