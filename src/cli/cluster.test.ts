@@ -514,6 +514,11 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
     const e1 = cells.get('e1')!;
     const exited = new Promise<number | null>((resolve) => e1.once('exit', resolve));
     e1.kill('SIGTERM'); // drain: evacuate, then exit
+    // The signal is handled on the cell's next turn of its event loop; work that reaches it before
+    // then is taken, as it would be a moment before any drain. So the test waits for the drain.
+    await waitFor('e1 began to evacuate', async () =>
+      cluster.cellLogs.get('e1')?.includes('evacuating: new work is refused') ? true : undefined,
+    );
     // While it drains, new work for it is refused: this task stays PENDING.
     await bbs.desireTask(task('t-after-drain', ['/bin/true'], { placement_tags: ['evac'] }));
     const done = await completed('t-evac');

@@ -400,6 +400,8 @@ export class Rep {
   evacuate(): Promise<void> {
     if (this.#evacuationDone) return this.#evacuationDone;
     this.#evacuating = true;
+    // Operators (and tests) read this line as the moment the cell stopped taking work.
+    this.#ctx.log('evacuating: new work is refused from now on');
     this.#evacuationDone = this.#evacuate().finally(() => {
       for (const listener of this.#evacuatedListeners) listener();
     });
