@@ -26,6 +26,7 @@ describe('converger as a singleton of two servers on one SQLite file', () => {
     const ttlMs = 600;
     const passes = { a: [] as number[], b: [] as number[] };
     const reachable = { a: true, b: true };
+    const changes = { a: [] as string[], b: [] as string[] };
     const servers: { name: 'a' | 'b'; lease: SingletonLease }[] = [];
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     try {
@@ -55,6 +56,7 @@ describe('converger as a singleton of two servers on one SQLite file', () => {
           singleton: converger,
           holder: `server-${name}`,
           ttlMs,
+          onChange: (event) => changes[name].push(event),
         });
         servers.push({ name, lease });
         lease.start();
@@ -80,6 +82,10 @@ describe('converger as a singleton of two servers on one SQLite file', () => {
       const before = passes[other.name].length;
       await sleep(200);
       assert.ok(passes[other.name].length > before, 'the new holder converges');
+      // The log tells a lease lost from one let go at stop (berth-server logs these events).
+      await other.lease.stop();
+      assert.deepEqual(changes[holder.name], ['acquired', 'lost']);
+      assert.deepEqual(changes[other.name], ['acquired', 'released']);
     } finally {
       reachable.a = true;
       reachable.b = true;

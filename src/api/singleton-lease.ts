@@ -25,7 +25,8 @@ export interface SingletonLeaseOptions {
   readonly ttlMs: number;
   /** How often to renew (default ttl/3), so two renewals may fail before the lease runs out. */
   readonly renewMs?: number;
-  readonly onChange?: (event: 'acquired' | 'lost', lease: Lease | undefined) => void;
+  /** `released`: this server let it go as it stopped; `lost`: it could not renew it in time. */
+  readonly onChange?: (event: 'acquired' | 'lost' | 'released', lease: Lease | undefined) => void;
   readonly now?: () => number;
   /** Where a singleton's own failure (its `run` threw) is reported. */
   readonly logger?: ServiceLogger;
@@ -71,7 +72,7 @@ export class SingletonLease {
     this.#stopped = true;
     this.#renewals.abort();
     const wasHeld = this.#held !== undefined;
-    await this.#lose();
+    await this.#lose('released');
     if (wasHeld) {
       // Hand over at once instead of making the others wait for the TTL.
       await this.#options.store
@@ -119,7 +120,7 @@ export class SingletonLease {
     this.#options.onChange?.('acquired', lease);
   }
 
-  async #lose(): Promise<void> {
+  async #lose(event: 'lost' | 'released' = 'lost'): Promise<void> {
     const job = this.#job;
     const lease = this.#held;
     this.#job = undefined;
@@ -127,7 +128,7 @@ export class SingletonLease {
     if (job) {
       job.controller.abort();
       await job.done;
-      this.#options.onChange?.('lost', lease);
+      this.#options.onChange?.(event, lease);
     }
   }
 }
