@@ -14,19 +14,18 @@ import {
 } from '../core/index.js';
 import type { RepApi, RepLRPWork, RepTaskWork, RepWork } from '../rep/index.js';
 import {
-  type AuctionWork,
   auction,
   type CellState,
   type LRPAuctionWork,
   lrpWorkFromStartRequest,
   type TaskAuctionWork,
 } from './auction.js';
+import { AuctionPool, type Delivery, type PoolEntry } from './auction-pool.js';
 import {
   keysOf,
   lrpKey,
   repLRPWork,
   repTaskWork,
-  samePlacement,
   taskAuctionWork,
   taskKey,
   workKey,
@@ -119,24 +118,6 @@ export interface AuctionBatchReport {
   readonly durationMs: number;
 }
 
-/** Outbox rows that are acknowledged once every piece of work they cover is settled. */
-interface Delivery {
-  readonly kind: 'lrp' | 'task';
-  readonly ids: readonly number[];
-  readonly pending: Set<string>;
-}
-
-interface PoolEntry {
-  readonly key: string;
-  /** The newest request's: a released volume pin changes an instance's tags between requests. */
-  work: AuctionWork;
-  readonly deliveries: Delivery[];
-  /** Batches this work has been through without being placed. */
-  attempts: number;
-  /** The placement error last written on its ActualLRP, so an unchanged one is not rewritten. */
-  recordedError: string | undefined;
-}
-
 const emptyRound = { placed: 0, dropped: 0, placementErrors: 0, unreachableCells: 0 };
 
 /**
@@ -162,9 +143,7 @@ export class AuctioneerService {
   readonly #cellStates: CellStateCache;
   /** Live cells at the last auction (the default batch size follows them). */
   #liveCells = 0;
-  readonly #pool = new Map<string, PoolEntry>();
-  /** Deliveries not yet acknowledged. */
-  readonly #open = new Set<Delivery>();
+  readonly #pool = new AuctionPool();
   #serial: Promise<unknown> = Promise.resolve();
   readonly #loop = new LocalLoop();
   readonly #wakeup = new Wakeup();
@@ -192,8 +171,8 @@ export class AuctioneerService {
     readonly tasks?: readonly TaskStartRequest[];
   }): void {
     for (const start of req.lrps ?? [])
-      for (const w of lrpWorkFromStartRequest(start)) this.#add(w, undefined);
-    for (const task of req.tasks ?? []) this.#add(taskAuctionWork(task), undefined);
+      for (const w of lrpWorkFromStartRequest(start)) this.#pool.add(w, undefined);
+    for (const task of req.tasks ?? []) this.#pool.add(taskAuctionWork(task), undefined);
     if ((req.lrps?.length ?? 0) + (req.tasks?.length ?? 0) > 0) this.#wakeup.wake();
   }
 
@@ -272,14 +251,14 @@ export class AuctioneerService {
       const works = lrpWorkFromStartRequest(d.request);
       taken += works.length;
       const delivery: Delivery = { kind: 'lrp', ids: d.ids, pending: new Set(works.map(workKey)) };
-      for (const w of works) this.#add(w, delivery);
+      for (const w of works) this.#pool.add(w, delivery);
     }
     for (const d of taskDeliveries) {
       taken++;
       const w = taskAuctionWork(d.request);
-      this.#add(w, { kind: 'task', ids: [d.id], pending: new Set([workKey(w)]) });
+      this.#pool.add(w, { kind: 'task', ids: [d.id], pending: new Set([workKey(w)]) });
     }
-    const entries = [...this.#pool.values()];
+    const entries = this.#pool.entries();
     if (entries.length === 0) return this.#report(taken, 0, emptyRound, started);
     const round = await this.#auction(entries, signal);
     return this.#report(taken, entries.length, round, started);
@@ -392,15 +371,15 @@ export class AuctioneerService {
           continue;
         }
       }
-      if (this.#retryOrDrop(entry)) dropped++;
+      if (this.#pool.retryOrDrop(entry, this.#options.config.retryBatches ?? 10)) dropped++;
     }
     for (const key of retryKeys) {
       const entry = this.#pool.get(key);
-      if (entry && this.#retryOrDrop(entry)) dropped++;
+      if (entry && this.#pool.retryOrDrop(entry, this.#options.config.retryBatches ?? 10)) dropped++;
     }
     // Work left unplaced may fit room the kept states do not show (containers that ended).
     if (result.failures.length > 0 || retryKeys.length > 0) this.#cellStates.clear();
-    for (const entry of settled) this.#settle(entry);
+    for (const entry of settled) this.#pool.settle(entry);
     await this.#ackSettled();
     return { placed: placedKeys.length, dropped, placementErrors, unreachableCells };
   }
@@ -429,7 +408,7 @@ export class AuctioneerService {
         });
       }
       entry.recordedError = reason;
-      this.#markSettledForAck(entry);
+      this.#pool.markSettledForAck(entry);
       return lrp.placement_error !== reason ? 'recorded' : 'unchanged';
     } catch (err) {
       if (isNotFound(err)) return 'obsolete';
@@ -441,39 +420,8 @@ export class AuctioneerService {
     }
   }
 
-  /** Counts a failed batch; true when the work is given up. */
-  #retryOrDrop(entry: PoolEntry): boolean {
-    entry.attempts++;
-    if (entry.attempts < (this.#options.config.retryBatches ?? 10)) return false;
-    this.#pool.delete(entry.key);
-    // An LRP's outbox row was acked when its error was recorded; a task's row stays and comes back
-    // after the visibility timeout, so dropping it here loses nothing.
-    for (const d of entry.deliveries) {
-      if (d.kind === 'lrp') d.pending.delete(entry.key);
-      else this.#open.delete(d);
-    }
-    return true;
-  }
-
-  /** The work is placed (or obsolete): out of the pool, and its outbox rows may be acked. */
-  #settle(entry: PoolEntry): void {
-    this.#pool.delete(entry.key);
-    for (const d of entry.deliveries) d.pending.delete(entry.key);
-  }
-
-  /** An LRP with a recorded placement error counts as delivered; the converger owns its retry now. */
-  #markSettledForAck(entry: PoolEntry): void {
-    for (const d of entry.deliveries) if (d.kind === 'lrp') d.pending.delete(entry.key);
-  }
-
   async #ackSettled(): Promise<void> {
-    const lrpIds: number[] = [];
-    const taskIds: number[] = [];
-    for (const d of this.#open) {
-      if (d.pending.size > 0) continue;
-      this.#open.delete(d);
-      (d.kind === 'lrp' ? lrpIds : taskIds).push(...d.ids);
-    }
+    const { lrpIds, taskIds } = this.#pool.takeAckable();
     const { bbs } = this.#options;
     // An ack that fails is harmless: the rows come back after the visibility timeout and the
     // work is offered again, which a rep's CAS makes safe.
@@ -483,27 +431,6 @@ export class AuctioneerService {
     ]).catch((err: unknown) =>
       this.#logger.warn({ err: describeError(err) }, 'ack of start requests failed'),
     );
-  }
-
-  #add(work: AuctionWork, delivery: Delivery | undefined): void {
-    const key = workKey(work);
-    let entry = this.#pool.get(key);
-    if (entry === undefined) {
-      entry = { key, work, deliveries: [], attempts: 0, recordedError: undefined };
-      this.#pool.set(key, entry);
-    } else if (delivery !== undefined && !samePlacement(entry.work, work)) {
-      // Placed by what it asks for now (its pin released, say); the error recorded was the old one's.
-      entry.work = work;
-      entry.recordedError = undefined;
-    } else if (delivery !== undefined && entry.recordedError !== undefined && delivery.kind === 'lrp') {
-      // A fresh start request (the converger re-emitted it) for work whose error is already
-      // recorded: nothing new to record, so it is settled for the outbox at once.
-      delivery.pending.delete(key);
-    }
-    if (delivery !== undefined) {
-      entry.deliveries.push(delivery);
-      this.#open.add(delivery);
-    }
   }
 
   #report(taken: number, auctioned: number, round: typeof emptyRound, started: number): AuctionBatchReport {

@@ -1,5 +1,17 @@
 import type { ErrorCode } from '../core/index.js';
 import type {
+  AcquireLeaseRequest,
+  BbsEvent,
+  BbsSnapshot,
+  ConvergenceSnapshot,
+  Lease,
+  LeaseResult,
+  PruneEventsRequest,
+  ReadEventsRequest,
+  RecordCounts,
+  ReleaseLeaseRequest,
+} from './bbs-store-log.js';
+import type {
   ActualLRP,
   ActualLRPInstanceKey,
   ActualLRPNetInfo,
@@ -416,109 +428,24 @@ export interface HeartbeatCellRequest {
 }
 /** The presence as written, and what pacing it grants the cell (src/bbs/cell-pacing.ts). */
 export type HeartbeatCellResponse = CellPresence & CellPacing;
-/** Why a cell left: its rep removed it (a clean stop), or its presence expired. */
-export type CellGoneReason = 'removed' | 'expired';
 
 export interface CellIdRequest {
   readonly cell_id: string;
 }
 
-export interface Lease {
-  readonly name: string;
-  readonly holder: string;
-  /** Grows by one whenever the holder changes: a fencing token for the singleton's writes. */
-  readonly token: number;
-  readonly expires_at: string;
-}
-export interface AcquireLeaseRequest {
-  readonly name: string;
-  readonly holder: string;
-  readonly ttl_ms: number;
-}
-export interface LeaseResult {
-  readonly acquired: boolean;
-  /** The lease as it is now: ours when acquired, the other holder's when not. */
-  readonly lease: Lease;
-}
-export interface ReleaseLeaseRequest {
-  readonly name: string;
-  readonly holder: string;
-}
-
-export interface BbsSnapshot {
-  readonly desired_lrps: DesiredLRP[];
-  readonly actual_lrps: ActualLRP[];
-  readonly domains: Domain[];
-  readonly cells: CellPresence[];
-  /** The store's clock when the snapshot was taken. */
-  readonly now: string;
-}
-
-/**
- * An ActualLRP as convergence sees it: identity, placement, state, crash history, tag. What it
- * leaves out (crash reason, placement error, address, ports) only the rep, the router and people
- * read, and it is most of what a row costs to read (ports is JSON).
- */
-export type ConvergenceActualLRP = Omit<ActualLRP, 'crash_reason' | 'placement_error' | 'address' | 'ports'>;
-
-export interface ConvergenceSnapshot extends Omit<BbsSnapshot, 'actual_lrps'> {
-  readonly actual_lrps: ConvergenceActualLRP[];
-}
-
-export interface ReadEventsRequest {
-  /** An event id (the SSE `id`, opaque); absent = from the oldest event kept. */
-  readonly after?: string;
-  readonly limit?: number;
-}
-export interface PruneEventsRequest {
-  readonly before: string;
-}
-
-export type BbsEventType =
-  | 'desired_lrp_created'
-  | 'desired_lrp_changed'
-  | 'desired_lrp_removed'
-  | 'actual_lrp_created'
-  | 'actual_lrp_changed'
-  | 'actual_lrp_removed'
-  | 'task_created'
-  | 'task_changed'
-  | 'task_removed'
-  | 'cell_appeared'
-  | 'cell_changed'
-  | 'cell_disappeared';
-
-interface EventBase {
-  /** Opaque, ordered cursor; give it back as `after` (or SSE `Last-Event-ID`) to resume. */
-  readonly id: string;
-  readonly created_at: string;
-}
-export type BbsEventBody =
-  | { readonly type: 'desired_lrp_created'; readonly desired_lrp: DesiredLRP }
-  | { readonly type: 'desired_lrp_changed'; readonly before: DesiredLRP; readonly after: DesiredLRP }
-  | { readonly type: 'desired_lrp_removed'; readonly desired_lrp: DesiredLRP }
-  | { readonly type: 'actual_lrp_created'; readonly actual_lrp: ActualLRP }
-  | { readonly type: 'actual_lrp_changed'; readonly before: ActualLRP; readonly after: ActualLRP }
-  | { readonly type: 'actual_lrp_removed'; readonly actual_lrp: ActualLRP }
-  | { readonly type: 'task_created'; readonly task: Task }
-  | { readonly type: 'task_changed'; readonly before: Task; readonly after: Task }
-  | { readonly type: 'task_removed'; readonly task: Task }
-  /**
-   * A cell's presence began (new, or back after it expired or was removed), changed what it
-   * offers (zone, capacity, rep URL, tags), or ended (removed by its rep, or expired and reaped by
-   * `expireCells`). Heartbeats that only extend a presence write nothing. Never the rep's token.
-   */
-  | { readonly type: 'cell_appeared'; readonly cell: CellPresence }
-  | { readonly type: 'cell_changed'; readonly before: CellPresence; readonly after: CellPresence }
-  | { readonly type: 'cell_disappeared'; readonly cell_id: string; readonly reason: CellGoneReason };
-export type BbsEvent = EventBase & BbsEventBody;
-
-export interface RecordCounts {
-  readonly desired_lrps: number;
-  readonly actual_lrps: Readonly<Record<ActualLRPState, number>>;
-  readonly evacuating_actual_lrps: number;
-  readonly tasks: Readonly<Record<TaskState, number>>;
-  readonly cells: number;
-  readonly start_requests: number;
-  readonly stop_requests: number;
-}
+export type {
+  AcquireLeaseRequest,
+  BbsEvent,
+  BbsEventBody,
+  BbsEventType,
+  BbsSnapshot,
+  CellGoneReason,
+  ConvergenceActualLRP,
+  ConvergenceSnapshot,
+  Lease,
+  LeaseResult,
+  PruneEventsRequest,
+  ReadEventsRequest,
+  RecordCounts,
+  ReleaseLeaseRequest,
+} from './bbs-store-log.js';

@@ -1,0 +1,103 @@
+import type { AuctionWork } from './auction.js';
+import { samePlacement, workKey } from './auction-work-keys.js';
+
+/** Outbox rows that are acknowledged once every piece of work they cover is settled. */
+export interface Delivery {
+  readonly kind: 'lrp' | 'task';
+  readonly ids: readonly number[];
+  readonly pending: Set<string>;
+}
+
+export interface PoolEntry {
+  readonly key: string;
+  /** The newest request's: a released volume pin changes an instance's tags between requests. */
+  work: AuctionWork;
+  readonly deliveries: Delivery[];
+  /** Batches this work has been through without being placed. */
+  attempts: number;
+  /** The placement error last written on its ActualLRP, so an unchanged one is not rewritten. */
+  recordedError: string | undefined;
+}
+
+/**
+ * The auctioneer's memory between batches: each piece of work not yet placed, keyed by instance
+ * or task, and the outbox deliveries it came in, which may be acknowledged only once every piece
+ * they cover is settled (placed, obsolete, or an LRP whose placement error is recorded). Pure
+ * bookkeeping; the auctioneer service does the reads, the calls to reps and the acks.
+ */
+export class AuctionPool {
+  readonly #entries = new Map<string, PoolEntry>();
+  /** Deliveries not yet acknowledged. */
+  readonly #open = new Set<Delivery>();
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  entries(): PoolEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  get(key: string): PoolEntry | undefined {
+    return this.#entries.get(key);
+  }
+
+  /** Pools the work (once per key), remembering the delivery it came in, if any. */
+  add(work: AuctionWork, delivery: Delivery | undefined): void {
+    const key = workKey(work);
+    let entry = this.#entries.get(key);
+    if (entry === undefined) {
+      entry = { key, work, deliveries: [], attempts: 0, recordedError: undefined };
+      this.#entries.set(key, entry);
+    } else if (delivery !== undefined && !samePlacement(entry.work, work)) {
+      // Placed by what it asks for now (its pin released, say); the error recorded was the old one's.
+      entry.work = work;
+      entry.recordedError = undefined;
+    } else if (delivery !== undefined && entry.recordedError !== undefined && delivery.kind === 'lrp') {
+      // A fresh start request (the converger re-emitted it) for work whose error is already
+      // recorded: nothing new to record, so it is settled for the outbox at once.
+      delivery.pending.delete(key);
+    }
+    if (delivery !== undefined) {
+      entry.deliveries.push(delivery);
+      this.#open.add(delivery);
+    }
+  }
+
+  /** Counts a failed batch; true when the work is given up (after `retryBatches`). */
+  retryOrDrop(entry: PoolEntry, retryBatches: number): boolean {
+    entry.attempts++;
+    if (entry.attempts < retryBatches) return false;
+    this.#entries.delete(entry.key);
+    // An LRP's outbox row was acked when its error was recorded; a task's row stays and comes back
+    // after the visibility timeout, so dropping it here loses nothing.
+    for (const d of entry.deliveries) {
+      if (d.kind === 'lrp') d.pending.delete(entry.key);
+      else this.#open.delete(d);
+    }
+    return true;
+  }
+
+  /** The work is placed (or obsolete): out of the pool, and its outbox rows may be acked. */
+  settle(entry: PoolEntry): void {
+    this.#entries.delete(entry.key);
+    for (const d of entry.deliveries) d.pending.delete(entry.key);
+  }
+
+  /** An LRP with a recorded placement error counts as delivered; the converger owns its retry now. */
+  markSettledForAck(entry: PoolEntry): void {
+    for (const d of entry.deliveries) if (d.kind === 'lrp') d.pending.delete(entry.key);
+  }
+
+  /** The outbox ids whose work is all settled, no longer tracked once returned. */
+  takeAckable(): { readonly lrpIds: number[]; readonly taskIds: number[] } {
+    const lrpIds: number[] = [];
+    const taskIds: number[] = [];
+    for (const d of this.#open) {
+      if (d.pending.size > 0) continue;
+      this.#open.delete(d);
+      (d.kind === 'lrp' ? lrpIds : taskIds).push(...d.ids);
+    }
+    return { lrpIds, taskIds };
+  }
+}
