@@ -14,7 +14,6 @@ export {
 } from './crash-policy.js';
 export type { LogLine } from './log-lines.js';
 export {
-  containerVanishedReason,
   type LRPActualCase,
   type LRPContainerCase,
   type LRPReconcileInput,
@@ -23,16 +22,8 @@ export {
   type LRPRowAction,
   lrpReconcileTable,
   matchLRPRow,
-  matchTaskRow,
   reconcileLRP,
-  reconcileTask,
   stillDeletesContainer,
-  type TaskCase,
-  type TaskContainerCase,
-  type TaskReconcileRow,
-  type TaskRepAction,
-  type TaskRowAction,
-  taskReconcileTable,
 } from './reconcile-table.js';
 export {
   type RelationSource,
@@ -50,3 +41,14 @@ export type { ExecSpec } from './rep-exec.js';
 export { buildRepApp } from './rep-server.js';
 export { openRepExec, type RepLogQuery, repLogLines } from './rep-stream-client.js';
 export { deliverTaskOutputs } from './task-output-delivery.js';
+export {
+  containerVanishedReason,
+  matchTaskRow,
+  reconcileTask,
+  type TaskCase,
+  type TaskContainerCase,
+  type TaskReconcileRow,
+  type TaskRepAction,
+  type TaskRowAction,
+  taskReconcileTable,
+} from './task-reconcile-table.js';

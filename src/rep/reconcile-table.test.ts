@@ -9,15 +9,17 @@ import {
   type LRPRepAction,
   lrpReconcileTable,
   matchLRPRow,
-  matchTaskRow,
   reconcileLRP,
-  reconcileTask,
   stillDeletesContainer,
+} from './reconcile-table.js';
+import {
+  matchTaskRow,
+  reconcileTask,
   type TaskCase,
   type TaskContainerCase,
   type TaskRepAction,
   taskReconcileTable,
-} from './reconcile-table.js';
+} from './task-reconcile-table.js';
 
 const A = 'cell-a';
 const O = 'cell-o';

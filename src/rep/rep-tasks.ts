@@ -1,9 +1,9 @@
 import type { Task } from '../bbs/index.js';
 import { isSuperseded, orAbsent } from '../core/index.js';
 import type { ContainerRunSpec } from '../executor/index.js';
-import { reconcileTask, type TaskRepAction } from './reconcile-table.js';
 import type { RepContext } from './rep-context.js';
 import { deliverTaskOutputs } from './task-output-delivery.js';
+import { reconcileTask, type TaskRepAction } from './task-reconcile-table.js';
 
 /** Reconciles one task container with its Task (the seed's task table, `reconcileTask`). */
 export async function reconcileTaskContainer(ctx: RepContext, guid: string): Promise<void> {
