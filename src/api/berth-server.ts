@@ -7,7 +7,7 @@ import {
   type TaskCallbackConfig,
   taskCallbackSingleton,
 } from '../bbs/index.js';
-import { InvalidArgumentError, runLoop, type ServiceLogger } from '../core/index.js';
+import { InvalidArgumentError, listenBacklog, runLoop, type ServiceLogger } from '../core/index.js';
 import { type HistoryStore, recordUserAction } from '../history/index.js';
 import { defaultOwner, SystemDeployer, type SystemDeployerOptions } from '../model/index.js';
 import type { RegistryRoutesOptions } from '../registry/index.js';
@@ -157,7 +157,7 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
       : {}),
   });
   try {
-    await app.listen({ host, port });
+    await app.listen({ host, port, backlog: listenBacklog });
   } catch (err) {
     await store.close();
     throw err;

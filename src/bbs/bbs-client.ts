@@ -1,3 +1,4 @@
+import { Agent, fetch as undiciFetch } from 'undici';
 import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
 import type { BbsEvent, BbsStore } from './bbs-store.js';
 import { CasConflictError } from './cas-conflict-error.js';
@@ -17,11 +18,19 @@ export interface BbsClientOptions extends PeerClientOptions {
  */
 export class BbsClient implements BbsStore {
   readonly #http: HttpJsonClient;
+  /** Heartbeats only, over a connection of their own (`ownConnectionFetch`). */
+  readonly #presence: HttpJsonClient;
   readonly #gate: RequestGate;
 
   constructor(baseUrl: ServerUrls, options: BbsClientOptions = {}) {
     const { maxInFlight = 16, ...peer } = options;
     this.#http = new HttpJsonClient(baseUrl, { ...peer, peer: 'the BBS', mapError: withCasCurrent });
+    this.#presence = new HttpJsonClient(baseUrl, {
+      ...peer,
+      fetch: peer.fetch ?? ownConnectionFetch(),
+      peer: 'the BBS',
+      mapError: withCasCurrent,
+    });
     this.#gate = new RequestGate(maxInFlight);
   }
 
@@ -104,7 +113,9 @@ export class BbsClient implements BbsStore {
    */
   #operation<K extends BbsOperationName>(operation: K): BbsStore[K] {
     const path = bbsOperationPaths[operation];
-    const send = (req: unknown) => this.#http.request('POST', path, { body: req });
+    // Chosen per call: the operations are fields, made before the constructor sets the clients.
+    const send = (req: unknown) =>
+      (ungated.has(operation) ? this.#presence : this.#http).request('POST', path, { body: req });
     // A heartbeat never waits behind the cell's own bulk work: queued there while a busy server
     // answered a burst of claims and starts slowly, it missed the presence TTL and the cell was
     // declared lost with every instance on it (the scale harness, 100 cells).
@@ -117,6 +128,22 @@ export class BbsClient implements BbsStore {
 
 /** Operations that skip the request gate: one small request per TTL/3, whose lateness costs a cell. */
 const ungated: ReadonlySet<BbsOperationName> = new Set(['heartbeatCell']);
+
+/**
+ * Heartbeats go over one connection of their own, kept open between beats (the server's
+ * keep-alive is 72 s; a cell beats at least every TTL/3). A busy server accepts new connections
+ * slowly: libuv takes one per turn of its event loop, and a turn under load lasts up to a second.
+ * A burst of a cell's claims and starts opens new connections by the dozen, and a heartbeat that
+ * needed one of them waited 20–30 s in the accept queue (measured with 100 simulated cells): its
+ * presence lapsed, and the converger handed the cell's instances to others. A connection already
+ * open is read on the server's next turn. (Diego's reps, likewise, keep their presence through
+ * Locket, apart from their BBS client.)
+ */
+function ownConnectionFetch(): typeof fetch {
+  const agent = new Agent({ connections: 1 });
+  return ((input: string | URL, init?: RequestInit) =>
+    undiciFetch(input, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
+}
 
 /** A lost CAS comes back as the CasConflictError it was, with the record's `current` state. */
 function withCasCurrent(err: BerthError): BerthError {

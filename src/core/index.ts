@@ -87,6 +87,7 @@ export {
   parsePageLimit,
   toPage,
 } from './list-page.js';
+export { listenBacklog } from './listen-backlog.js';
 export { ensurePrivateDir } from './private-dir.js';
 export { removeTree } from './remove-tree.js';
 export {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BbsStore } from '../bbs/index.js';
-import { errnoCode, writeFileAtomic } from '../core/index.js';
+import { errnoCode, listenBacklog, writeFileAtomic } from '../core/index.js';
 import { Executor, type ExecutorCapacity } from '../executor/index.js';
 import type { IngestRecord } from '../history/index.js';
 import { type ImageResolver, PodRuntime } from '../runtime/index.js';
@@ -119,7 +119,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     ...(options.log ? { log: options.log } : {}),
   });
   const app = buildRepApp(rep, { token }, { executor });
-  await app.listen({ host, port: Number(portText) });
+  await app.listen({ host, port: Number(portText), backlog: listenBacklog });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : Number(portText);
   url = `http://${host}:${port}`;

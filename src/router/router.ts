@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { InvalidArgumentError, type ServiceLogger } from '../core/index.js';
+import { InvalidArgumentError, listenBacklog, type ServiceLogger } from '../core/index.js';
 import type { Balance } from './instance-picker.js';
 import { createProxyServer } from './proxy.js';
 import { followRoutes, type RouteSource } from './route-feed.js';
@@ -44,7 +44,7 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
   const { server } = proxy;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: listenBacklog }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BbsClient } from '../bbs/index.js';
+import { listenBacklog } from '../core/index.js';
 import type { ExecutorCapacity } from '../executor/index.js';
 import { HistoryClient } from '../history/index.js';
 import { buildRepApp, CellHistory, Rep } from '../rep/index.js';
@@ -90,7 +91,7 @@ export async function startSimulatedCells(
         log: cellLog,
       });
       const app = buildRepApp(rep, { token });
-      await app.listen({ host: '127.0.0.1', port: 0 });
+      await app.listen({ host: '127.0.0.1', port: 0, backlog: listenBacklog });
       const address = app.server.address();
       url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
       await rep.start();
