@@ -1,4 +1,3 @@
-import { Agent, fetch as undiciFetch } from 'undici';
 import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
 import type { BbsEvent, BbsStore } from './bbs-store.js';
 import { CasConflictError } from './cas-conflict-error.js';
@@ -140,9 +139,18 @@ const ungated: ReadonlySet<BbsOperationName> = new Set(['heartbeatCell']);
  * Locket, apart from their BBS client.)
  */
 function ownConnectionFetch(): typeof fetch {
-  const agent = new Agent({ connections: 1 });
-  return ((input: string | URL, init?: RequestInit) =>
-    undiciFetch(input, { ...(init as object), dispatcher: agent })) as unknown as typeof fetch;
+  // undici loads at the first beat: CLI commands make BBS clients but never beat, and pay nothing.
+  let connection:
+    | Promise<{ agent: import('undici').Agent; fetch: typeof import('undici').fetch }>
+    | undefined;
+  return (async (input: string | URL, init?: RequestInit) => {
+    connection ??= import('undici').then((undici) => ({
+      agent: new undici.Agent({ connections: 1 }),
+      fetch: undici.fetch,
+    }));
+    const { agent, fetch: send } = await connection;
+    return send(input, { ...(init as object), dispatcher: agent });
+  }) as unknown as typeof fetch;
 }
 
 /** A lost CAS comes back as the CasConflictError it was, with the record's `current` state. */
