@@ -1,5 +1,6 @@
 import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
-import type { BbsEvent, BbsStore } from './bbs-store.js';
+import type { BbsStore } from './bbs-store.js';
+import type { BbsEvent } from './bbs-store-log.js';
 import { CasConflictError } from './cas-conflict-error.js';
 import { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
 import { RequestGate } from './request-gate.js';

@@ -432,20 +432,3 @@ export type HeartbeatCellResponse = CellPresence & CellPacing;
 export interface CellIdRequest {
   readonly cell_id: string;
 }
-
-export type {
-  AcquireLeaseRequest,
-  BbsEvent,
-  BbsEventBody,
-  BbsEventType,
-  BbsSnapshot,
-  CellGoneReason,
-  ConvergenceActualLRP,
-  ConvergenceSnapshot,
-  Lease,
-  LeaseResult,
-  PruneEventsRequest,
-  ReadEventsRequest,
-  RecordCounts,
-  ReleaseLeaseRequest,
-} from './bbs-store-log.js';

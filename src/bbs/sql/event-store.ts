@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../core/index.js';
-import type { BbsEvent, PruneEventsRequest, ReadEventsRequest } from '../bbs-store.js';
+import type { BbsEvent, PruneEventsRequest, ReadEventsRequest } from '../bbs-store-log.js';
 import type { StoreContext } from './store-context.js';
 
 const maxEventsPerRead = 10_000;

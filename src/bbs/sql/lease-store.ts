@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../core/index.js';
-import type { AcquireLeaseRequest, Lease, LeaseResult, ReleaseLeaseRequest } from '../bbs-store.js';
+import type { AcquireLeaseRequest, Lease, LeaseResult, ReleaseLeaseRequest } from '../bbs-store-log.js';
 import type { StoreContext } from './store-context.js';
 
 /** Named leases with a fencing token: one holder at a time runs each cluster singleton. */

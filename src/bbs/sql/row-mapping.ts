@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RowQuery } from '../../db/index.js';
-import type { ConvergenceActualLRP } from '../bbs-store.js';
+import type { ConvergenceActualLRP } from '../bbs-store-log.js';
 import type {
   ActualLRP,
   ActualLRPState,

@@ -1,6 +1,6 @@
 import type { RowQuery } from '../../db/index.js';
 import { actualLrpStates } from '../actual-lrp-transitions.js';
-import type { BbsSnapshot, ConvergenceSnapshot, RecordCounts } from '../bbs-store.js';
+import type { BbsSnapshot, ConvergenceSnapshot, RecordCounts } from '../bbs-store-log.js';
 import type { ActualLRPState, TaskState } from '../bbs-types.js';
 import { taskStates } from '../task-transitions.js';
 import type { BbsDatabase } from './bbs-database.js';

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { InvalidArgumentError, NotFoundError } from '../../core/index.js';
 import type { SqlBackend, SqlDatabase } from '../../db/index.js';
-import type { BbsEventBody, ListPage } from '../bbs-store.js';
+import type { ListPage } from '../bbs-store.js';
+import type { BbsEventBody } from '../bbs-store-log.js';
 import type { ModificationTag } from '../bbs-types.js';
 import { CasConflictError, tagsEqual } from '../cas-conflict-error.js';
 import { type CellPacingLimits, defaultCellPacing } from '../cell-pacing.js';
