@@ -29,6 +29,12 @@ export class AuctionPool {
   readonly #entries = new Map<string, PoolEntry>();
   /** Deliveries not yet acknowledged. */
   readonly #open = new Set<Delivery>();
+  /** Failed batches after which a piece of work is given up. */
+  readonly #retryBatches: number;
+
+  constructor(retryBatches: number) {
+    this.#retryBatches = retryBatches;
+  }
 
   get size(): number {
     return this.#entries.size;
@@ -65,9 +71,9 @@ export class AuctionPool {
   }
 
   /** Counts a failed batch; true when the work is given up (after `retryBatches`). */
-  retryOrDrop(entry: PoolEntry, retryBatches: number): boolean {
+  retryOrDrop(entry: PoolEntry): boolean {
     entry.attempts++;
-    if (entry.attempts < retryBatches) return false;
+    if (entry.attempts < this.#retryBatches) return false;
     this.#entries.delete(entry.key);
     // An LRP's outbox row was acked when its error was recorded; a task's row stays and comes back
     // after the visibility timeout, so dropping it here loses nothing.

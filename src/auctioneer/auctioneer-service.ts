@@ -143,7 +143,7 @@ export class AuctioneerService {
   readonly #cellStates: CellStateCache;
   /** Live cells at the last auction (the default batch size follows them). */
   #liveCells = 0;
-  readonly #pool = new AuctionPool();
+  readonly #pool: AuctionPool;
   #serial: Promise<unknown> = Promise.resolve();
   readonly #loop = new LocalLoop();
   readonly #wakeup = new Wakeup();
@@ -151,6 +151,7 @@ export class AuctioneerService {
   constructor(options: AuctioneerServiceOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
+    this.#pool = new AuctionPool(options.config.retryBatches ?? 10);
     this.#now = options.now ?? (() => new Date());
     this.#cellStates = new CellStateCache(options.config.cellStateMaxAgeMs ?? 1_000, () =>
       this.#now().getTime(),
@@ -371,11 +372,11 @@ export class AuctioneerService {
           continue;
         }
       }
-      if (this.#pool.retryOrDrop(entry, this.#options.config.retryBatches ?? 10)) dropped++;
+      if (this.#pool.retryOrDrop(entry)) dropped++;
     }
     for (const key of retryKeys) {
       const entry = this.#pool.get(key);
-      if (entry && this.#pool.retryOrDrop(entry, this.#options.config.retryBatches ?? 10)) dropped++;
+      if (entry && this.#pool.retryOrDrop(entry)) dropped++;
     }
     // Work left unplaced may fit room the kept states do not show (containers that ended).
     if (result.failures.length > 0 || retryKeys.length > 0) this.#cellStates.clear();
