@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -78,12 +81,11 @@ function runcExecArgs(
   runcRoot: string,
   found: ContainerPod,
   command: readonly string[],
-  tty: boolean,
   appName: string | undefined,
 ): string[] {
   const run = found.pod.manifest ? findApp(found.pod.manifest, appName) : undefined;
   const app = run?.app;
-  const args = ['--root', runcRoot, 'exec', ...(tty ? ['--tty'] : []), '--cwd', app?.cwd ?? '/'];
+  const args = ['--root', runcRoot, 'exec', '--cwd', app?.cwd ?? '/'];
   for (const e of app?.env ?? []) args.push('--env', e);
   if (app?.user) args.push('--user', `${app.user.uid}:${app.user.gid}`);
   args.push(run?.containerId ?? found.pod.uuid, ...command);
@@ -91,23 +93,89 @@ function runcExecArgs(
 }
 
 /**
- * Starts the command. Without a TTY it is `runc exec` with pipes. With one it is `runc exec
- * --tty` under util-linux `script`: runc in the foreground opens the container's pty itself and
- * copies it to and from its own stdio, which `script` makes a pty of ours, copied to and from our
- * pipes. That outer pty carries the size: runc reads it at start and again on each SIGWINCH,
- * which `stty -F` on it sends (resizeTerminal). No console socket (receiving the pty master over
- * SCM_RIGHTS, which berth's native addon does not do) is needed.
+ * Starts the command. Without a TTY it is `runc exec` with pipes. With one it is `runc exec` of a
+ * terminal process (ttyExecProcess) under util-linux `script`: runc in the foreground opens the
+ * container's pty itself and copies it to and from its own stdio, which `script` makes a pty of
+ * ours, copied to and from our pipes. That outer pty carries later sizes: runc reads it again on
+ * each SIGWINCH, which `stty -F` on it sends (resizeTerminal). No console socket (receiving the pty
+ * master over SCM_RIGHTS, which berth's native addon does not do) is needed.
  */
-function startExec(runcRoot: string, found: ContainerPod, spec: ExecSpec): ChildProcess {
-  const args = runcExecArgs(runcRoot, found, spec.command, spec.tty, spec.app);
-  const stdin = spec.stdin || spec.tty ? 'pipe' : 'ignore';
-  if (!spec.tty) return spawn('runc', args, { stdio: [stdin, 'pipe', 'pipe'] });
+function startExec(
+  runcRoot: string,
+  found: ContainerPod,
+  spec: ExecSpec,
+  tty: TtyExec | undefined,
+): ChildProcess {
+  if (!tty) {
+    const args = runcExecArgs(runcRoot, found, spec.command, spec.app);
+    return spawn('runc', args, { stdio: [spec.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'berth-exec-'));
+  const path = join(dir, 'process.json');
+  writeFileSync(path, JSON.stringify(tty.process));
   const size = spec.size ? `stty rows ${spec.size.rows} cols ${spec.size.cols} 2>/dev/null; ` : '';
-  const inner = `${size}exec runc ${args.map(shellQuote).join(' ')}`;
-  return spawn('script', ['-qfec', inner, '/dev/null'], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, SHELL: '/bin/sh' },
-  });
+  const args = ['--root', runcRoot, 'exec', '--process', path, tty.containerId];
+  const child = spawn(
+    'script',
+    ['-qfec', `${size}exec runc ${args.map(shellQuote).join(' ')}`, '/dev/null'],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, SHELL: '/bin/sh' },
+    },
+  );
+  child.once('close', () => rmSync(dir, { recursive: true, force: true }));
+  return child;
+}
+
+/** What a TTY exec runs: the OCI process for `runc exec --process`, in which app's container. */
+export interface TtyExec {
+  readonly process: OciProcess;
+  readonly containerId: string;
+}
+
+/**
+ * A TTY exec's OCI process: the app's process from its bundle's config.json (env, capabilities,
+ * rlimits, as runc's flags start from), with the command, working dir, env and user the flags would
+ * give, and `consoleSize`. runc sizes the pty with it before the command starts; the outer pty's
+ * size reaches the inner one only after, so a command that asks at once (`stty size`) could see 0×0
+ * on a loaded cell. Conflict when the bundle is gone (the container stopped meanwhile).
+ */
+export function ttyExecProcess(found: ContainerPod, spec: ExecSpec): TtyExec {
+  const run = found.pod.manifest ? findApp(found.pod.manifest, spec.app) : undefined;
+  const configPath = join(found.dir, run?.bundle ?? '', 'config.json');
+  let config: { process?: OciProcess };
+  try {
+    config = JSON.parse(readFileSync(configPath, 'utf8')) as { process?: OciProcess };
+  } catch (err) {
+    throw new BerthError(
+      'conflict',
+      `Container ${spec.guid} has no readable bundle (${err instanceof Error ? err.message : String(err)}): nothing to exec into`,
+    );
+  }
+  const base: OciProcess = config.process ?? { user: { uid: 0, gid: 0 } };
+  const app = run?.app;
+  return {
+    containerId: run?.containerId ?? found.pod.uuid,
+    process: {
+      ...base,
+      terminal: true,
+      args: [...spec.command],
+      cwd: app?.cwd ?? '/',
+      env: [...(base.env ?? []), ...(app?.env ?? [])],
+      user: app?.user ? { ...base.user, uid: app.user.uid, gid: app.user.gid } : base.user,
+      ...(spec.size ? { consoleSize: { height: spec.size.rows, width: spec.size.cols } } : {}),
+    },
+  };
+}
+
+/** The fields of an OCI runtime-spec process that a TTY exec sets; the rest are kept as they are. */
+interface OciProcess {
+  readonly terminal?: boolean;
+  readonly consoleSize?: { readonly height: number; readonly width: number };
+  readonly user: { readonly uid: number; readonly gid: number };
+  readonly args?: readonly string[];
+  readonly env?: readonly string[];
+  readonly cwd?: string;
 }
 
 /** A TTY exec's new window size: stty on script's pty, which signals SIGWINCH to runc there. */
@@ -235,16 +303,28 @@ export function attachRepExec(
       return refuseUpgrade(socket, new BerthError('unauthenticated', 'Invalid rep token'));
     let spec: ExecSpec;
     let found: ContainerPod;
+    let tty: TtyExec | undefined;
     try {
       spec = parseExecQuery(url.searchParams);
       found = runningContainerPod(executor, spec.guid);
+      tty = spec.tty ? ttyExecProcess(found, spec) : undefined;
     } catch (err) {
       if (!isBerthError(err)) throw err;
       return refuseUpgrade(socket, err);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       ws.on('error', () => ws.terminate());
-      runExec(ws, startExec(executor.runtime.store.dirs.runc, found, spec), spec, sessions);
+      let child: ChildProcess;
+      try {
+        child = startExec(executor.runtime.store.dirs.runc, found, spec, tty);
+      } catch (err) {
+        // catch-all: the host could not start runc (its temp dir full, say); this exec fails, not the cell
+        const message = err instanceof Error ? err.message : String(err);
+        ws.send(execFrame(execChannel.error, JSON.stringify({ code: 'internal', message })));
+        ws.close();
+        return;
+      }
+      runExec(ws, child, spec, sessions);
     });
   });
 }
