@@ -54,6 +54,7 @@ export class BbsClient implements BbsStore {
   crashActualLRP = this.#operation('crashActualLRP');
   failActualLRP = this.#operation('failActualLRP');
   unclaimActualLRP = this.#operation('unclaimActualLRP');
+  unclaimActualLRPs = this.#operation('unclaimActualLRPs');
   removeActualLRP = this.#operation('removeActualLRP');
   retireActualLRP = this.#operation('retireActualLRP');
   evacuateRunningActualLRP = this.#operation('evacuateRunningActualLRP');

@@ -75,6 +75,12 @@ export interface BbsStore {
   failActualLRP(req: FailActualLRPRequest): Promise<ActualLRP>;
   /** Back to UNCLAIMED (from CLAIMED, RUNNING, CRASHED, or UNCLAIMED to re-emit) and requests a start. */
   unclaimActualLRP(req: CasActualLRPRequest): Promise<ActualLRP>;
+  /**
+   * Many unclaims in one transaction (the converger giving back a lost cell's instances): each is
+   * the unclaim above with its own tag and answer, as startActualLRPs. Their start requests reach
+   * the auctioneer together, so one auction places them all.
+   */
+  unclaimActualLRPs(req: UnclaimActualLRPsRequest): Promise<UnclaimActualLRPsResult>;
   /** Compare-and-delete; with `instance_key`, only when that cell owns it. */
   removeActualLRP(req: RemoveActualLRPRequest): Promise<void>;
   /** Stops one instance: UNCLAIMED/CRASHED are deleted, CLAIMED/RUNNING get a stop request for their cell. */
@@ -265,6 +271,13 @@ export type StartResult =
   | { readonly error: { readonly code: ErrorCode; readonly message: string; readonly current?: unknown } };
 export interface StartActualLRPsResult {
   /** In the order of the request's starts. */
+  readonly results: readonly StartResult[];
+}
+export interface UnclaimActualLRPsRequest {
+  readonly unclaims: readonly CasActualLRPRequest[];
+}
+export interface UnclaimActualLRPsResult {
+  /** In the order of the request's unclaims, each shaped as a batched start's answer. */
   readonly results: readonly StartResult[];
 }
 export interface CrashActualLRPRequest extends ActualLRPRef {

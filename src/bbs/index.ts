@@ -49,6 +49,8 @@ export type {
   StartActualLRPsResult,
   StartRequestDelivery,
   StartResult,
+  UnclaimActualLRPsRequest,
+  UnclaimActualLRPsResult,
   StartTaskRequest,
   StopRequestDelivery,
   TakeRequestsRequest,

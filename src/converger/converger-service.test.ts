@@ -110,9 +110,27 @@ describe('ConvergerService against SQLite', () => {
     // cell-a stops heartbeating; cell-b appears and keeps its presence.
     clock.advance(presenceTtl + 1);
     const b = await cell('cell-b');
-    const report = await converger().runOnce();
+    // Given back in one transaction, so their start requests reach the auctioneer together.
+    const batches: number[] = [];
+    let singles = 0;
+    const counting = new Proxy(bbs, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        if (prop === 'unclaimActualLRP') singles++;
+        if (prop === 'unclaimActualLRPs')
+          return (req: { unclaims: unknown[] }) => {
+            batches.push(req.unclaims.length);
+            return target.unclaimActualLRPs(req as Parameters<BbsStore['unclaimActualLRPs']>[0]);
+          };
+        return value.bind(target);
+      },
+    }) as BbsStore;
+    const report = await converger({}, counting).runOnce();
     assert.equal(report.planned['unclaim-and-start'], 4);
     assert.equal(report.applied, 4);
+    assert.deepEqual(batches, [4]);
+    assert.equal(singles, 0);
     for (let i = 0; i < 4; i++) assert.equal((await instance('web', i))?.state, 'UNCLAIMED');
 
     const placed = await auctioneer().runOnce();

@@ -1,6 +1,7 @@
 import {
   actualLrpKey,
   type BbsStore,
+  type CasActualLRPRequest,
   type CellPresence,
   type ConvergenceActualLRP,
   type Task,
@@ -16,6 +17,7 @@ import {
   type SingletonContext,
   silentLogger,
   sleep,
+  supersededCodes,
   Wakeup,
 } from '../core/index.js';
 import type { RepApi } from '../rep/index.js';
@@ -29,7 +31,10 @@ import {
 export interface ConvergerConfig extends ConvergenceConfig {
   /** Time between passes. */
   readonly intervalMs: number;
-  /** Plan items applied at once (default 8); each is one BBS transaction. */
+  /**
+   * Plan items applied at once (default 8); each is one BBS transaction. Unclaims are not among
+   * them: they go in batches, one transaction each (unclaimBatchSize).
+   */
   readonly concurrency?: number;
   /**
    * A stop for one instance is not asked again for this long (default: the unclaimed start
@@ -81,6 +86,26 @@ export interface ConvergencePassReport {
 const expiryGraceMs = 50;
 
 type TaskWriteItem = Exclude<TaskConvergenceItem, { kind: 'kick-task' }>;
+/** The plan items that are one unclaim each (and so one start request): applied in batches. */
+type UnclaimItem = Extract<
+  LRPConvergenceItem,
+  { kind: 'unclaim-and-start' | 'restart-crashed' | 're-emit-start' }
+>;
+type OtherLRPItem = Exclude<LRPConvergenceItem, UnclaimItem>;
+
+function isUnclaim(item: LRPConvergenceItem): item is UnclaimItem {
+  return (
+    item.kind === 'unclaim-and-start' || item.kind === 'restart-crashed' || item.kind === 're-emit-start'
+  );
+}
+
+/**
+ * Unclaims per transaction. A lost cell's instances go back together, so their start requests
+ * reach the auctioneer at once and one auction places them, each cell claiming its share in one
+ * request; given back one transaction each, they trickled in at the rate of commits (an fsync each
+ * on PostgreSQL) and every one was auctioned, claimed and started alone (docs/performance.md).
+ */
+const unclaimBatchSize = 1000;
 type ItemOutcome = 'applied' | 'conflict' | 'skipped' | 'error';
 
 /**
@@ -90,7 +115,7 @@ type ItemOutcome = 'applied' | 'conflict' | 'skipped' | 'error';
  * the plan was made from. A lost CAS (or a record that is already gone or has moved on) is not
  * an error: someone else acted first, and the next pass plans from fresh state.
  *
- * Starts are never sent from here: `createActualLRP` and `unclaimActualLRP` write the start
+ * Starts are never sent from here: `createActualLRP` and `unclaimActualLRPs` write the start
  * request into the BBS outbox in the same transaction. Stops of CLAIMED/RUNNING instances go
  * through `retireActualLRP`, which writes a stop request for the owning cell's rep; UNCLAIMED and
  * CRASHED instances, and any on a vanished cell, are compare-and-deleted.
@@ -242,8 +267,15 @@ export class ConvergerService {
     };
     for (const item of [...plan.lrps, ...plan.tasks]) planned[item.kind] = (planned[item.kind] ?? 0) + 1;
 
+    const unclaims: UnclaimItem[] = [];
+    const others: OtherLRPItem[] = [];
+    for (const item of plan.lrps) {
+      if (isUnclaim(item)) unclaims.push(item);
+      else others.push(item);
+    }
+    for (const outcome of await this.#applyUnclaims(unclaims, instances, signal)) count(outcome);
     const concurrency = config.concurrency ?? 8;
-    await forEachLimited(plan.lrps, concurrency, async (item) => {
+    await forEachLimited(others, concurrency, async (item) => {
       count(signal.aborted ? 'skipped' : await this.#applyLRP(item, instances, evacuating, cells, now));
     });
 
@@ -283,8 +315,56 @@ export class ConvergerService {
     };
   }
 
+  /**
+   * Every unclaim of the pass, in batches of one transaction each: an instance on a vanished cell
+   * or crashed and due a restart goes back to UNCLAIMED, and one UNCLAIMED too long is re-emitted
+   * (UNCLAIMED → UNCLAIMED, a new `since`). The BBS writes each one's start request in the same
+   * transaction. Each item's answer is its own: a lost CAS is a conflict, as for single writes.
+   */
+  async #applyUnclaims(
+    items: readonly UnclaimItem[],
+    instances: ReadonlyMap<string, ConvergenceActualLRP>,
+    signal: AbortSignal,
+  ): Promise<ItemOutcome[]> {
+    const outcomes: ItemOutcome[] = [];
+    const requests: CasActualLRPRequest[] = [];
+    for (const item of items) {
+      const ref = { process_guid: item.key.process_guid, index: item.key.index };
+      const expected =
+        item.kind === 're-emit-start' ? instances.get(actualLrpKey(ref))?.modification_tag : item.expected;
+      if (expected === undefined) outcomes.push('conflict');
+      else requests.push({ ...ref, expected });
+    }
+    for (let at = 0; at < requests.length; at += unclaimBatchSize) {
+      const batch = requests.slice(at, at + unclaimBatchSize);
+      if (signal.aborted) {
+        outcomes.push(...batch.map((): ItemOutcome => 'skipped'));
+        continue;
+      }
+      try {
+        const { results } = await this.#options.bbs.unclaimActualLRPs({ unclaims: batch });
+        results.forEach((result, i) => {
+          if ('actual_lrp' in result) outcomes.push('applied');
+          else if (supersededCodes.has(result.error.code)) outcomes.push('conflict');
+          else {
+            const id = batch[i] ? actualLrpKey(batch[i]) : '';
+            this.#logger.warn({ kind: 'unclaim', id, err: result.error }, 'convergence item failed');
+            outcomes.push('error');
+          }
+        });
+      } catch (err) {
+        this.#logger.warn(
+          { kind: 'unclaim', items: batch.length, err: describeError(err) },
+          'convergence unclaims failed',
+        );
+        outcomes.push(...batch.map((): ItemOutcome => 'error'));
+      }
+    }
+    return outcomes;
+  }
+
   async #applyLRP(
-    item: LRPConvergenceItem,
+    item: OtherLRPItem,
     instances: ReadonlyMap<string, ConvergenceActualLRP>,
     evacuating: ReadonlyMap<string, ConvergenceActualLRP>,
     cells: ReadonlyMap<string, CellPresence>,
@@ -294,21 +374,9 @@ export class ConvergerService {
     const ref = { process_guid: item.key.process_guid, index: item.key.index };
     return this.#attempt(item.kind, actualLrpKey(ref), async () => {
       switch (item.kind) {
-        case 'unclaim-and-start':
-        case 'restart-crashed':
-          // The BBS writes the start request in the same transaction.
-          await bbs.unclaimActualLRP({ ...ref, expected: item.expected });
-          return 'applied';
         case 'create-and-start':
           await bbs.createActualLRP(ref);
           return 'applied';
-        case 're-emit-start': {
-          // UNCLAIMED → UNCLAIMED: a new `since` and a new start request, under the CAS.
-          const current = instances.get(actualLrpKey(ref));
-          if (!current) return 'conflict';
-          await bbs.unclaimActualLRP({ ...ref, expected: current.modification_tag });
-          return 'applied';
-        }
         case 'remove-actual':
           await bbs.removeActualLRP({ ...ref, expected: item.expected });
           return 'applied';

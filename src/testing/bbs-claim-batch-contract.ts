@@ -5,9 +5,10 @@ import type { ActualLRP, BbsStore } from '../bbs/index.js';
 import { desiredDefinition } from './bbs-fixtures.js';
 
 /**
- * Batch claims and starts (`claimActualLRPs`, `startActualLRPs`), part of the BBS contract: what a
- * cell handed many instances by one auction claims in one request, and the starts that piled up
- * while its last request was in flight go in one. Each case desires its own LRP on the shared store.
+ * Batch claims, starts and unclaims (`claimActualLRPs`, `startActualLRPs`, `unclaimActualLRPs`),
+ * part of the BBS contract: what a cell handed many instances by one auction claims in one request,
+ * the starts that piled up while its last request was in flight go in one, and the converger gives
+ * a lost cell's instances back in one. Each case desires its own LRP on the shared store.
  */
 export function describeClaimBatchContract(storeOf: () => BbsStore): void {
   const guid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -231,5 +232,78 @@ export function describeClaimBatchContract(storeOf: () => BbsStore): void {
       (await store.getActualLRP({ process_guid: zero.process_guid, index: 0 })).instance?.cell_id,
       'cell-a',
     );
+  });
+
+  /** Takes and acknowledges the pending start requests of one LRP: the indices asked for. */
+  async function startRequestsFor(processGuid: string): Promise<number[]> {
+    const store = storeOf();
+    const taken = await store.takeStartRequests({ limit: 10_000, visibility_ms: 0 });
+    const mine = taken.filter((d) => d.request.process_guid === processGuid);
+    await store.ackStartRequests({ ids: mine.flatMap((d) => d.ids) });
+    return mine.flatMap((d) => d.request.indices).sort((a, b) => a - b);
+  }
+
+  const casOf = (lrp: ActualLRP) => ({
+    process_guid: lrp.process_guid,
+    index: lrp.index,
+    expected: lrp.modification_tag,
+  });
+
+  it('unclaims many instances in one call, each UNCLAIMED with a start request', async () => {
+    const store = storeOf();
+    const claimed = await claimedLRP(3);
+    const [zero] = claimed;
+    assert.ok(zero);
+    const running = await store.startActualLRP(startOf(zero, 61000));
+    const processGuid = zero.process_guid;
+    await startRequestsFor(processGuid);
+    const { results } = await store.unclaimActualLRPs({
+      unclaims: [running, ...claimed.slice(1)].map(casOf),
+    });
+    const unclaimed = results.map((r) => ('actual_lrp' in r ? r.actual_lrp : undefined));
+    assert.deepEqual(
+      unclaimed.map((a) => [a?.index, a?.state, a?.cell_id, a?.instance_guid]),
+      [
+        [0, 'UNCLAIMED', '', ''],
+        [1, 'UNCLAIMED', '', ''],
+        [2, 'UNCLAIMED', '', ''],
+      ],
+    );
+    assert.deepEqual(
+      (await instances(processGuid)).map((a) => [a.index, a.state, a.modification_tag]),
+      unclaimed.map((a) => [a?.index, a?.state, a?.modification_tag]),
+    );
+    assert.deepEqual(await startRequestsFor(processGuid), [0, 1, 2]);
+  });
+
+  it("an unclaim that loses its CAS or its record is that item's error; the others land", async () => {
+    const store = storeOf();
+    const [zero, one] = await claimedLRP(2);
+    assert.ok(zero && one);
+    await startRequestsFor(zero.process_guid);
+    const { results } = await store.unclaimActualLRPs({
+      unclaims: [
+        casOf(zero),
+        { ...casOf(one), expected: zero.modification_tag },
+        { ...casOf(one), index: 9 },
+      ],
+    });
+    assert.ok('actual_lrp' in (results[0] ?? {}), 'index 0 unclaimed');
+    const lost = results[1];
+    assert.ok(lost && 'error' in lost);
+    assert.equal(lost.error.code, 'cas_conflict');
+    assert.equal((lost.error.current as ActualLRP | undefined)?.state, 'CLAIMED');
+    const missing = results[2];
+    assert.ok(missing && 'error' in missing);
+    assert.equal(missing.error.code, 'not_found');
+    assert.deepEqual(
+      (await instances(zero.process_guid)).map((a) => `${a.index}:${a.state}`),
+      ['0:UNCLAIMED', '1:CLAIMED'],
+    );
+    assert.deepEqual(await startRequestsFor(zero.process_guid), [0]);
+  });
+
+  it('an empty batch of unclaims changes nothing', async () => {
+    assert.deepEqual(await storeOf().unclaimActualLRPs({ unclaims: [] }), { results: [] });
   });
 }

@@ -266,6 +266,10 @@ export const operationBodies = {
     strict,
   ),
   unclaimActualLRP: Type.Object(Cas, strict),
+  unclaimActualLRPs: Type.Object(
+    { unclaims: Type.Array(Type.Object(Cas, strict), { maxItems: limits.maxBatchItems }) },
+    strict,
+  ),
   removeActualLRP: Type.Object({ ...Cas, instance_key: Type.Optional(InstanceKeySchema) }, strict),
   retireActualLRP: Type.Object(Cas, strict),
   evacuateRunningActualLRP: Type.Object(

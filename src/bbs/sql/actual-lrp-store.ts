@@ -21,6 +21,8 @@ import type {
   StartActualLRPsRequest,
   StartActualLRPsResult,
   StartResult,
+  UnclaimActualLRPsRequest,
+  UnclaimActualLRPsResult,
 } from '../bbs-store.js';
 import type { ActualLRP, DesiredLRP, PortMapping } from '../bbs-types.js';
 import {
@@ -178,24 +180,9 @@ export class ActualLrpStore {
   }
 
   async startActualLRPs(req: StartActualLRPsRequest): Promise<StartActualLRPsResult> {
-    return this.#ctx.mutate('startActualLRPs', async (tx) => {
-      const results: StartResult[] = [];
-      for (const start of req.starts) {
-        const eventsBefore = tx.events.length;
-        try {
-          results.push({ actual_lrp: await startIn(tx, start) });
-        } catch (err) {
-          // A refusal before its write (a lost CAS, a rule) is that start's answer alone. Anything
-          // after a write of it, or any database error, fails the whole transaction.
-          if (!isBerthError(err) || tx.events.length !== eventsBefore) throw err;
-          const current = err.details.current;
-          results.push({
-            error: { code: err.code, message: err.message, ...(current !== undefined ? { current } : {}) },
-          });
-        }
-      }
-      return { results };
-    });
+    return this.#ctx.mutate('startActualLRPs', async (tx) => ({
+      results: await eachAnswered(tx, req.starts, (start) => startIn(tx, start)),
+    }));
   }
 
   async crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP> {
@@ -260,22 +247,13 @@ export class ActualLrpStore {
   }
 
   async unclaimActualLRP(req: CasActualLRPRequest): Promise<ActualLRP> {
-    return this.#ctx.mutate('unclaimActualLRP', async (tx) => {
-      const before = await requireActual(tx, req, req.expected);
-      assertActualLRPTransition(before.state, 'UNCLAIMED', actualLrpKey(req));
-      const after = await replaceActual(tx, before, {
-        ...before,
-        state: 'UNCLAIMED',
-        instance_guid: '',
-        cell_id: '',
-        address: '',
-        ports: [],
-        placement_error: '',
-        since: tx.now,
-      });
-      await requestStartIfDesired(tx, after);
-      return after;
-    });
+    return this.#ctx.mutate('unclaimActualLRP', (tx) => unclaimIn(tx, req));
+  }
+
+  async unclaimActualLRPs(req: UnclaimActualLRPsRequest): Promise<UnclaimActualLRPsResult> {
+    return this.#ctx.mutate('unclaimActualLRPs', async (tx) => ({
+      results: await eachAnswered(tx, req.unclaims, (unclaim) => unclaimIn(tx, unclaim)),
+    }));
   }
 
   async removeActualLRP(req: RemoveActualLRPRequest): Promise<void> {
@@ -350,9 +328,49 @@ export class ActualLrpStore {
 }
 
 /**
- * An instance that ran on a cell (it started RUNNING, or crashed there) pins its named volumes, if
- * its DesiredLRP has any, to that cell.
+ * A batch's items in one transaction, each answered on its own: a refusal before its write (a lost
+ * CAS, a rule) is that item's error and the others still land. Anything after a write of it, or any
+ * database error, fails the whole transaction.
  */
+async function eachAnswered<T>(
+  tx: Tx,
+  items: readonly T[],
+  apply: (item: T) => Promise<ActualLRP>,
+): Promise<StartResult[]> {
+  const results: StartResult[] = [];
+  for (const item of items) {
+    const eventsBefore = tx.events.length;
+    try {
+      results.push({ actual_lrp: await apply(item) });
+    } catch (err) {
+      if (!isBerthError(err) || tx.events.length !== eventsBefore) throw err;
+      const current = err.details.current;
+      results.push({
+        error: { code: err.code, message: err.message, ...(current !== undefined ? { current } : {}) },
+      });
+    }
+  }
+  return results;
+}
+
+/** UNCLAIMED again, its placement cleared, and a start request if it is still desired. */
+async function unclaimIn(tx: Tx, req: CasActualLRPRequest): Promise<ActualLRP> {
+  const before = await requireActual(tx, req, req.expected);
+  assertActualLRPTransition(before.state, 'UNCLAIMED', actualLrpKey(req));
+  const after = await replaceActual(tx, before, {
+    ...before,
+    state: 'UNCLAIMED',
+    instance_guid: '',
+    cell_id: '',
+    address: '',
+    ports: [],
+    placement_error: '',
+    since: tx.now,
+  });
+  await requestStartIfDesired(tx, after);
+  return after;
+}
+
 /** Seed 002's start: RUNNING with net info, or created RUNNING when `expected` is null. */
 async function startIn(tx: Tx, req: StartActualLRPRequest): Promise<ActualLRP> {
   if (req.expected === null) {
@@ -385,6 +403,10 @@ async function startIn(tx: Tx, req: StartActualLRPRequest): Promise<ActualLRP> {
   return after;
 }
 
+/**
+ * An instance that ran on a cell (it started RUNNING, or crashed there) pins its named volumes, if
+ * its DesiredLRP has any, to that cell.
+ */
 async function pinVolumes(tx: Tx, lrp: ActualLRP): Promise<void> {
   const desired = await loadDesiredVolumes(tx, lrp.process_guid);
   if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, lrp.index, lrp.cell_id);

@@ -109,6 +109,7 @@ export class SqlBbsStore implements BbsStore {
   crashActualLRP: BbsStore['crashActualLRP'] = (req) => this.#actual.crashActualLRP(req);
   failActualLRP: BbsStore['failActualLRP'] = (req) => this.#actual.failActualLRP(req);
   unclaimActualLRP: BbsStore['unclaimActualLRP'] = (req) => this.#actual.unclaimActualLRP(req);
+  unclaimActualLRPs: BbsStore['unclaimActualLRPs'] = (req) => this.#actual.unclaimActualLRPs(req);
   removeActualLRP: BbsStore['removeActualLRP'] = (req) => this.#actual.removeActualLRP(req);
   retireActualLRP: BbsStore['retireActualLRP'] = (req) => this.#actual.retireActualLRP(req);
   evacuateRunningActualLRP: BbsStore['evacuateRunningActualLRP'] = (req) =>
