@@ -87,6 +87,40 @@ function describeVolumePins(
       assert.deepEqual(await starts(guid), [[0, ['ssd', cellPlacementTag('c1')], 'c1']]);
     });
 
+    it('batched claims and starts pin as single ones do; a batched unclaim asks for a start on the pinned cell', async () => {
+      const domain = `d-${randomUUID().slice(0, 8)}`;
+      const guid = `db-${randomUUID().slice(0, 8)}`;
+      await store.desireLRP(desiredDefinition(guid, 2, { domain, volumes }));
+      await starts(guid);
+      const claims = [0, 1].map((index) => ({ process_guid: guid, index, instance_guid: `ig-${index}` }));
+      const { claimed } = await store.claimActualLRPs({ cell_id: 'c2', claims });
+      const { results } = await store.startActualLRPs({
+        starts: claimed.map((a) => ({
+          process_guid: guid,
+          index: a.index,
+          expected: a.modification_tag,
+          instance_key: { instance_guid: a.instance_guid, cell_id: 'c2' },
+          net_info: net,
+        })),
+      });
+      const running = results.flatMap((r) => ('actual_lrp' in r ? [r.actual_lrp] : []));
+      assert.equal(running.length, 2);
+      assert.deepEqual(
+        (await store.listVolumePins({ domain })).map((p) => [p.volume, p.index, p.cell_id]),
+        [
+          ['data', 0, 'c2'],
+          ['data', 1, 'c2'],
+        ],
+      );
+      await store.unclaimActualLRPs({
+        unclaims: running.map((a) => ({ process_guid: guid, index: a.index, expected: a.modification_tag })),
+      });
+      assert.deepEqual(await starts(guid), [
+        [0, [cellPlacementTag('c2')], 'c2'],
+        [1, [cellPlacementTag('c2')], 'c2'],
+      ]);
+    });
+
     it('the pin holds for the next version of the DesiredLRP (same domain and volume), until released', async () => {
       const domain = `d-${randomUUID().slice(0, 8)}`;
       const v1 = `db-v1-${randomUUID().slice(0, 8)}`;

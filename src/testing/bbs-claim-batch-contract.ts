@@ -303,6 +303,36 @@ export function describeClaimBatchContract(storeOf: () => BbsStore): void {
     assert.deepEqual(await startRequestsFor(zero.process_guid), [0]);
   });
 
+  it('an instance named twice in one batch: the second sees the first, and both are events', async () => {
+    const store = storeOf();
+    const [zero] = await claimedLRP(1);
+    assert.ok(zero);
+    const head = await store.headEventId();
+    const first = startOf(zero, 61000);
+    const second = {
+      ...startOf(zero, 61001),
+      expected: { ...zero.modification_tag, index: zero.modification_tag.index + 1 },
+    };
+    const stale = startOf(zero, 61002);
+    const { results } = await store.startActualLRPs({ starts: [first, second, stale] });
+    assert.deepEqual(
+      results.map((r) => ('actual_lrp' in r ? r.actual_lrp.ports[0]?.host_port : r.error.code)),
+      [61000, 61001, 'cas_conflict'],
+    );
+    const stored = (await instances(zero.process_guid))[0];
+    assert.equal(stored?.ports[0]?.host_port, 61001);
+    assert.equal(stored?.modification_tag.index, zero.modification_tag.index + 2);
+    const events = (await store.readEvents({ after: head, limit: 1000 })).flatMap((e) =>
+      e.type === 'actual_lrp_changed' && e.after.process_guid === zero.process_guid
+        ? [[e.before.ports[0]?.host_port ?? null, e.after.ports[0]?.host_port]]
+        : [],
+    );
+    assert.deepEqual(events, [
+      [null, 61000],
+      [61000, 61001],
+    ]);
+  });
+
   it('an empty batch of unclaims changes nothing', async () => {
     assert.deepEqual(await storeOf().unclaimActualLRPs({ unclaims: [] }), { results: [] });
   });

@@ -25,6 +25,7 @@ import type {
   UnclaimActualLRPsResult,
 } from '../bbs-store.js';
 import type { ActualLRP, DesiredLRP, PortMapping } from '../bbs-types.js';
+import { type ActualChange, loadActualsForUpdate, replaceActuals } from './actual-lrp-batch-records.js';
 import {
   assertOwner,
   createActual,
@@ -132,16 +133,18 @@ export class ActualLrpStore {
   }
 
   async claimActualLRPs(req: ClaimActualLRPsRequest): Promise<ClaimActualLRPsResult> {
-    // Rows are locked in key order, so two cells' overlapping batches cannot deadlock on PostgreSQL.
+    // Answered in key order, the order the rows are read and locked in.
     const claims = [...req.claims].sort((a, b) =>
       a.process_guid === b.process_guid ? a.index - b.index : a.process_guid < b.process_guid ? -1 : 1,
     );
     return this.#ctx.mutate('claimActualLRPs', async (tx) => {
+      const records = await loadActualsForUpdate(tx, claims);
       const claimed: ActualLRP[] = [];
       const refused: ClaimRefusal[] = [];
+      const changes: ActualChange[] = [];
       for (const claim of claims) {
         const ref = { process_guid: claim.process_guid, index: claim.index };
-        const before = await loadActual(tx, ref, false, true);
+        const before = records.get(actualLrpKey(ref));
         const mine =
           before?.state === 'CLAIMED' &&
           before.instance_guid === claim.instance_guid &&
@@ -155,17 +158,20 @@ export class ActualLrpStore {
           continue;
         }
         assertActualLRPTransition(before.state, 'CLAIMED', actualLrpKey(ref));
-        claimed.push(
-          await replaceActual(tx, before, {
-            ...before,
-            state: 'CLAIMED',
-            instance_guid: claim.instance_guid,
-            cell_id: req.cell_id,
-            placement_error: '',
-            since: tx.now,
-          }),
-        );
+        const after: ActualLRP = {
+          ...before,
+          state: 'CLAIMED',
+          instance_guid: claim.instance_guid,
+          cell_id: req.cell_id,
+          placement_error: '',
+          since: tx.now,
+          modification_tag: nextTag(before.modification_tag),
+        };
+        changes.push({ before, after });
+        records.set(actualLrpKey(ref), after);
+        claimed.push(after);
       }
+      await replaceActuals(tx, changes);
       const desired: DesiredLRP[] = [];
       for (const processGuid of new Set(claimed.map((a) => a.process_guid))) {
         const definition = await loadDesired(tx, processGuid, false);
@@ -180,9 +186,23 @@ export class ActualLrpStore {
   }
 
   async startActualLRPs(req: StartActualLRPsRequest): Promise<StartActualLRPsResult> {
-    return this.#ctx.mutate('startActualLRPs', async (tx) => ({
-      results: await eachAnswered(tx, req.starts, (start) => startIn(tx, start)),
-    }));
+    return this.#ctx.mutate('startActualLRPs', async (tx) => {
+      const records = await loadActualsForUpdate(tx, req.starts);
+      const { results, changes } = decideEach(req.starts, records, (start, current) =>
+        startedRecord(requireTag(current, 'ActualLRP', actualLrpKey(start), start.expected), start, tx.now),
+      );
+      await replaceActuals(tx, changes);
+      // Each one newly running on its cell pins its LRP's named volumes there, as a single start.
+      const volumes = new Map<string, Awaited<ReturnType<typeof loadDesiredVolumes>>>();
+      for (const { before, after } of changes) {
+        if (before.state === 'RUNNING') continue;
+        if (!volumes.has(after.process_guid))
+          volumes.set(after.process_guid, await loadDesiredVolumes(tx, after.process_guid));
+        const desired = volumes.get(after.process_guid);
+        if (desired?.volumes !== undefined) await recordVolumePins(tx, desired, after.index, after.cell_id);
+      }
+      return { results };
+    });
   }
 
   async crashActualLRP(req: CrashActualLRPRequest): Promise<ActualLRP> {
@@ -251,9 +271,25 @@ export class ActualLrpStore {
   }
 
   async unclaimActualLRPs(req: UnclaimActualLRPsRequest): Promise<UnclaimActualLRPsResult> {
-    return this.#ctx.mutate('unclaimActualLRPs', async (tx) => ({
-      results: await eachAnswered(tx, req.unclaims, (unclaim) => unclaimIn(tx, unclaim)),
-    }));
+    return this.#ctx.mutate('unclaimActualLRPs', async (tx) => {
+      const records = await loadActualsForUpdate(tx, req.unclaims);
+      const { results, changes } = decideEach(req.unclaims, records, (unclaim, current) =>
+        unclaimedRecord(requireTag(current, 'ActualLRP', actualLrpKey(unclaim), unclaim.expected), tx.now),
+      );
+      await replaceActuals(tx, changes);
+      // A start request for each index still desired, one write per LRP.
+      const indicesByGuid = new Map<string, Set<number>>();
+      for (const { after } of changes) {
+        const indices = indicesByGuid.get(after.process_guid) ?? new Set<number>();
+        indicesByGuid.set(after.process_guid, indices.add(after.index));
+      }
+      for (const [processGuid, indices] of indicesByGuid) {
+        const desired = await loadDesired(tx, processGuid, false);
+        const wanted = desired ? [...indices].filter((index) => index < desired.instances) : [];
+        if (desired && wanted.length > 0) await recordStartRequests(tx, desired, wanted);
+      }
+      return { results };
+    });
   }
 
   async removeActualLRP(req: RemoveActualLRPRequest): Promise<void> {
@@ -328,36 +364,40 @@ export class ActualLrpStore {
 }
 
 /**
- * A batch's items in one transaction, each answered on its own: a refusal before its write (a lost
- * CAS, a rule) is that item's error and the others still land. Anything after a write of it, or any
- * database error, fails the whole transaction.
+ * A batch's items decided one by one on records read together: each decision sees the records as
+ * the items before it left them. A refusal (a lost CAS, a rule: a BerthError) is that item's answer
+ * and the others still land; anything else fails the whole transaction.
  */
-async function eachAnswered<T>(
-  tx: Tx,
+function decideEach<T extends ActualLRPRef>(
   items: readonly T[],
-  apply: (item: T) => Promise<ActualLRP>,
-): Promise<StartResult[]> {
+  records: Map<string, ActualLRP>,
+  decide: (item: T, current: ActualLRP | undefined) => ActualLRP,
+): { results: StartResult[]; changes: ActualChange[] } {
   const results: StartResult[] = [];
+  const changes: ActualChange[] = [];
   for (const item of items) {
-    const eventsBefore = tx.events.length;
+    const key = actualLrpKey(item);
+    const before = records.get(key);
     try {
-      results.push({ actual_lrp: await apply(item) });
+      const after = decide(item, before);
+      changes.push({ before: before as ActualLRP, after });
+      records.set(key, after);
+      results.push({ actual_lrp: after });
     } catch (err) {
-      if (!isBerthError(err) || tx.events.length !== eventsBefore) throw err;
+      if (!isBerthError(err)) throw err;
       const current = err.details.current;
       results.push({
         error: { code: err.code, message: err.message, ...(current !== undefined ? { current } : {}) },
       });
     }
   }
-  return results;
+  return { results, changes };
 }
 
-/** UNCLAIMED again, its placement cleared, and a start request if it is still desired. */
-async function unclaimIn(tx: Tx, req: CasActualLRPRequest): Promise<ActualLRP> {
-  const before = await requireActual(tx, req, req.expected);
-  assertActualLRPTransition(before.state, 'UNCLAIMED', actualLrpKey(req));
-  const after = await replaceActual(tx, before, {
+/** Seed 002's unclaim: UNCLAIMED again, its placement cleared. */
+function unclaimedRecord(before: ActualLRP, now: string): ActualLRP {
+  assertActualLRPTransition(before.state, 'UNCLAIMED', actualLrpKey(before));
+  return {
     ...before,
     state: 'UNCLAIMED',
     instance_guid: '',
@@ -365,10 +405,35 @@ async function unclaimIn(tx: Tx, req: CasActualLRPRequest): Promise<ActualLRP> {
     address: '',
     ports: [],
     placement_error: '',
-    since: tx.now,
-  });
+    since: now,
+    modification_tag: nextTag(before.modification_tag),
+  };
+}
+
+/** UNCLAIMED again, and a start request if it is still desired. */
+async function unclaimIn(tx: Tx, req: CasActualLRPRequest): Promise<ActualLRP> {
+  const before = await requireActual(tx, req, req.expected);
+  const after = await replaceActual(tx, before, unclaimedRecord(before, tx.now));
   await requestStartIfDesired(tx, after);
   return after;
+}
+
+/** Seed 002's start of a claimed (or its own running) instance: RUNNING with net info. */
+function startedRecord(before: ActualLRP, req: StartActualLRPRequest, now: string): ActualLRP {
+  assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
+  // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
+  if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
+  return {
+    ...before,
+    state: 'RUNNING',
+    instance_guid: req.instance_key.instance_guid,
+    cell_id: req.instance_key.cell_id,
+    address: req.net_info.address,
+    ports: req.net_info.ports,
+    placement_error: '',
+    since: before.state === 'RUNNING' ? before.since : now,
+    modification_tag: nextTag(before.modification_tag),
+  };
 }
 
 /** Seed 002's start: RUNNING with net info, or created RUNNING when `expected` is null. */
@@ -386,19 +451,7 @@ async function startIn(tx: Tx, req: StartActualLRPRequest): Promise<ActualLRP> {
     return createActual(tx, lrp);
   }
   const before = await requireActual(tx, req, req.expected);
-  assertActualLRPTransition(before.state, 'RUNNING', actualLrpKey(req));
-  // RUNNING on another cell stays theirs (seed: "RUNNING on O" → the rep deletes its container).
-  if (before.state === 'RUNNING') assertOwner(before, req.instance_key, 'start');
-  const after = await replaceActual(tx, before, {
-    ...before,
-    state: 'RUNNING',
-    instance_guid: req.instance_key.instance_guid,
-    cell_id: req.instance_key.cell_id,
-    address: req.net_info.address,
-    ports: req.net_info.ports,
-    placement_error: '',
-    since: before.state === 'RUNNING' ? before.since : tx.now,
-  });
+  const after = await replaceActual(tx, before, startedRecord(before, req, tx.now));
   if (before.state !== 'RUNNING') await pinVolumes(tx, after);
   return after;
 }

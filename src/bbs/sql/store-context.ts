@@ -14,6 +14,8 @@ export type Db = Kysely<BbsDatabase>;
 /** What a record read needs: a handle, whether to lock what it reads, the hot statements. */
 export interface Reader {
   readonly db: Db;
+  /** Which database: the few statements built at run time differ in their placeholders. */
+  readonly kind: SqlBackend['kind'];
   /** True when SELECT … FOR UPDATE is needed (PostgreSQL); SQLite's writer lock already serializes. */
   readonly lockRows: boolean;
   readonly sql: (typeof hotSqlByKind)['sqlite'];
@@ -68,11 +70,16 @@ export class StoreContext implements Reader {
     return this.backend.lockRows;
   }
 
+  get kind(): SqlBackend['kind'] {
+    return this.backend.kind;
+  }
+
   async mutate<T>(operation: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
     try {
       return await this.database.events.write(this.now, (db, at, events: BbsEventBody[]) =>
         fn({
           db: db.withTables<BbsDatabase>(),
+          kind: this.backend.kind,
           lockRows: this.backend.lockRows,
           sql: this.sql,
           isUniqueViolation: (err) => this.backend.isUniqueViolation(err),
