@@ -15,17 +15,18 @@ export interface BenchBackend {
  * harness (benchmarks, like tests, start their own database).
  */
 export async function benchBackends(): Promise<BenchBackend[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'));
-  const backends: BenchBackend[] = [
-    {
+  // BENCH_BACKENDS=sqlite (or =postgres) narrows a run to one backend while tuning.
+  const wanted = (process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',');
+  const backends: BenchBackend[] = [];
+  if (wanted.includes('sqlite')) {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'));
+    backends.push({
       name: 'SQLite',
       db: join(dir, 'bbs.sqlite3'),
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-    },
-  ];
-  // BENCH_BACKENDS=sqlite narrows a run to one backend while tuning.
-  if ((process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').includes('postgres') === false)
-    return backends;
+    });
+  }
+  if (!wanted.includes('postgres')) return backends;
   const url = process.env.BERTH_BENCH_POSTGRES_URL;
   if (url) {
     backends.push({ name: 'PostgreSQL', db: url, cleanup: async () => {} });
