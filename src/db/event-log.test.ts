@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { postCommitNotifier } from './event-log.js';
 import { openSqliteBackend, runMigrations, SqlDatabase } from './index.js';
 
 const at = new Date('2024-01-01T00:00:00.000Z');
@@ -95,5 +96,46 @@ describe('EventLog: the one writer of the events table', () => {
     } finally {
       await database.close();
     }
+  });
+});
+
+describe('postCommitNotifier: one NOTIFY at a time after the commits', () => {
+  it('sends at once when idle, and coalesces what commits during a send into the next', async () => {
+    const sent: string[][] = [];
+    let release: (() => void) | undefined;
+    const notify = postCommitNotifier(async (types) => {
+      sent.push([...types]);
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    notify(['actual_lrp_changed']);
+    assert.deepEqual(sent, [['actual_lrp_changed']]);
+    notify(['actual_lrp_changed', 'desired_lrp_created']);
+    notify(['actual_lrp_changed', 'task_created']);
+    assert.equal(sent.length, 1, 'nothing more while one is in flight');
+    release?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent[1], ['actual_lrp_changed', 'desired_lrp_created', 'task_created']);
+    release?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(sent.length, 2);
+  });
+
+  it('goes on after a NOTIFY that failed', async () => {
+    const sent: string[][] = [];
+    let fail = true;
+    const notify = postCommitNotifier(async (types) => {
+      sent.push([...types]);
+      if (fail) {
+        fail = false;
+        throw new Error('the database is restarting');
+      }
+    });
+    notify(['a']);
+    await new Promise((resolve) => setImmediate(resolve));
+    notify(['b']);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [['a'], ['b']]);
   });
 });

@@ -26,9 +26,19 @@ export class EventLog {
   /** Tells this log's own notifications (already announced in process) from other servers'. */
   readonly #origin = randomUUID();
   #stopListening: (() => Promise<void>) | undefined;
+  /** On PostgreSQL, what tells the other servers of commits (postCommitNotifier); else undefined. */
+  readonly #notify: ((types: readonly string[]) => void) | undefined;
 
   constructor(backend: SqlBackend) {
     this.#backend = backend;
+    this.#notify =
+      backend.kind === 'postgres'
+        ? postCommitNotifier((types) =>
+            sql`SELECT pg_notify(${eventsChannel}, ${eventsNotification(this.#origin, types)})`
+              .execute(backend.db)
+              .then(() => {}),
+          )
+        : undefined;
   }
 
   /**
@@ -75,34 +85,37 @@ export class EventLog {
       types = events.map((e) => e.type);
       return value;
     });
-    if (types.length > 0) for (const listener of this.#listeners) listener(types);
+    if (types.length > 0) {
+      this.#notify?.(types);
+      for (const listener of this.#listeners) listener(types);
+    }
     return result;
   }
 
   #insert(tx: Kysely<DbTables>, events: readonly EventBody[], createdAt: string): Promise<void> {
-    return insertEvents(tx, this.#backend.kind, events, createdAt, this.#origin);
+    return insertEvents(tx, this.#backend.kind, events, createdAt, { notify: false });
   }
 }
 
 /**
  * Appends events inside a transaction: `EventLog.write`'s, or one of its own (the model's writes,
- * which run under their own lock). The rows commit with it. On PostgreSQL the commit also
- * notifies every server's event log except `origin`'s (which tells its listeners itself); on
- * SQLite a write outside `EventLog.write` wakes nobody, and streams read it on their next look.
+ * which run under their own lock). The rows commit with it. On PostgreSQL a model write's commit
+ * also notifies every server's event log (`notify`, the default); `EventLog.write` notifies after
+ * its commit instead (postCommitNotifier). On SQLite a write outside `EventLog.write` wakes
+ * nobody, and streams read it on their next look.
  */
 export async function insertEvents(
   tx: Kysely<DbTables>,
   kind: SqlBackend['kind'],
   events: readonly EventBody[],
   createdAt: string,
-  /** The EventLog that announces them in process itself; '' (a model write): every server's log does. */
-  origin = '',
+  options: { readonly notify: boolean } = { notify: true },
 ): Promise<void> {
   if (events.length === 0) return;
-  if (kind === 'postgres') {
+  if (kind === 'postgres' && options.notify) {
     // Delivered when (and only if) this transaction commits, to every server LISTENing.
     const payload = eventsNotification(
-      origin,
+      '',
       events.map((e) => e.type),
     );
     await sql`SELECT pg_notify(${eventsChannel}, ${payload})`.execute(tx);
@@ -156,4 +169,34 @@ export function parseEventsNotification(
     .split(',')
     .filter((t) => /^[a-z_]{1,64}$/.test(t));
   return { origin: payload.slice(0, space), types };
+}
+
+/**
+ * Tells the other servers of commits with one NOTIFY at a time, after the commits, coalescing
+ * what commits meanwhile into the next. A NOTIFY inside a write transaction takes PostgreSQL's
+ * database-wide notify lock until the transaction ends, fsync included, so every write of every
+ * server went one at a time: in a burst each of the cells' claims and starts waited 0.6–2.6 s
+ * behind the others (docs/performance.md, round 12). A NOTIFY of its own commits nothing to the
+ * WAL and holds that lock only for itself. Lost if the server dies between its commit and the
+ * NOTIFY, as one sent while a listener reconnects is: every consumer keeps its periodic pass.
+ */
+export function postCommitNotifier(
+  send: (types: readonly string[]) => Promise<void>,
+): (types: readonly string[]) => void {
+  let pending = new Set<string>();
+  let sending = false;
+  const drain = async (): Promise<void> => {
+    sending = true;
+    while (pending.size > 0) {
+      const types = [...pending];
+      pending = new Set();
+      // catch-all: a NOTIFY that fails (the database restarting) is a wake-up lost; the passes cover it.
+      await send(types).catch(() => {});
+    }
+    sending = false;
+  };
+  return (types) => {
+    for (const type of types) pending.add(type);
+    if (!sending) void drain();
+  };
 }
