@@ -237,7 +237,12 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     await waitFor('the unit dying or gone', async () => {
       const unit = await page.$(destroyed);
       if (!unit) return true;
-      return /dying|dead/.test((await unit.textContent()) ?? '') ? true : undefined;
+      const seen = (await unit.textContent()) ?? '';
+      if (/dying|dead/.test(seen)) return true;
+      // What the page shows and what the server says, for a failure to tell a stalled page from a
+      // stalled destroy.
+      const system = await (await api('GET', '/v1/systems/site')).text();
+      throw new Error(`the page shows "${seen}"; the server: ${system.slice(0, 2000)}`);
     });
     await page.click('nav a:has-text("Events")');
     await page.waitForSelector('#event-list li[data-event^="actual_lrp"]');
