@@ -228,17 +228,25 @@ describe('the console in headless Chromium', { timeout: 420_000 }, () => {
     const units = await page.$$eval('li[data-path="/web"] li[data-unit]', (lis) =>
       lis.map((li) => li.getAttribute('data-unit')),
     );
+    const destroyed = `li[data-path="/web"] li[data-unit="${units.at(-1)}"]`;
+    // The instance the unit runs, as the page shows it (the feed fills it in).
+    const instanceBefore = await waitFor('the unit with its instance', async () => {
+      const guid = await page.getAttribute(destroyed, 'data-instance');
+      return guid ? guid : undefined;
+    });
     page.once('dialog', (dialog) => void dialog.accept());
     await page.click(`button[data-destroy-unit="${units.at(-1)}"]`);
     await page.waitForSelector('#system-message:has-text("accepted")');
-    // The unit moves on from alive (dying, dead) and then leaves the tree; either shows the action
-    // took (how soon a dead unit is removed is the model's business, tested there).
-    const destroyed = `li[data-path="/web"] li[data-unit="${units.at(-1)}"]`;
-    await waitFor('the unit dying or gone', async () => {
+    // The unit moves on from alive (dying, dead), leaves the tree, and the service replaces it with
+    // a unit of the same name on a new instance. Each can come and go between two looks, so any of
+    // them shows that the page followed the destroy (how soon is the model's business, tested there).
+    await waitFor('the unit dying, gone or replaced', async () => {
       const unit = await page.$(destroyed);
       if (!unit) return true;
       const seen = (await unit.textContent()) ?? '';
       if (/dying|dead/.test(seen)) return true;
+      const instance = await unit.getAttribute('data-instance');
+      if (instance && instance !== instanceBefore) return true;
       // What the page shows and what the server says, for a failure to tell a stalled page from a
       // stalled destroy.
       const system = await (await api('GET', '/v1/systems/site')).text();

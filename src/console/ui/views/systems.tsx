@@ -132,7 +132,7 @@ function ServiceNode(props: {
           const lrp = feed.view.actual.get(`${service.process_guid}/${unit.index}`);
           const ports = lrp?.ports.map((p) => `${p.container_port}→${p.host_port}`).join(', ');
           return (
-            <li key={unit.name} data-unit={unit.name}>
+            <li key={unit.name} data-unit={unit.name} data-instance={lrp?.instance_guid || undefined}>
               {service.process_guid ? (
                 <a href={instanceHref({ process_guid: service.process_guid, index: unit.index })}>
                   unit {unit.index}
