@@ -124,26 +124,10 @@ export async function replaceActuals(tx: Tx, changes: readonly ActualChange[]): 
 function updateStatement(kind: Tx['kind'], chunk: readonly ActualChange[]): CompiledQuery {
   const params: unknown[] = [];
   const tuples = chunk.map(({ before, after }, i) => {
-    const r = actualToRow(after);
     const values: Record<(typeof valueColumns)[number], unknown> = {
-      process_guid: r.process_guid,
-      idx: r.idx,
-      evacuating: r.evacuating,
+      ...actualToRow(after),
       old_epoch: before.modification_tag.epoch,
       old_index: before.modification_tag.index,
-      domain: r.domain,
-      instance_guid: r.instance_guid,
-      cell_id: r.cell_id,
-      state: r.state,
-      crash_count: r.crash_count,
-      last_crashed_at: r.last_crashed_at,
-      crash_reason: r.crash_reason,
-      since: r.since,
-      placement_error: r.placement_error,
-      address: r.address,
-      ports: r.ports,
-      tag_epoch: r.tag_epoch,
-      tag_index: r.tag_index,
     };
     const marks = valueColumns.map((column) => {
       params.push(values[column]);

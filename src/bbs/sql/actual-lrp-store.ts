@@ -245,14 +245,8 @@ export class ActualLrpStore {
         assertOwner(before, req.instance_key, 'fail');
         // Given back unplaceable: no start request (see FailActualLRPRequest.instance_key).
         return replaceActual(tx, before, {
-          ...before,
-          state: 'UNCLAIMED',
-          instance_guid: '',
-          cell_id: '',
-          address: '',
-          ports: [],
+          ...unclaimedRecord(before, tx.now),
           placement_error: req.placement_error,
-          since: tx.now,
         });
       }
       if (before.state !== 'UNCLAIMED') {
