@@ -18,7 +18,7 @@ import {
   parseExecFrame,
 } from '../core/index.js';
 import type { Executor } from '../executor/index.js';
-import { appNamePattern, findApp } from '../runtime/index.js';
+import { appNamePattern, appOciConfigPath, findApp } from '../runtime/index.js';
 import { type ContainerPod, runningContainerPod } from './container-pods.js';
 import { childPids, killTree, stdinTerminal } from './process-tree.js';
 
@@ -142,7 +142,7 @@ export interface TtyExec {
  */
 export function ttyExecProcess(found: ContainerPod, spec: ExecSpec): TtyExec {
   const run = found.pod.manifest ? findApp(found.pod.manifest, spec.app) : undefined;
-  const configPath = join(found.dir, run?.bundle ?? '', 'config.json');
+  const configPath = appOciConfigPath(found.dir, run?.bundle ?? '');
   let config: { process?: OciProcess };
   try {
     config = JSON.parse(readFileSync(configPath, 'utf8')) as { process?: OciProcess };

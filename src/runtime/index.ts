@@ -60,6 +60,7 @@ export type {
 } from './pod-manifest.js';
 export {
   appNamePattern,
+  appOciConfigPath,
   defaultPidsLimit,
   findApp,
   holderEntry,

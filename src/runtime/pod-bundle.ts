@@ -10,7 +10,7 @@ import { resolveArgs, resolveEnv, resolveWorkdir } from './app-spec.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { buildOciConfig } from './oci-config.js';
 import { checkAppNames, defaultAppName, podApps } from './pod-apps.js';
-import { emptyVolumeDir, podFiles } from './pod-dirs.js';
+import { appOciConfigPath, emptyVolumeDir, podFiles } from './pod-dirs.js';
 import type { PodApp, PodManifest, PodSideApp, PodVolume } from './pod-manifest.js';
 import { ImageUnavailableError, type PrepareOptions, type SideAppOptions } from './pod-options.js';
 import { resolveHostSource, resolveMounts } from './pod-volumes.js';
@@ -131,7 +131,7 @@ export function writePodBundle(
     for (const dir of [podFiles.rootfs, podFiles.upper, podFiles.work])
       mkdirSync(join(path, app.bundle, dir), { recursive: true });
     writeFileAtomic(
-      join(path, app.bundle, podFiles.ociConfig),
+      appOciConfigPath(path, app.bundle),
       JSON.stringify(buildOciConfig(manifest, runDir, app)),
     );
   }

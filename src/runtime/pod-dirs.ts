@@ -54,6 +54,11 @@ export const podFiles = {
   volumes: 'volumes',
 } as const;
 
+/** An app's OCI config in its pod: the pod dir's own for the first app, `apps/<name>/` for others. */
+export function appOciConfigPath(podPath: string, appBundle: string): string {
+  return join(podPath, appBundle, podFiles.ociConfig);
+}
+
 /** Where `destroy` leaves a short record of pods removed before their end reached the history. */
 export const obituariesDir = 'pod-obituaries';
 

@@ -37,6 +37,7 @@ import { VolumeStore } from './volume-store.js';
 
 // The pod commands import these from here, a start-up entry of `berth run` (.dependency-cruiser.cjs).
 export { appNamePattern, findApp, podApps } from './pod-apps.js';
+export { appOciConfigPath } from './pod-dirs.js';
 export {
   defaultPidsLimit,
   ImageUnavailableError,

@@ -9,7 +9,7 @@ import { BerthError, writeFileAtomic } from '../core/index.js';
 import { endStdin, type NativeChild, spawnNative } from './native-process.js';
 import { shareNamespaces } from './oci-config.js';
 import { type PodAppRun, podApps } from './pod-apps.js';
-import { emptyVolumeDir, podFiles } from './pod-dirs.js';
+import { appOciConfigPath, emptyVolumeDir, podFiles } from './pod-dirs.js';
 import type { AppExit, PodExit, PodManifest } from './pod-manifest.js';
 
 /**
@@ -57,7 +57,7 @@ export function stopSharedNamespaces(shared: SharedNamespaces): void {
 /** Rewrites each app's config.json to join the shared namespaces (their paths name this run's holder). */
 export function joinSharedNamespaces(podPath: string, manifest: PodManifest, shared: SharedNamespaces): void {
   for (const app of podApps(manifest)) {
-    const path = join(podPath, app.bundle, podFiles.ociConfig);
+    const path = appOciConfigPath(podPath, app.bundle);
     const config = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
     writeFileAtomic(path, JSON.stringify(shareNamespaces(config, shared.paths)));
   }
