@@ -8,6 +8,11 @@
  * a last row times berth's own client (`berth image pull`) from the reference registry. Which
  * registry goes first alternates by run, and the disk is flushed before each measured step.
  *
+ * skopeo hashes and writes every byte it pulls, so with ten of them on two cores the clients set
+ * the pull rates more than the servers do. One more row takes the clients out: `concurrent` curl
+ * processes each GET every layer of the image and discard the bytes, which is the rate each
+ * server can serve blobs at on this machine.
+ *
  * Wall-clock on a shared machine says little, so each row also gives the server's CPU seconds
  * (user + system, from /proc) per GiB moved, and each step runs against both registries back to
  * back. After its push the bench waits for each server to go idle (berth writes the rootfs
@@ -83,8 +88,8 @@ async function idle(pid: number | undefined): Promise<void> {
   }
 }
 
-if (!hasCommand('skopeo') || !hasReferenceRegistry) {
-  console.log('registry-peer needs skopeo and docker-registry (scripts/setup installs both)');
+if (!hasCommand('skopeo') || !hasCommand('curl') || !hasReferenceRegistry) {
+  console.log('registry-peer needs skopeo, curl and docker-registry (scripts/setup installs them)');
   process.exit(0);
 }
 
@@ -106,7 +111,9 @@ try {
     diffIds: blobs.map((b) => `sha256:${createHash('sha256').update(gunzipSync(b)).digest('hex')}`),
   });
   const bytes = blobs.reduce((sum, b) => sum + b.length, 0);
-  const rate = (ms: number, times = 1) => `${((times * bytes) / 1024 / 1024 / (ms / 1000)).toFixed(0)} MiB/s`;
+  const layerDigests = blobs.map((b) => `sha256:${createHash('sha256').update(b).digest('hex')}`);
+  const mibPerSecond = (ms: number, times = 1) => ((times * bytes) / 1024 / 1024 / (ms / 1000)).toFixed(0);
+  const rate = (ms: number, times = 1) => `${mibPerSecond(ms, times)} MiB/s`;
 
   const results = new Map<string, Sample[]>();
   const record = (name: string, sample: Sample) => results.set(name, [...(results.get(name) ?? []), sample]);
@@ -132,6 +139,19 @@ try {
       [
         'pull',
         (name, host) => skopeo(['copy', '--quiet', '--src-tls-verify=false', ref(host), out(name, 0)]),
+      ],
+      [
+        `${concurrent} concurrent blob reads (curl, discarded)`,
+        (_, host) =>
+          Promise.all(
+            Array.from({ length: concurrent }, () =>
+              exec('curl', [
+                '--silent',
+                '--fail',
+                ...layerDigests.flatMap((d) => ['-o', '/dev/null', `http://${host}/v2/bench/big/blobs/${d}`]),
+              ]),
+            ),
+          ),
       ],
       [
         `${concurrent} concurrent pulls`,
@@ -178,15 +198,25 @@ try {
   console.log(
     `image: ${(bytes / 1024 / 1024).toFixed(1)} MiB in ${layerCount} gzip'd random layers; skopeo as the client; median of ${runs} run(s)`,
   );
-  console.log(`${''.padEnd(42)} ${'wall'.padStart(9)}  ${'rate'.padStart(9)}  server CPU`);
+  console.log(
+    `${''.padEnd(58)} ${'wall'.padStart(9)}  ${'rate'.padStart(10)}  ${'runs, MiB/s'.padStart(21)}  server CPU`,
+  );
   for (const [name, samples] of results) {
+    // A blob read moves the layers only, a few hundred bytes short of a pull's bytes.
     const many = name.includes('concurrent') ? concurrent : 1;
     const ms = median(samples.map((s) => s.ms));
     const cpu = median(samples.map((s) => s.cpu));
     const perGiB = cpu / ((many * bytes) / 1024 ** 3);
-    const shown = name.includes('after the reply') ? '' : rate(ms, many);
+    const afterReply = name.includes('after the reply');
+    const shown = afterReply ? '' : rate(ms, many);
+    // The runs' slowest and fastest rates: on a shared machine they say how far a median can move.
+    const walls = samples.map((s) => s.ms);
+    const range =
+      afterReply || runs < 2
+        ? ''
+        : `${mibPerSecond(Math.max(...walls), many)}–${mibPerSecond(Math.min(...walls), many)}`;
     console.log(
-      `${name.padEnd(42)} ${fmt(ms).padStart(9)}  ${shown.padStart(9)}  ${cpu.toFixed(2)} s, ${perGiB.toFixed(2)} s/GiB`,
+      `${name.padEnd(58)} ${fmt(ms).padStart(9)}  ${shown.padStart(10)}  ${range.padStart(21)}  ${cpu.toFixed(2)} s, ${perGiB.toFixed(2)} s/GiB`,
     );
   }
 } finally {
