@@ -13,8 +13,10 @@ export interface PoolEntry {
   /** The newest request's: a released volume pin changes an instance's tags between requests. */
   work: AuctionWork;
   readonly deliveries: Delivery[];
-  /** Batches this work has been through without being placed. */
+  /** Batches this work has been through without being placed, for reasons other than room. */
   attempts: number;
+  /** When (ms) it first waited for room, if it has: such waits are bounded by time, not batches. */
+  waitingSince: number | undefined;
   /** The placement error last written on its ActualLRP, so an unchanged one is not rewritten. */
   recordedError: string | undefined;
 }
@@ -53,7 +55,7 @@ export class AuctionPool {
     const key = workKey(work);
     let entry = this.#entries.get(key);
     if (entry === undefined) {
-      entry = { key, work, deliveries: [], attempts: 0, recordedError: undefined };
+      entry = { key, work, deliveries: [], attempts: 0, waitingSince: undefined, recordedError: undefined };
       this.#entries.set(key, entry);
     } else if (delivery !== undefined && !samePlacement(entry.work, work)) {
       // Placed by what it asks for now (its pin released, say); the error recorded was the old one's.
@@ -74,6 +76,25 @@ export class AuctionPool {
   retryOrDrop(entry: PoolEntry): boolean {
     entry.attempts++;
     if (entry.attempts < this.#retryBatches) return false;
+    this.#drop(entry);
+    return true;
+  }
+
+  /**
+   * Work that fits a cell it may use, only not now: it stays for the next batches whatever their
+   * number (a burst of tasks beyond the cells' room would otherwise use up its batches in seconds
+   * and wait out the outbox's visibility timeout), and is given up once it has waited `maxWaitMs`
+   * since its first wait, so work that became obsolete meanwhile (a deleted LRP, a cancelled task)
+   * leaves within that. True when given up.
+   */
+  waitForRoom(entry: PoolEntry, nowMs: number, maxWaitMs: number): boolean {
+    entry.waitingSince ??= nowMs;
+    if (nowMs - entry.waitingSince < maxWaitMs) return false;
+    this.#drop(entry);
+    return true;
+  }
+
+  #drop(entry: PoolEntry): void {
     this.#entries.delete(entry.key);
     // An LRP's outbox row was acked when its error was recorded; a task's row stays and comes back
     // after the visibility timeout, so dropping it here loses nothing.
@@ -81,7 +102,6 @@ export class AuctionPool {
       if (d.kind === 'lrp') d.pending.delete(entry.key);
       else this.#open.delete(d);
     }
-    return true;
   }
 
   /** The work is placed (or obsolete): out of the pool, and its outbox rows may be acked. */

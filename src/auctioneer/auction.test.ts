@@ -92,7 +92,37 @@ describe('auction: zones', () => {
     const cells = [cell('z2-a', 'z2'), cell('z3-a', 'z3')];
     const r = auction({ lrps: [lrp(g, 3)], tasks: [] }, cells, { zones });
     assert.deepEqual(r.placements, []);
-    assert.deepEqual(r.failures, [{ work: lrp(g, 3), reason: 'no room in zone z1' }]);
+    // No cell in z1 at all: nothing there could ever hold it, so it does not wait for room.
+    assert.deepEqual(r.failures, [{ work: lrp(g, 3), reason: 'no room in zone z1', waitsForRoom: false }]);
+  });
+  it('work waits for room when an empty cell it may use could hold it, and only then', () => {
+    const g = guidPreferring(0);
+    const full = { memory_mb: 256, disk_mb: 1024, containers: 2 };
+    const capacity = { memory_mb: 256, disk_mb: 4096, containers: 10 };
+    const cells = ['z1', 'z2', 'z3'].map((z) => cell(`${z}-a`, z, { capacity, used: full }));
+    const r = auction({ lrps: [lrp(g, 3), lrp(g, 0), lrp('big', 0, 512)], tasks: [task('t')] }, cells, {
+      zones,
+    });
+    assert.deepEqual(r.placements, []);
+    const byWork = new Map(
+      r.failures.map((f) => [
+        f.work.kind === 'lrp' ? `${f.work.process_guid}/${f.work.index}` : f.work.task_guid,
+        f,
+      ]),
+    );
+    assert.deepEqual(
+      [...byWork].map(([k, f]) => [k, f.waitsForRoom, f.reason]).sort(),
+      [
+        [
+          'big/0',
+          false,
+          'insufficient resources: no cell it may use could hold it (512 MB memory, 128 MB disk)',
+        ],
+        [`${g}/0`, true, 'insufficient resources: no cell in any zone has room'],
+        [`${g}/3`, true, 'no room in zone z1'],
+        ['t', true, 'insufficient resources: no cell in any zone has room'],
+      ].sort(),
+    );
   });
   it('a fallback never takes the room an index > 1 instance needs at home', () => {
     // z1 has room for one instance. An index-1 instance whose own zone z3 is full is listed first,
@@ -160,7 +190,11 @@ describe('auction: cells', () => {
     assert.equal(where.get('ml'), 'gpu');
     assert.equal(where.get('web'), 'plain');
     assert.deepEqual(r.failures, [
-      { work: lrp('x', 0, 128, ['ssd']), reason: 'found no compatible cell for placement tags [ssd]' },
+      {
+        work: lrp('x', 0, 128, ['ssd']),
+        reason: 'found no compatible cell for placement tags [ssd]',
+        waitsForRoom: false,
+      },
     ]);
   });
   it("optional tags: a cell takes work carrying them, but work never needs them (Diego's rule)", () => {

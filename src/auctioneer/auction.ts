@@ -75,6 +75,12 @@ export interface Placement {
 export interface PlacementFailure {
   readonly work: AuctionWork;
   readonly reason: string;
+  /**
+   * The work would fit a cell it may go to if that cell were empty: it waits for room (a container
+   * that ends, a cell that appears), as an unschedulable pod waits in Kubernetes' scheduler, rather
+   * than failing its batch. False when no cell it may go to could ever hold it (tags, zone, size).
+   */
+  readonly waitsForRoom: boolean;
 }
 
 export interface AuctionResult {
@@ -277,6 +283,30 @@ export function auction(
   }
 
   /**
+   * Whether some live cell w may use (its tags; `zone`, or any zone when undefined; its pinned
+   * cell, if pinned) could hold it when empty. Memoized by what decides it: a batch has few shapes.
+   */
+  const couldEverFit = new Map<string, boolean>();
+  function fitsSomeEmptyCell(w: AuctionWork, zone: number | undefined): boolean {
+    const pin = pinnedCell(w);
+    const key = [tagKey(w.placement_tags), zone ?? '', pin ?? '', w.memory_mb, w.disk_mb].join('\u0001');
+    let answer = couldEverFit.get(key);
+    if (answer === undefined) {
+      answer = live.some(
+        (c) =>
+          (zone === undefined || zoneOf.get(c.zone) === zone) &&
+          (pin === undefined || c.cell_id === pin) &&
+          cellMatchesTags(c, w.placement_tags) &&
+          w.memory_mb <= c.capacity.memory_mb &&
+          w.disk_mb <= c.capacity.disk_mb &&
+          c.capacity.containers >= 1,
+      );
+      couldEverFit.set(key, answer);
+    }
+    return answer;
+  }
+
+  /**
    * The best fitting cell of a heap for w, or -1. Cells come off the heap in (load, rank) order;
    * since a score is never below its load, the search stops at the first cell whose load cannot
    * beat the best score so far. Typically one or two pops.
@@ -359,7 +389,7 @@ export function auction(
     const guid = workGuid(w);
     const heaps = zoneHeaps(w);
     if (heaps.every((h) => h === undefined)) {
-      failures.push({ work: w, reason: noMatchingCellReason(w, n, cells) });
+      failures.push({ work: w, reason: noMatchingCellReason(w, n, cells), waitsForRoom: false });
       continue;
     }
     const preferred =
@@ -373,7 +403,12 @@ export function auction(
       }
     }
     if (mayLeaveZone(w)) fallback.push({ w, preferred });
-    else failures.push({ work: w, reason: `no room in zone ${zoneNames[preferred] ?? '(none)'}` });
+    else
+      failures.push({
+        work: w,
+        reason: `no room in zone ${zoneNames[preferred] ?? '(none)'}`,
+        waitsForRoom: fitsSomeEmptyCell(w, preferred),
+      });
   }
 
   // Pass 2: index ≤ 1 and tasks that did not fit at home try the other zones.
@@ -402,11 +437,14 @@ export function auction(
       continue;
     }
     const pin = pinnedCell(w);
+    const waitsForRoom = fitsSomeEmptyCell(w, undefined);
     const reason =
-      pin === undefined
-        ? 'insufficient resources: no cell in any zone has room'
-        : pinnedCellReason(pin, cells);
-    failures.push({ work: w, reason });
+      pin !== undefined
+        ? pinnedCellReason(pin, cells)
+        : waitsForRoom
+          ? 'insufficient resources: no cell in any zone has room'
+          : `insufficient resources: no cell it may use could hold it (${w.memory_mb} MB memory, ${w.disk_mb} MB disk)`;
+    failures.push({ work: w, reason, waitsForRoom });
   }
 
   return { placements, failures };

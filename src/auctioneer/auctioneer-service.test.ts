@@ -209,6 +209,55 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     assert.equal(again.taken, 1);
   });
 
+  it('keeps a task that waits for room past retryBatches, and places it once room appears', async () => {
+    const rep = await cell('cell-a', 'z1', 1);
+    await bbs.desireTask(taskDefinition('t-first'));
+    await bbs.desireTask(taskDefinition('t-second'));
+    const service = auctioneer({ retryBatches: 1 });
+    const first = await service.runOnce();
+    assert.equal(first.placed, 1);
+    assert.equal(first.dropped, 0, 'the task that lacks room is not given up');
+    for (let i = 0; i < 5; i++) assert.equal((await service.runOnce()).dropped, 0);
+    assert.equal(service.pending, 1);
+    const [placedFirst] = [...rep.tasks.keys()];
+    assert.ok(placedFirst);
+    rep.tasks.delete(placedFirst);
+    const later = await service.runOnce();
+    assert.equal(later.placed, 1);
+    assert.equal(service.pending, 0);
+    assert.equal(rep.tasks.size, 1);
+  });
+
+  it('gives up waiting for room after roomWaitMs, and the outbox brings the task back', async () => {
+    await cell('cell-a', 'z1', 1);
+    await bbs.desireTask(taskDefinition('t-first'));
+    await bbs.desireTask(taskDefinition('t-second'));
+    const service = auctioneer({ roomWaitMs: 5_000 });
+    assert.equal((await service.runOnce()).placed, 1);
+    clock.advance(4_000);
+    assert.equal((await service.runOnce()).dropped, 0);
+    clock.advance(1_000);
+    assert.equal((await service.runOnce()).dropped, 1);
+    assert.equal(service.pending, 0);
+    assert.equal((await bbs.countRecords()).start_requests, 1, 'its request is still in the outbox');
+  });
+
+  it('takes nothing more from the outbox while its pool holds a batch of waiting work', async () => {
+    await cell('cell-a', 'z1', 1);
+    for (const guid of ['t-1', 't-2', 't-3']) await bbs.desireTask(taskDefinition(guid));
+    const service = auctioneer({ batchSize: 1 });
+    assert.deepEqual(await taken(service), { taken: 1, placed: 1 });
+    assert.deepEqual(await taken(service), { taken: 1, placed: 0 });
+    assert.equal(service.pending, 1);
+    assert.deepEqual(await taken(service), { taken: 0, placed: 0 }, 'the pool is full: the outbox keeps t-3');
+    assert.equal(service.pending, 1);
+  });
+
+  async function taken(service: AuctioneerService): Promise<{ taken: number; placed: number }> {
+    const report = await service.runOnce();
+    return { taken: report.taken, placed: report.placed };
+  }
+
   it('auctions work handed over in process (the converger kick) once', async () => {
     const rep = await cell('cell-a', 'z1', 4);
     await bbs.desireTask(taskDefinition('t-kicked'));
@@ -251,6 +300,43 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
       await rep.heartbeat(presenceTtl);
       off();
       assert.equal(woken, 0);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('retries work waiting for room at once when a task ends, with the interval at an hour', async () => {
+    const rep = await cell('cell-a', 'z1', 1);
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+      config: { batchIntervalMs: 3_600_000 },
+      now: clock.now,
+      onStoreEvents: (listener) => bbs.onEvents(listener),
+    });
+    service.start();
+    try {
+      await bbs.desireTask(taskDefinition('t-first'));
+      await bbs.desireTask(taskDefinition('t-second'));
+      const settled = () => rep.tasks.size === 1 && service.pending === 1;
+      for (let i = 0; i < 300 && !settled(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(settled(), 'one task placed, the other waiting for room');
+      const [guid] = [...rep.tasks.keys()];
+      assert.ok(guid);
+      const running = await bbs.getTask({ task_guid: guid });
+      // The cell ends the task and deletes its container: room, and a task_changed event.
+      rep.tasks.delete(guid);
+      await bbs.completeTask({
+        task_guid: guid,
+        expected: running.modification_tag,
+        cell_id: 'cell-a',
+        failed: false,
+        failure_reason: '',
+        result: '',
+      });
+      for (let i = 0; i < 300 && rep.tasks.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(rep.tasks.size, 1, 'the waiting task is placed, not an hour later');
+      assert.ok(!rep.tasks.has(guid));
     } finally {
       await service.stop();
     }

@@ -50,6 +50,12 @@ export interface AuctioneerConfig {
   readonly visibilityMs?: number;
   /** Batches a refused or unplaceable piece of work is retried in memory before it is dropped (default 10). */
   readonly retryBatches?: number;
+  /**
+   * How long work that only lacks room now (it fits an empty cell it may use) waits in memory,
+   * whatever the number of batches, before it is dropped (default: `visibilityMs`, so a task's
+   * request comes back from the outbox about when it is dropped).
+   */
+  readonly roomWaitMs?: number;
   /** Cell state fetches and work submissions in flight at once (default 32). */
   readonly concurrency?: number;
   readonly colocationWeight?: number;
@@ -91,6 +97,13 @@ const startRequestEvents: ReadonlySet<string> = new Set([
   'actual_lrp_changed',
   'task_created',
 ]);
+
+/**
+ * Events that may mean room on a cell: a task that ended (its container is deleted right after)
+ * or went, an instance that went. They wake the auctioneer only while work waits in its pool.
+ * (An instance that crashed or stopped is `actual_lrp_changed`, above.)
+ */
+const roomEvents: ReadonlySet<string> = new Set(['task_changed', 'task_removed', 'actual_lrp_removed']);
 
 /**
  * Woken batches start at least this far apart, so a storm of events still batches its work: each
@@ -200,7 +213,11 @@ export class AuctioneerService {
   async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { batchIntervalMs } = this.#options.config;
     const unsubscribe = this.#options.onStoreEvents?.((types) => {
-      if (types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
+      if (this.#pool.size > 0 && types.some((t) => roomEvents.has(t))) {
+        // The kept cell states may show less room than there is now: read them all again.
+        this.#cellStates.clear();
+        this.#wakeup.wake();
+      } else if (types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
     });
     try {
       await runLoop({
@@ -232,6 +249,11 @@ export class AuctioneerService {
     return this.#loop.stop();
   }
 
+  /** How long work may wait in the pool for room (see AuctionPool.waitForRoom). */
+  #roomWaitMs(): number {
+    return this.#options.config.roomWaitMs ?? this.#options.config.visibilityMs ?? 30_000;
+  }
+
   /** The batch size: the configured one, or the default for the cells the last batch saw. */
   #batchSize(): number {
     return this.#options.config.batchSize ?? Math.max(1_000, 10 * this.#liveCells);
@@ -243,10 +265,15 @@ export class AuctioneerService {
     if (signal.aborted) return this.#report(0, 0, emptyRound, started);
     const batchSize = this.#batchSize();
     const visibility = config.visibilityMs ?? 30_000;
-    const [lrpDeliveries, taskDeliveries] = await Promise.all([
-      bbs.takeStartRequests({ limit: batchSize, visibility_ms: visibility }),
-      bbs.takeTaskStartRequests({ limit: batchSize, visibility_ms: visibility }),
-    ]);
+    // A pool holding a batch's worth of work (waiting for room, mostly) takes no more: the outbox
+    // is the queue, and an auction over all of it would cost each batch more and more.
+    const [lrpDeliveries, taskDeliveries] =
+      this.#pool.size >= batchSize
+        ? [[], []]
+        : await Promise.all([
+            bbs.takeStartRequests({ limit: batchSize, visibility_ms: visibility }),
+            bbs.takeTaskStartRequests({ limit: batchSize, visibility_ms: visibility }),
+          ]);
     let taken = 0;
     for (const d of lrpDeliveries) {
       const works = lrpWorkFromStartRequest(d.request);
@@ -372,7 +399,10 @@ export class AuctioneerService {
           continue;
         }
       }
-      if (this.#pool.retryOrDrop(entry)) dropped++;
+      const givenUp = failure.waitsForRoom
+        ? this.#pool.waitForRoom(entry, this.#now().getTime(), this.#roomWaitMs())
+        : this.#pool.retryOrDrop(entry);
+      if (givenUp) dropped++;
     }
     for (const key of retryKeys) {
       const entry = this.#pool.get(key);

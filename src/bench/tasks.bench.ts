@@ -4,7 +4,8 @@
  * COMPLETED latency (created_at → first_completed_at) at p50 and p99, on SQLite and PostgreSQL
  * (`BENCH_BACKENDS=sqlite` for one). Server and cells share this process and its event loop.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, startBbsServer } from '../api/index.js';
@@ -16,8 +17,38 @@ import { closeCells, fmt } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
-/** Per cell: more at once only adds CPU contention on a small machine (300 at once took a 2-core host to a load of 300). */
-const containersPerCell = 16;
+/**
+ * Per cell: more at once only adds CPU contention on a small machine (300 at once took a 2-core
+ * host to a load of 300). `TASKS_PER_CELL` sets it.
+ */
+const containersPerCell = Number(process.env.TASKS_PER_CELL ?? 16);
+
+/** The whole machine's busy CPU seconds so far (every process, from /proc/stat), and its cores. */
+function machineBusySeconds(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.split(/\s+/).slice(1).map(Number) ?? [];
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  const busy = cpu.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
+  return busy / ticksPerSecond;
+}
+const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/**
+ * CPU seconds of this process (server and cells share it) and of its children it has waited for
+ * (runc, CNI plugins and other commands the cells run; not the pods' stage-1 holders, which
+ * outlive their spawner's wait), from /proc/self/stat.
+ */
+function ownAndChildrenSeconds(): { own: number; children: number } {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  // utime, stime, cutime, cstime are fields 14–17 (11–14 after the command name).
+  return {
+    own: ((f[11] ?? 0) + (f[12] ?? 0)) / ticksPerSecond,
+    children: ((f[13] ?? 0) + (f[14] ?? 0)) / ticksPerSecond,
+  };
+}
 
 async function measure(backend: BenchBackend): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
@@ -51,6 +82,8 @@ async function measure(backend: BenchBackend): Promise<void> {
       );
     }
     const started = Date.now();
+    const busyAtStart = machineBusySeconds();
+    const processAtStart = ownAndChildrenSeconds();
     for (let i = 0; i < count; i++) {
       await server.store.desireTask({
         task_guid: `bench-${i}`,
@@ -70,6 +103,9 @@ async function measure(backend: BenchBackend): Promise<void> {
     while ((await server.store.countRecords()).tasks.COMPLETED < count)
       await new Promise((r) => setTimeout(r, 500));
     const elapsed = Date.now() - started;
+    const busy = machineBusySeconds() - busyAtStart;
+    const processNow = ownAndChildrenSeconds();
+    const perTask = (seconds: number) => fmt((seconds * 1000) / count);
     const completed = (await server.store.listTasks({ domain: 'bench' })).filter(
       (t) => t.state === 'COMPLETED',
     );
@@ -82,7 +118,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     const pct = (p: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
     console.log(
-      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}`,
+      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.own - processAtStart.own)}, the commands they ran ${perTask(processNow.children - processAtStart.children)}`,
     );
   } finally {
     await closeCells(cells);
