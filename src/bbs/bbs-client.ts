@@ -1,13 +1,18 @@
-import { type BerthError, HttpJsonClient, type PeerClientOptions, type ServerUrls } from '../core/index.js';
+import {
+  type BerthError,
+  ConcurrencyGate,
+  HttpJsonClient,
+  type PeerClientOptions,
+  type ServerUrls,
+} from '../core/index.js';
 import type { BbsStore } from './bbs-store.js';
 import type { BbsEvent } from './bbs-store-log.js';
 import { CasConflictError } from './cas-conflict-error.js';
 import { type BbsOperationName, bbsOperationPaths } from './http/bbs-operations.js';
-import { RequestGate } from './request-gate.js';
 
 /** The per-request timeout defaults to 30 s; a timeout is an `unavailable` error (retryable). */
 export interface BbsClientOptions extends PeerClientOptions {
-  /** Requests in flight at once (default 16); the rest wait their turn (`RequestGate`). */
+  /** Requests in flight at once (default 16); the rest wait their turn (`ConcurrencyGate`). */
   readonly maxInFlight?: number;
 }
 
@@ -20,7 +25,7 @@ export class BbsClient implements BbsStore {
   readonly #http: HttpJsonClient;
   /** Heartbeats only, over a connection of their own (`ownConnectionFetch`). */
   readonly #presence: HttpJsonClient;
-  readonly #gate: RequestGate;
+  readonly #gate: ConcurrencyGate;
 
   constructor(baseUrl: ServerUrls, options: BbsClientOptions = {}) {
     const { maxInFlight = 16, ...peer } = options;
@@ -31,7 +36,7 @@ export class BbsClient implements BbsStore {
       peer: 'the BBS',
       mapError: withCasCurrent,
     });
-    this.#gate = new RequestGate(maxInFlight);
+    this.#gate = new ConcurrencyGate(maxInFlight);
   }
 
   /** The server requests go to now (several given: the one that answered last). */

@@ -43,6 +43,7 @@ const cell: CommandHandler = {
     }
     const logSizeText = stringOption(ctx.values, 'log-size-max');
     const logSizeMax = logSizeText === undefined ? undefined : parseLogSizeMax(logSizeText);
+    const maxConcurrentStarts = optionalPositiveInt(ctx, 'max-concurrent-starts');
     const store = openImageStore(dir);
     const history = new HistoryClient(bbsUrls, token ? { token } : {});
     const cellId = stringOption(ctx.values, 'id') ?? hostname();
@@ -83,6 +84,7 @@ const cell: CommandHandler = {
       },
       portRange: { from: Number(portMatch[1]), to: Number(portMatch[2]) },
       ...(logSizeMax !== undefined ? { logSizeMax } : {}),
+      ...(maxConcurrentStarts !== undefined ? { maxConcurrentStarts } : {}),
       log,
       taskOutputs: new TaskOutputClient(bbsUrls, token ? { token } : {}),
       postHistory: async (batch) => {

@@ -160,6 +160,12 @@ export const daemonCommandTable: readonly CommandEntry[] = [
         description: 'Disk offered to work',
       },
       containers: { type: 'string', valueName: 'N', default: '100', description: 'Most containers at once' },
+      'max-concurrent-starts': {
+        type: 'string',
+        valueName: 'N',
+        default: "this machine's cores",
+        description: 'Most containers starting at once (the rest wait their turn)',
+      },
       listen: {
         type: 'string',
         valueName: 'HOST:PORT',

@@ -40,6 +40,7 @@ export {
   privateAddressKind,
   refusedCallbackTarget,
 } from './callback-target.js';
+export { ConcurrencyGate } from './concurrency-gate.js';
 export { formatDuration, parseDuration } from './duration.js';
 export { redactEnv, redactedEnvValue } from './env-redaction.js';
 export {

@@ -46,6 +46,8 @@ export interface CellOptions {
   readonly portRange?: { readonly from: number; readonly to: number };
   /** Bytes at which each container's log rotates; the runtime's default (10 MiB) otherwise. */
   readonly logSizeMax?: number;
+  /** Containers prepared and started at once (`ExecutorOptions.maxConcurrentStarts`). */
+  readonly maxConcurrentStarts?: number;
   readonly log?: (message: string) => void;
   /** Where task outputs are uploaded (the server's TaskOutputClient); without it tasks declaring outputs fail. */
   readonly taskOutputs?: TaskOutputUploader;
@@ -75,6 +77,9 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     hostAddress: options.address,
     ...(options.portRange ? { portRange: options.portRange } : {}),
     ...(options.logSizeMax !== undefined ? { logSizeMax: options.logSizeMax } : {}),
+    ...(options.maxConcurrentStarts !== undefined
+      ? { maxConcurrentStarts: options.maxConcurrentStarts }
+      : {}),
     ...(options.pollIntervalMs !== undefined
       ? { pollIntervalMs: Math.max(100, options.pollIntervalMs / 2) }
       : {}),

@@ -1,11 +1,12 @@
 /**
- * At most `width` calls in flight; the rest wait in arrival order. The BBS client goes through
- * one, so a rep handed a hundred instances at once sends its claims a few at a time over reused
- * connections instead of opening a hundred: the scale harness (1,000 cells) showed an unbounded
- * burst overflowing the server's listen backlog (connect timeouts, ECONNRESET), which failed the
- * claims and left their instances stranded.
+ * At most `width` calls in flight; the rest wait in arrival order.
+ * - The BBS client goes through one, so a rep handed a hundred instances at once sends its claims
+ *   a few at a time over reused connections instead of opening a hundred: the scale harness
+ *   (1,000 cells) showed an unbounded burst overflowing the server's listen backlog (connect
+ *   timeouts, ECONNRESET), which failed the claims and left their instances stranded.
+ * - A cell's executor starts its containers through one (see `ExecutorOptions.maxConcurrentStarts`).
  */
-export class RequestGate {
+export class ConcurrencyGate {
   readonly #width: number;
   #running = 0;
   readonly #waiting: (() => void)[] = [];

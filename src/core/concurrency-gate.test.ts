@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestGate } from './request-gate.js';
+import { ConcurrencyGate } from './concurrency-gate.js';
 
-describe('RequestGate', () => {
+describe('ConcurrencyGate', () => {
   it('keeps at most its width in flight and starts the rest in arrival order', async () => {
-    const gate = new RequestGate(2);
+    const gate = new ConcurrencyGate(2);
     const started: number[] = [];
     const release: (() => void)[] = [];
     let peak = 0;
@@ -29,7 +29,7 @@ describe('RequestGate', () => {
   });
 
   it('frees the slot of a call that fails', async () => {
-    const gate = new RequestGate(1);
+    const gate = new ConcurrencyGate(1);
     await assert.rejects(
       gate.run(async () => Promise.reject(new Error('boom'))),
       /boom/,
