@@ -1,6 +1,47 @@
-import { cellVolumeName, mainAppName, type PodSidecar, type VolumeMount } from '../bbs/index.js';
+import {
+  cellVolumeName,
+  mainAppName,
+  type PodSidecar,
+  type PortMapping,
+  type VolumeMount,
+} from '../bbs/index.js';
 import type { MountSpec, PodRuntime, PrepareOptions, ResolvedImage, VolumeSpec } from '../runtime/index.js';
-import type { ContainerTags } from './container-state.js';
+import { type ContainerRunSpec, sharedDirPath } from './container-run-spec.js';
+import type { ContainerResource, ContainerTags } from './container-state.js';
+
+/** The pod label that carries the container's identity, so a restarted executor finds it again. */
+export const containerLabel = 'berth.executor.container';
+
+/**
+ * Everything a container's pod is prepared with: its command and env (with `PORT`, and an
+ * instance's `INSTANCE_INDEX` and `INSTANCE_GUID`), its memory limit, a private network with the
+ * container's host ports, its volumes, sidecars and shared files, and the label with the
+ * container's identity.
+ */
+export function containerPrepareOptions(
+  container: { readonly guid: string; readonly tags: ContainerTags; readonly resource: ContainerResource },
+  spec: ContainerRunSpec,
+  ports: readonly PortMapping[],
+  logSizeMax: number | undefined,
+): PrepareOptions {
+  const { guid, tags, resource } = container;
+  const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
+  if (spec.ports[0] !== undefined) env.push(`PORT=${spec.ports[0]}`);
+  if (tags.kind === 'lrp') env.push(`INSTANCE_INDEX=${tags.index}`, `INSTANCE_GUID=${tags.instance_guid}`);
+  return {
+    ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
+    env,
+    name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
+    memoryBytes: resource.memory_mb > 0 ? Math.max(6, resource.memory_mb) * 1024 * 1024 : null,
+    net: 'private',
+    ports: [...ports],
+    ...(logSizeMax !== undefined ? { logSizeMax } : {}),
+    labels: { [containerLabel]: JSON.stringify({ guid, tags, resource, spec }) },
+    ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
+    ...(spec.volumes !== undefined ? podVolumeOptions(spec.volumes, tags) : {}),
+    ...(spec.sidecars !== undefined ? podSidecarOptions(spec.sidecars) : {}),
+  };
+}
 
 /**
  * A container's volumes and sidecars as its pod is prepared with them.

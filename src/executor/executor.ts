@@ -13,8 +13,8 @@ import {
   readInLayeredRoot,
   readLogTail,
 } from '../runtime/index.js';
-import { podSidecarOptions, podVolumeOptions, resolveSidecarImages } from './container-pod-options.js';
-import { type ContainerRunSpec, sharedDirPath } from './container-run-spec.js';
+import { containerLabel, containerPrepareOptions, resolveSidecarImages } from './container-pod-options.js';
+import type { ContainerRunSpec } from './container-run-spec.js';
 import {
   assertContainerTransition,
   type ContainerResource,
@@ -76,7 +76,6 @@ interface Record_ {
   exitWatched?: boolean;
 }
 
-const labelPrefix = 'berth.executor.';
 const resultFileLimit = 10 * 1024;
 
 /**
@@ -123,7 +122,7 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
 
   #adopt(pod: PodInfo): void {
     const labels = pod.manifest?.labels ?? {};
-    const raw = labels[`${labelPrefix}container`];
+    const raw = labels[containerLabel];
     if (!raw || pod.state === 'exited-garbage' || pod.state === 'garbage' || pod.state === 'deleting') return;
     const saved = JSON.parse(raw) as {
       guid: string;
@@ -254,12 +253,6 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     let mappings: PortMapping[] = [];
     try {
       mappings = this.#hostPorts.take(spec.ports);
-      const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
-      if (spec.ports[0] !== undefined) env.push(`PORT=${spec.ports[0]}`);
-      if (record.tags.kind === 'lrp') {
-        env.push(`INSTANCE_INDEX=${record.tags.index}`, `INSTANCE_GUID=${record.tags.instance_guid}`);
-      }
-      const saved = JSON.stringify({ guid, tags: record.tags, resource: record.resource, spec });
       const image = await this.#options.runtime.resolveImage(spec.image);
       const sideImages = await resolveSidecarImages(this.#options.runtime, spec.sidecars);
       // Prepared and started through the gate: a burst of starts beyond the machine's cores only
@@ -267,20 +260,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       const prepared = await this.#starts.run(async () => {
         // Deleted while it waited its turn: nothing was made.
         if (record.state !== 'INITIALIZING') return undefined;
-        const pod = await this.#pods.prepare(spec.image, image, sideImages, {
-          ...(spec.command && spec.command.length > 0 ? { command: spec.command } : {}),
-          env,
-          name: guid.replace(/[^a-zA-Z0-9_.-]/g, '-').slice(0, 63),
-          memoryBytes:
-            record.resource.memory_mb > 0 ? Math.max(6, record.resource.memory_mb) * 1024 * 1024 : null,
-          net: 'private',
-          ports: mappings,
-          ...(this.#options.logSizeMax !== undefined ? { logSizeMax: this.#options.logSizeMax } : {}),
-          labels: { [`${labelPrefix}container`]: saved },
-          ...(spec.shared_files ? { sharedDir: sharedDirPath, sharedFiles: spec.shared_files } : {}),
-          ...(spec.volumes !== undefined ? podVolumeOptions(spec.volumes, record.tags) : {}),
-          ...(spec.sidecars !== undefined ? podSidecarOptions(spec.sidecars) : {}),
-        });
+        const pod = await this.#pods.prepare(
+          spec.image,
+          image,
+          sideImages,
+          containerPrepareOptions(record, spec, mappings, this.#options.logSizeMax),
+        );
         record.podUuid = pod.location.uuid;
         if (record.state !== 'INITIALIZING') {
           // Deleted while preparing: leave the pod to gc as a failed prepare.
