@@ -334,13 +334,25 @@ export interface CellPassRequest {
   readonly stop_limit: number;
   /** How long the taken stop requests stay hidden unless acknowledged. */
   readonly visibility_ms: number;
+  /**
+   * The `digest` of the lists the rep holds from its last pass: when no stop was taken and the
+   * cell's records still have that digest, the answer is `unchanged` and carries no lists.
+   */
+  readonly known_digest?: string;
 }
 export interface CellPass {
   readonly stops: readonly StopRequestDelivery[];
-  /** Every ActualLRP of the cell, evacuating copies included (`listActualLRPs({cell_id})`). */
+  /**
+   * Every ActualLRP of the cell, evacuating copies included (`listActualLRPs({cell_id})`); empty
+   * when `unchanged`.
+   */
   readonly actual_lrps: readonly ActualLRP[];
-  /** Every task of the cell (`listTasks({cell_id})`). */
+  /** Every task of the cell (`listTasks({cell_id})`); empty when `unchanged`. */
   readonly tasks: readonly Task[];
+  /** The digest of the cell's records (`cellPassDigest`), to send back as `known_digest`. */
+  readonly digest: string;
+  /** The records have the `known_digest` the rep sent: its lists are still the cell's. */
+  readonly unchanged?: boolean;
 }
 export interface AckRequestsRequest {
   readonly ids: readonly number[];

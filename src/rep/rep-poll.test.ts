@@ -105,4 +105,40 @@ describe('Rep polling pass', () => {
     assert.equal(executor.get(two.instance_guid), undefined, 'the stopped container is gone');
     assert.equal((await store.countRecords()).stop_requests, 0, 'the stop request was acknowledged');
   });
+
+  it('an idle pass sends back the digest it was given and is answered without the lists, and still acts on a change', async () => {
+    const answers: { known: boolean; unchanged: boolean; listed: number }[] = [];
+    const counted = withMethod(bbs, 'cellPass', async (req: Parameters<BbsStore['cellPass']>[0]) => {
+      const pass = await bbs.cellPass(req);
+      answers.push({
+        known: req.known_digest !== undefined,
+        unchanged: pass.unchanged === true,
+        listed: pass.actual_lrps.length,
+      });
+      return pass;
+    });
+    rep.stop();
+    ({ rep, executor } = await startedSimulatedRep(counted, dir));
+    await store.desireLRP(desiredDefinition('p1', 3));
+    await rep.perform({ lrps: [0, 1, 2].map(work), tasks: [] });
+    await allRunning(3);
+    await rep.poll();
+    answers.length = 0;
+    await rep.poll();
+    await rep.poll();
+    assert.deepEqual(answers, [
+      { known: true, unchanged: true, listed: 0 },
+      { known: true, unchanged: true, listed: 0 },
+    ]);
+    // An instance moved to another cell: the digest no longer matches, the lists come whole, and
+    // the container of the instance that left is deleted as before.
+    const [first] = await store.listActualLRPs({ cell_id: 'cell-1' });
+    assert.ok(first);
+    await moveToAnotherCell(store, first);
+    answers.length = 0;
+    await rep.poll();
+    assert.deepEqual(answers, [{ known: true, unchanged: false, listed: 2 }]);
+    assert.equal(executor.get(first.instance_guid), undefined, 'its container is deleted');
+    assert.equal(executor.list().length, 2);
+  });
 });

@@ -3,6 +3,7 @@ import {
   type BbsStore,
   type CellCapacity,
   type CellPacing,
+  type CellPass,
   cellPlacementTag,
   heartbeatsPerTtl,
 } from '../bbs/index.js';
@@ -87,6 +88,11 @@ export class Rep {
   readonly #inFlight = new Map<string, Promise<void>>();
   /** Each LRP container's record as this rep last claimed, wrote or listed it. */
   readonly #known: KnownRecords;
+  /**
+   * The lists of the last pass that took no stop, with their digest: sent back, it lets the BBS
+   * answer "unchanged" instead of the lists when none of the cell's records moved since.
+   */
+  #lastLists: Pick<CellPass, 'actual_lrps' | 'tasks' | 'digest'> | undefined;
 
   constructor(options: RepOptions) {
     this.#options = options;
@@ -282,8 +288,21 @@ export class Rep {
       // One request: the stop requests taken, then this cell's records and tasks. BBS first, then
       // containers: a container that appears in between is seen as a container, never as a "No
       // Container" row for a record this cell just claimed.
-      const pass = await bbs.cellPass({ cell_id: cellId, stop_limit: 100, visibility_ms: 30_000 });
+      const known = this.#lastLists;
+      const pass = await bbs.cellPass({
+        cell_id: cellId,
+        stop_limit: 100,
+        visibility_ms: 30_000,
+        ...(known?.digest ? { known_digest: known.digest } : {}),
+      });
       const { stops } = pass;
+      if (pass.unchanged && !known) {
+        this.#lastLists = undefined;
+        throw new Error('the BBS answered "unchanged" to a pass that sent no digest');
+      }
+      const lists = pass.unchanged && known ? known : pass;
+      // Lists re-read after stops have no digest: the next pass asks for them whole.
+      this.#lastLists = stops.length === 0 ? lists : undefined;
       // Stops run side by side: each may wait out its app's graceful-stop timeout.
       await Promise.all(
         stops.map((stop) =>
@@ -293,8 +312,8 @@ export class Rep {
       if (stops.length > 0) await bbs.ackStopRequests({ ids: stops.map((s) => s.id) });
       // Stopping may have taken a graceful-stop timeout, and moved records: after stops, the
       // lists are read again (rare; a pass with nothing to stop stays one request).
-      const mine = stops.length > 0 ? await bbs.listActualLRPs({ cell_id: cellId }) : pass.actual_lrps;
-      const tasks = stops.length > 0 ? await bbs.listTasks({ cell_id: cellId }) : pass.tasks;
+      const mine = stops.length > 0 ? await bbs.listActualLRPs({ cell_id: cellId }) : lists.actual_lrps;
+      const tasks = stops.length > 0 ? await bbs.listTasks({ cell_id: cellId }) : lists.tasks;
       // The records this cell holds, by instance: a container reconciles against its own record
       // from this one list instead of reading it again (a read per container per pass was most of
       // an idle cluster's requests). A container whose record is not here (given back, claimed
@@ -333,6 +352,8 @@ export class Rep {
         await reconcileLostTask(this.#ctx, task);
       }
     } catch (err) {
+      // The next pass asks for the lists whole.
+      this.#lastLists = undefined;
       this.#ctx.log(`poll: ${String(err)}`);
     }
   }

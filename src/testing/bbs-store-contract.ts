@@ -256,6 +256,86 @@ export function describeBbsStoreContract(
         );
       });
 
+      it('a cell pass sent the digest it gave answers "unchanged" until one of the cell’s records moves', async () => {
+        const d = await desire(2);
+        const id = `digest-${randomUUID()}`;
+        const other = `digest-other-${randomUUID()}`;
+        const started = [];
+        for (const [index, cellId] of [id, other].entries()) {
+          const a = await actual(d.process_guid, index);
+          started.push(
+            await store.startActualLRP({
+              process_guid: d.process_guid,
+              index,
+              expected: a.modification_tag,
+              instance_key: cell(cellId),
+              net_info: net,
+            }),
+          );
+        }
+        const t = await store.desireTask(desiredTask(`digest-task-${randomUUID()}`));
+        const running = await store.startTask({
+          task_guid: t.task_guid,
+          expected: t.modification_tag,
+          cell_id: id,
+        });
+        const pass = (known_digest?: string) =>
+          store.cellPass({
+            cell_id: id,
+            stop_limit: 10,
+            visibility_ms: 60_000,
+            ...(known_digest ? { known_digest } : {}),
+          });
+
+        const whole = await pass();
+        assert.equal(whole.unchanged, undefined);
+        assert.equal(whole.actual_lrps.length, 1);
+        assert.equal(whole.tasks.length, 1);
+        const same = await pass(whole.digest);
+        assert.equal(same.unchanged, true);
+        assert.deepEqual([same.actual_lrps, same.tasks, same.digest], [[], [], whole.digest]);
+
+        // Another cell's record moving changes nothing here.
+        const theirs = started[1];
+        assert.ok(theirs);
+        await store.removeActualLRP({
+          process_guid: d.process_guid,
+          index: 1,
+          expected: theirs.modification_tag,
+        });
+        assert.equal((await pass(whole.digest)).unchanged, true);
+
+        // Its task moving does: the answer is whole again, with a new digest.
+        await store.completeTask({
+          task_guid: t.task_guid,
+          expected: running.modification_tag,
+          cell_id: id,
+          failed: false,
+          failure_reason: '',
+          result: 'done',
+        });
+        const afterTask = await pass(whole.digest);
+        assert.equal(afterTask.unchanged, undefined);
+        assert.notEqual(afterTask.digest, whole.digest);
+        assert.deepEqual(
+          afterTask.tasks.map((x) => x.state),
+          ['COMPLETED'],
+        );
+
+        // So does its instance going, and a digest from elsewhere is only a mismatch.
+        const mine = started[0];
+        assert.ok(mine);
+        await store.removeActualLRP({
+          process_guid: d.process_guid,
+          index: 0,
+          expected: mine.modification_tag,
+        });
+        const gone = await pass(afterTask.digest);
+        assert.equal(gone.unchanged, undefined);
+        assert.deepEqual(gone.actual_lrps, []);
+        assert.equal((await pass('not-a-digest-of-anything')).unchanged, undefined);
+      });
+
       it('scaling down deletes UNCLAIMED/CRASHED extras and asks cells to stop CLAIMED/RUNNING ones', async () => {
         const d = await desire(4);
         const ref = (index: number) => ({ process_guid: d.process_guid, index });

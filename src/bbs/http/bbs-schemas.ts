@@ -284,7 +284,13 @@ export const operationBodies = {
   takeStopRequests: Type.Object({ ...Take, cell_id: Type.Optional(NameOrEmpty()) }, strict),
   ackStopRequests: Ids,
   cellPass: Type.Object(
-    { cell_id: Name(), stop_limit: Take.limit, visibility_ms: Take.visibility_ms },
+    {
+      cell_id: Name(),
+      stop_limit: Take.limit,
+      visibility_ms: Take.visibility_ms,
+      // A digest the store made (`cellPassDigest`, base64url of a sha256) that the rep sends back.
+      known_digest: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' })),
+    },
     strict,
   ),
   desireTask: TaskDefinitionSchema,
