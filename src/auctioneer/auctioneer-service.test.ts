@@ -62,6 +62,19 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     return rep;
   }
 
+  /** Started, woken by the store's events alone: its safety-net interval is an hour. */
+  function startedOnEvents(): AuctioneerService {
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+      config: { batchIntervalMs: 3_600_000 },
+      now: clock.now,
+      onStoreEvents: (listener) => bbs.onEvents(listener),
+    });
+    service.start();
+    return service;
+  }
+
   function auctioneer(extra: Partial<AuctioneerServiceOptions['config']> = {}): AuctioneerService {
     return new AuctioneerService({
       bbs,
@@ -276,14 +289,7 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
   });
 
   it('retries work waiting for room at once when a cell appears, with the interval at an hour', async () => {
-    const service = new AuctioneerService({
-      bbs,
-      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
-      config: { batchIntervalMs: 3_600_000 },
-      now: clock.now,
-      onStoreEvents: (listener) => bbs.onEvents(listener),
-    });
-    service.start();
+    const service = startedOnEvents();
     try {
       await bbs.desireTask(taskDefinition('t-waits'));
       // Woken by the task: no cell yet, so the work stays in the pool.
@@ -307,14 +313,7 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
 
   it('retries work waiting for room at once when a task ends, with the interval at an hour', async () => {
     const rep = await cell('cell-a', 'z1', 1);
-    const service = new AuctioneerService({
-      bbs,
-      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
-      config: { batchIntervalMs: 3_600_000 },
-      now: clock.now,
-      onStoreEvents: (listener) => bbs.onEvents(listener),
-    });
-    service.start();
+    const service = startedOnEvents();
     try {
       await bbs.desireTask(taskDefinition('t-first'));
       await bbs.desireTask(taskDefinition('t-second'));

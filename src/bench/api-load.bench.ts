@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServerProcess } from '../testing/server-process.js';
 import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
-import { fmt } from './bench-util.js';
+import { fmt, processCpuSeconds } from './bench-util.js';
 
 const total = Number(process.argv[2] ?? 2000);
 const concurrency = Number(process.argv[3] ?? 50);
@@ -63,10 +63,9 @@ async function startServer(backend: BenchBackend, dir: string): Promise<Server> 
   };
 }
 
-/** The process's user + system CPU time in ms (/proc/PID/stat, clock ticks of 10 ms). */
+/** The process's user + system CPU time in ms. */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return processCpuSeconds(pid).own * 1000;
 }
 
 function rssMb(pid: number): number {

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /**
  * Runs `fn` `runs` times and returns the median wall time in ms. `before`, when given, runs ahead
@@ -34,6 +35,29 @@ export function runOrThrow(cmd: string, args: readonly string[], env: Record<str
   if (result.status !== 0)
     throw new Error(`${cmd} ${args.join(' ')} failed (${result.status}): ${result.stderr}`);
   return result.stdout;
+}
+
+let ticks: number | undefined;
+/** The kernel's clock ticks per second, the unit of /proc's CPU times (asked once). */
+export function clockTicksPerSecond(): number {
+  ticks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return ticks;
+}
+
+/**
+ * CPU seconds (user + system) process `pid` has used so far, and those of its children it has
+ * waited for, from /proc/PID/stat.
+ */
+export function processCpuSeconds(pid: number | 'self'): { own: number; children: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After the command name (in parentheses, may hold spaces) field 3 comes first; utime, stime,
+  // cutime and cstime are fields 14 to 17.
+  const fields = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  const seconds = (a: number, b: number) => ((fields[a] ?? 0) + (fields[b] ?? 0)) / clockTicksPerSecond();
+  return { own: seconds(11, 12), children: seconds(13, 14) };
 }
 
 export function fmt(ms: number): string {

@@ -22,7 +22,7 @@
  */
 import { type ExecFileOptions, execFile, execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -32,7 +32,7 @@ import { openImageStore } from '../runtime/image/index.js';
 import { tarBytes, writeOciLayout } from '../testing/oci-fixture-builder.js';
 import { hasReferenceRegistry, startReferenceRegistry } from '../testing/reference-registry.js';
 import { startBenchServer } from './bench-server.js';
-import { fmt, hasCommand } from './bench-util.js';
+import { fmt, hasCommand, processCpuSeconds } from './bench-util.js';
 
 const runs = Number(process.argv[2] ?? 1);
 const mib = Number(process.argv[3] ?? 200);
@@ -48,16 +48,11 @@ function median(xs: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
 /** CPU seconds (user + system, waited-for children included) process `pid` has used so far. */
 function cpuSeconds(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // After the command name (in parentheses, may hold spaces) field 3 comes first; utime, stime,
-  // cutime and cstime are fields 14 to 17.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / ticksPerSecond;
+  const { own, children } = processCpuSeconds(pid);
+  return own + children;
 }
 
 interface Sample {

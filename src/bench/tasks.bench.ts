@@ -4,7 +4,6 @@
  * COMPLETED latency (created_at → first_completed_at) at p50 and p99, on SQLite and PostgreSQL
  * (`BENCH_BACKENDS=sqlite` for one). Server and cells share this process and its event loop.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +12,7 @@ import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { type BenchBackend, onEachBackend } from './bbs-bench-backends.js';
-import { closeCells, fmt } from './bench-util.js';
+import { clockTicksPerSecond, closeCells, fmt, processCpuSeconds } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
@@ -23,31 +22,12 @@ const cellCount = Number(process.argv[3] ?? 3);
  */
 const containersPerCell = Number(process.env.TASKS_PER_CELL ?? 16);
 
-/** The whole machine's busy CPU seconds so far (every process, from /proc/stat), and its cores. */
+/** The whole machine's busy CPU seconds so far (every process, from /proc/stat). */
 function machineBusySeconds(): number {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.split(/\s+/).slice(1).map(Number) ?? [];
   // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
   const busy = cpu.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
-  return busy / ticksPerSecond;
-}
-const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/**
- * CPU seconds of this process (server and cells share it) and of its children it has waited for
- * (runc, CNI plugins and other commands the cells run; not the pods' stage-1 holders, which
- * outlive their spawner's wait), from /proc/self/stat.
- */
-function ownAndChildrenSeconds(): { own: number; children: number } {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  // utime, stime, cutime, cstime are fields 14–17 (11–14 after the command name).
-  return {
-    own: ((f[11] ?? 0) + (f[12] ?? 0)) / ticksPerSecond,
-    children: ((f[13] ?? 0) + (f[14] ?? 0)) / ticksPerSecond,
-  };
+  return busy / clockTicksPerSecond();
 }
 
 async function measure(backend: BenchBackend): Promise<void> {
@@ -83,7 +63,9 @@ async function measure(backend: BenchBackend): Promise<void> {
     }
     const started = Date.now();
     const busyAtStart = machineBusySeconds();
-    const processAtStart = ownAndChildrenSeconds();
+    // This process (server and cells) and the commands it waited for: runc and the CNI plugins
+    // the cells run, and the pods' stage-1 holders, which the cells reap (with what they waited for).
+    const processAtStart = processCpuSeconds('self');
     for (let i = 0; i < count; i++) {
       await server.store.desireTask({
         task_guid: `bench-${i}`,
@@ -104,7 +86,7 @@ async function measure(backend: BenchBackend): Promise<void> {
       await new Promise((r) => setTimeout(r, 500));
     const elapsed = Date.now() - started;
     const busy = machineBusySeconds() - busyAtStart;
-    const processNow = ownAndChildrenSeconds();
+    const processNow = processCpuSeconds('self');
     const perTask = (seconds: number) => fmt((seconds * 1000) / count);
     const completed = (await server.store.listTasks({ domain: 'bench' })).filter(
       (t) => t.state === 'COMPLETED',

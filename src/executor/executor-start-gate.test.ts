@@ -38,6 +38,16 @@ function countedRuntime(): {
   return { runtime, inFlight: () => now, most: () => most, calls: () => calls };
 }
 
+/** Room for ten containers, but one start at a time. */
+function oneStartAtATime(runtime: PodRuntime): Executor {
+  return new Executor({
+    runtime,
+    capacity: { memory_mb: 256, disk_mb: 256, containers: 10 },
+    hostAddress: '127.0.0.1',
+    maxConcurrentStarts: 1,
+  });
+}
+
 const resource = { memory_mb: 16, disk_mb: 0 };
 const spec = { image: 'busybox', command: ['/bin/sleep', '30'], env: {}, ports: [] };
 
@@ -49,12 +59,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 describe('Executor: containers start through a gate', () => {
   it('starts at most maxConcurrentStarts at once, the rest in their turn, and all run', async () => {
     const counted = countedRuntime();
-    const executor = new Executor({
-      runtime: counted.runtime,
-      capacity: { memory_mb: 256, disk_mb: 256, containers: 10 },
-      hostAddress: '127.0.0.1',
-      maxConcurrentStarts: 1,
-    });
+    const executor = oneStartAtATime(counted.runtime);
     const guids = ['g1', 'g2', 'g3'];
     try {
       for (const guid of guids)
@@ -71,12 +76,7 @@ describe('Executor: containers start through a gate', () => {
 
   it('a container deleted while it waits its turn is never prepared', async () => {
     const counted = countedRuntime();
-    const executor = new Executor({
-      runtime: counted.runtime,
-      capacity: { memory_mb: 256, disk_mb: 256, containers: 10 },
-      hostAddress: '127.0.0.1',
-      maxConcurrentStarts: 1,
-    });
+    const executor = oneStartAtATime(counted.runtime);
     try {
       executor.reserve('first', { kind: 'task', task_guid: 'first', domain: 'tests' }, resource);
       executor.reserve('waiting', { kind: 'task', task_guid: 'waiting', domain: 'tests' }, resource);

@@ -77,6 +77,17 @@ export function describeBbsStoreContract(
       assert.ok(group.instance);
       return group.instance;
     }
+    /** Starts an UNCLAIMED instance on `cellId` straight away (a CAS on the tag it has now). */
+    async function runningOn(processGuid: string, index: number, cellId: string): Promise<ActualLRP> {
+      const a = await actual(processGuid, index);
+      return store.startActualLRP({
+        process_guid: processGuid,
+        index,
+        expected: a.modification_tag,
+        instance_key: cell(cellId),
+        net_info: net,
+      });
+    }
     /** Takes and acknowledges the pending start requests of one LRP: the indices asked for. */
     async function startRequestsFor(processGuid: string): Promise<number[]> {
       const taken = await store.takeStartRequests({ limit: 10_000, visibility_ms: 0 });
@@ -212,16 +223,7 @@ export function describeBbsStoreContract(
       it('a cell pass takes the cell’s stop requests once, then lists its ActualLRPs and tasks, none of another cell’s', async () => {
         const d = await desire(2);
         const ids = [`pass-a-${randomUUID()}`, `pass-b-${randomUUID()}`] as const;
-        for (const [index, id] of ids.entries()) {
-          const a = await actual(d.process_guid, index);
-          await store.startActualLRP({
-            process_guid: d.process_guid,
-            index,
-            expected: a.modification_tag,
-            instance_key: cell(id),
-            net_info: net,
-          });
-        }
+        for (const [index, id] of ids.entries()) await runningOn(d.process_guid, index, id);
         const t = await store.desireTask(desiredTask(`pass-task-${randomUUID()}`));
         await store.startTask({ task_guid: t.task_guid, expected: t.modification_tag, cell_id: ids[0] });
         // Scaling down asks the second cell to stop index 1.
@@ -260,19 +262,14 @@ export function describeBbsStoreContract(
         const d = await desire(2);
         const id = `digest-${randomUUID()}`;
         const other = `digest-other-${randomUUID()}`;
-        const started = [];
-        for (const [index, cellId] of [id, other].entries()) {
-          const a = await actual(d.process_guid, index);
-          started.push(
-            await store.startActualLRP({
-              process_guid: d.process_guid,
-              index,
-              expected: a.modification_tag,
-              instance_key: cell(cellId),
-              net_info: net,
-            }),
-          );
-        }
+        const mine = await runningOn(d.process_guid, 0, id);
+        const theirs = await runningOn(d.process_guid, 1, other);
+        const remove = (lrp: ActualLRP) =>
+          store.removeActualLRP({
+            process_guid: lrp.process_guid,
+            index: lrp.index,
+            expected: lrp.modification_tag,
+          });
         const t = await store.desireTask(desiredTask(`digest-task-${randomUUID()}`));
         const running = await store.startTask({
           task_guid: t.task_guid,
@@ -296,13 +293,7 @@ export function describeBbsStoreContract(
         assert.deepEqual([same.actual_lrps, same.tasks, same.digest], [[], [], whole.digest]);
 
         // Another cell's record moving changes nothing here.
-        const theirs = started[1];
-        assert.ok(theirs);
-        await store.removeActualLRP({
-          process_guid: d.process_guid,
-          index: 1,
-          expected: theirs.modification_tag,
-        });
+        await remove(theirs);
         assert.equal((await pass(whole.digest)).unchanged, true);
 
         // Its task moving does: the answer is whole again, with a new digest.
@@ -323,13 +314,7 @@ export function describeBbsStoreContract(
         );
 
         // So does its instance going, and a digest from elsewhere is only a mismatch.
-        const mine = started[0];
-        assert.ok(mine);
-        await store.removeActualLRP({
-          process_guid: d.process_guid,
-          index: 0,
-          expected: mine.modification_tag,
-        });
+        await remove(mine);
         const gone = await pass(afterTask.digest);
         assert.equal(gone.unchanged, undefined);
         assert.deepEqual(gone.actual_lrps, []);
@@ -345,13 +330,7 @@ export function describeBbsStoreContract(
           expected: a1.modification_tag,
           instance_key: cell('cell-a'),
         });
-        const a2 = await actual(d.process_guid, 2);
-        await store.startActualLRP({
-          ...ref(2),
-          expected: a2.modification_tag,
-          instance_key: cell('cell-b'),
-          net_info: net,
-        });
+        await runningOn(d.process_guid, 2, 'cell-b');
         await stopRequestsFor(d.process_guid);
         await store.updateDesiredLRP({ process_guid: d.process_guid, update: { instances: 1 } });
         const left = await store.listActualLRPs({ process_guid: d.process_guid });
@@ -373,14 +352,7 @@ export function describeBbsStoreContract(
 
       it('removing a DesiredLRP retires all its instances', async () => {
         const d = await desire(2);
-        const a0 = await actual(d.process_guid, 0);
-        await store.startActualLRP({
-          process_guid: d.process_guid,
-          index: 0,
-          expected: a0.modification_tag,
-          instance_key: cell('cell-a'),
-          net_info: net,
-        });
+        await runningOn(d.process_guid, 0, 'cell-a');
         await store.removeDesiredLRP({ process_guid: d.process_guid });
         await assert.rejects(store.getDesiredLRP({ process_guid: d.process_guid }), hasCode('not_found'));
         const left = await store.listActualLRPs({ process_guid: d.process_guid });
