@@ -108,9 +108,15 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
 
   /** Rebuilds containers from the pods on disk and starts watching for exits. */
   start(): void {
+    this.#pods.warm();
     for (const pod of this.#options.runtime.store.list()) this.#adopt(pod);
     this.#pollTimer = setInterval(() => this.#pollPods(), this.#options.pollIntervalMs ?? 1000);
     this.#pollTimer.unref();
+  }
+
+  /** Resolves (never rejects) once `start`'s warm-up is over (`PodWorker.warm`). */
+  warmedUp(): Promise<void> {
+    return this.#pods.warmedUp;
   }
 
   stop(): void {

@@ -11,11 +11,14 @@ import {
   type PodManifest,
   PodRuntime,
   type PrepareOptions,
+  prepareHostNetwork,
   type ResolvedImage,
 } from '../runtime/index.js';
 
 export type PodWorkRequest =
   | { readonly id: number; readonly op: 'remove'; readonly uuid: string }
+  /** The host's pod network rules and this data dir's slice, before the first pod needs them. */
+  | { readonly id: number; readonly op: 'prepare-network' }
   | {
       readonly id: number;
       readonly op: 'prepare';
@@ -53,6 +56,10 @@ const remover = new PodRuntime(dataDir, {
 async function perform(request: PodWorkRequest): Promise<PreparedPodAnswer | undefined> {
   if (request.op === 'remove') {
     await remover.remove(request.uuid);
+    return undefined;
+  }
+  if (request.op === 'prepare-network') {
+    prepareHostNetwork(dataDir);
     return undefined;
   }
   const runtime = new PodRuntime(dataDir, {

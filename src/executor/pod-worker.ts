@@ -11,14 +11,15 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
  * kernel's mount lock while runc mounts other pods), the bundle; unmounts, `runc delete`, CNI DEL
  * with its plugin processes, the tree walk — which took ~90 ms and ~170 ms of a cell's event loop
  * per task under load (docs/performance.md): meanwhile the cell neither started containers, nor
- * answered the auctioneer, nor sent its heartbeat. The worker starts with the first request and
- * keeps the process alive only while requests are pending. Errors come back as BerthErrors with
+ * answered the auctioneer, nor sent its heartbeat. The worker starts with `warm` (the executor's
+ * start) or the first request, and keeps the process alive only while requests are pending. Errors come back as BerthErrors with
  * the runtime's code (`not_found` stays `not_found`).
  */
 export class PodWorker {
   readonly #dataDir: string;
   #worker: Worker | undefined;
   #nextId = 0;
+  #warmedUp: Promise<void> = Promise.resolve();
   readonly #pending = new Map<
     number,
     { resolve: (prepared: PreparedPodAnswer | undefined) => void; reject: (err: Error) => void }
@@ -26,6 +27,25 @@ export class PodWorker {
 
   constructor(dataDir: string) {
     this.#dataDir = dataDir;
+  }
+
+  /**
+   * Starts the thread now and has it set up the host's pod network (`prepareHostNetwork`), so that
+   * neither a new thread (a V8 isolate and the runtime's module graph: ~150 ms of a cell's first
+   * container start on the 2-core machine) nor the firewall's first setup (~70 ms) falls on the
+   * first container (docs/performance.md).
+   */
+  warm(): void {
+    // The warm-up only saves the first container's start some time. A host that cannot set up pod
+    // catch-all: networking gets the same error from that start, which reports it
+    this.#warmedUp = this.#request({ op: 'prepare-network' })
+      .then(() => undefined)
+      .catch(() => undefined);
+  }
+
+  /** Resolves (never rejects) once `warm`'s work is over; at once if it was never asked. */
+  get warmedUp(): Promise<void> {
+    return this.#warmedUp;
   }
 
   async remove(uuid: string): Promise<void> {

@@ -13,6 +13,7 @@ export {
   netnsName,
   netnsPath,
   type PortPublish,
+  prepareHostNetwork,
   type ReservedIn,
 } from './cni-network.js';
 export { LayeredRoot, type RootEntry, readInLayeredRoot } from './layered-root.js';
