@@ -10,7 +10,6 @@ import {
   type LogTail,
   type PodInfo,
   type PodRuntime,
-  readInLayeredRoot,
   readLogTail,
 } from '../runtime/index.js';
 import { containerLabel, containerPrepareOptions, resolveSidecarImages } from './container-pod-options.js';
@@ -24,37 +23,23 @@ import {
   containerResult,
   type ExecutorContainer,
 } from './container-state.js';
+import type { ExecutorCapacity, ExecutorOptions } from './executor-options.js';
 import { HostPortPool } from './host-port-pool.js';
 import { runMonitorLoop } from './monitor-loop.js';
 import { PodWorker } from './pod-worker.js';
+import { readResultFile } from './task-result-file.js';
 
-export interface ExecutorCapacity {
-  readonly memory_mb: number;
-  readonly disk_mb: number;
-  readonly containers: number;
-}
+export type { ExecutorCapacity, ExecutorOptions };
 
-export interface ExecutorOptions {
-  readonly runtime: PodRuntime;
-  readonly capacity: ExecutorCapacity;
-  /** The address other machines reach this cell on; recorded in ActualLRP net info. */
-  readonly hostAddress: string;
-  readonly portRange?: { readonly from: number; readonly to: number };
-  readonly monitorIntervalMs?: number;
-  /** How often exits of pods not started by this process (after a restart) are looked for. */
-  readonly pollIntervalMs?: number;
-  readonly stopTimeoutMs?: number;
-  /** Bytes at which each container's log rotates (`berth cell --log-size-max`); the runtime's default otherwise. */
-  readonly logSizeMax?: number;
-  /**
-   * Containers being prepared and started at once (default: the machine's cores); the rest wait
-   * their turn in order, already RESERVED and INITIALIZING. Capacity says how many may run; this
-   * says how many may start together. A start is mostly CPU (the pod tree, the stage-1 holder,
-   * CNI, runc), so starting more than there are cores only slows every start: 1,000 tasks on 3
-   * cells of 16 containers each on 2 cores spent 270–400 ms of CPU per task against about 210 ms
-   * at 4 each (docs/performance.md).
-   */
-  readonly maxConcurrentStarts?: number;
+/**
+ * Waits for a holder that may still be tearing its pod down (a container completes when its apps
+ * exit), at most 30 s: past it the removal is refused as for a running pod, and tried again later.
+ * The timer also keeps the process up meanwhile, which the holder's own watch does not.
+ */
+async function holderTeardown(holderGone: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([holderGone, new Promise<void>((resolve) => (timer = setTimeout(resolve, 30_000)))]);
+  clearTimeout(timer);
 }
 
 interface Record_ {
@@ -74,9 +59,9 @@ interface Record_ {
   finishedAt?: string;
   /** Its holder's end is watched (started by this process): the pod poll leaves it alone till then. */
   exitWatched?: boolean;
+  /** Started by this process: resolves when its holder has ended, its teardown done. */
+  holderGone?: Promise<void>;
 }
-
-const resultFileLimit = 10 * 1024;
 
 /**
  * The executor of seed 002: containers RESERVED → INITIALIZING → CREATED → RUNNING → COMPLETED
@@ -282,15 +267,22 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
         if (!runtime.store.move(pod.location, 'run'))
           throw new BerthError('internal', `Pod ${pod.location.uuid} vanished`);
         record.exitWatched = true;
+        let holderGone = () => {};
+        record.holderGone = new Promise<void>((resolve) => {
+          holderGone = resolve;
+        });
         await runtime
           .startDetached({ uuid: pod.location.uuid, phase: 'run' }, pod.lockFd, {
+            onAppsExited: () => this.#onAppsExited(guid),
             onExit: () => {
+              holderGone();
               // A holder killed while its app runs on: the pod reads running; the poll takes over.
               record.exitWatched = false;
               this.#onPodExit(guid);
             },
           })
           .catch((err: unknown) => {
+            holderGone();
             record.exitWatched = false;
             throw err;
           });
@@ -370,6 +362,23 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
     }
   }
 
+  /**
+   * The holder says the apps exited and exit.json is written: the container completes now, while
+   * the holder still tears the pod down (CNI DEL, cgroup) under its lock; a deletion waits for that
+   * (`holderGone`). Saves a task's completion and a crash's restart that teardown.
+   */
+  #onAppsExited(guid: string): void {
+    const record = this.#containers.get(guid);
+    if (!record?.podUuid || record.state === 'COMPLETED') return;
+    try {
+      const info = this.#options.runtime.status(record.podUuid);
+      const exit = this.#options.runtime.store.readExit(info);
+      if (exit) this.#complete(record, { ...info, exit });
+    } catch {
+      // catch-all: unreadable for now: the holder's end, which follows, completes the container.
+    }
+  }
+
   #pollPods(): void {
     for (const record of this.#containers.values()) {
       if (record.podUuid && !record.exitWatched && (record.state === 'CREATED' || record.state === 'RUNNING'))
@@ -392,29 +401,12 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       record.result = containerResult(pod.exit, asked);
     }
     if (record.spec?.result_file) {
-      record.taskResult = this.#readResultFile(pod, record.spec.result_file);
+      record.taskResult = readResultFile(this.#options.runtime.store, pod, record.spec.result_file);
     }
     if (record.state === 'COMPLETED') return;
     // Adoption after a restart may find a pod that exited before it was ever seen running.
     if (record.state === 'RESERVED') record.state = 'INITIALIZING';
     this.#move(record, 'COMPLETED');
-  }
-
-  /**
-   * The first 10 KiB of a file in the container's root: its own writes (the pod's overlay upper
-   * dir) over the image, or in the volume mounted there (a named volume, or an empty one on disk). Resolved as the container would resolve it, but never out of its root:
-   * the container owns every symlink of its upper dir (`ln -s /etc /b` must not make
-   * `/b/shadow` the host's), so the path is walked with LayeredRoot, not joined onto host dirs.
-   */
-  #readResultFile(pod: PodInfo, file: string): string {
-    try {
-      const where = this.#options.runtime.store.fileLayers(pod, file);
-      const content = where && readInLayeredRoot(where.layers, where.path, resultFileLimit);
-      return content?.toString('utf8') ?? '';
-    } catch {
-      // catch-all: unreadable (gone with the pod, or a file system error): no result, as for a missing file.
-      return '';
-    }
   }
 
   /**
@@ -493,6 +485,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
+        // Completed when its apps exited: the holder may still be tearing the pod down.
+        if (record.holderGone) await holderTeardown(record.holderGone);
         await this.#pods.remove(record.podUuid);
       } catch (err) {
         if (!isNotFound(err)) throw err;

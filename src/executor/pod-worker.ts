@@ -37,10 +37,12 @@ export class PodWorker {
    */
   warm(): void {
     // The warm-up only saves the first container's start some time. A host that cannot set up pod
-    // catch-all: networking gets the same error from that start, which reports it
-    this.#warmedUp = this.#request({ op: 'prepare-network' })
-      .then(() => undefined)
-      .catch(() => undefined);
+    // networking gets the same error from that start, which reports it.
+    this.#warmedUp = this.#request({ op: 'prepare-network' }).then(
+      () => undefined,
+      // catch-all: as said above
+      () => undefined,
+    );
   }
 
   /** Resolves (never rejects) once `warm`'s work is over; at once if it was never asked. */

@@ -280,7 +280,13 @@ export class PodRuntime {
   async startDetached(
     location: PodLocation,
     lockFd: number,
-    options: { remove?: boolean; onExit?: () => void } = {},
+    options: {
+      remove?: boolean;
+      /** The holder ended (after the pod's teardown). */
+      onExit?: () => void;
+      /** The apps exited and exit.json holds their record; the holder still tears the pod down. */
+      onAppsExited?: () => void;
+    } = {},
   ): Promise<void> {
     const path = this.store.path(location);
     const logFd = openSync(join(path, podFiles.log), 'a');
@@ -308,14 +314,32 @@ export class PodRuntime {
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
     writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
     const ready = holder.pipes.get(4);
-    // The holder answers on fd 4 and closes it; its end (or death) closes the pipe too.
+    // The holder answers on fd 4 a line `started` (or `failed`, and closes it), then `exited` once
+    // the apps are gone; its end (or death) closes the pipe too.
     const answer = await new Promise<string>((resolve) => {
+      if (!ready) {
+        resolve('');
+        return;
+      }
       let text = '';
-      ready?.on('data', (chunk: Buffer) => {
+      let answered = false;
+      const answer = (line: string) => {
+        if (answered) return;
+        answered = true;
+        resolve(line);
+        // Nothing more to hear: the pipe must not keep `berth run -d` waiting for the pod's end.
+        if (!options.onAppsExited) ready.destroy();
+      };
+      ready.on('data', (chunk: Buffer) => {
         text += chunk.toString();
+        const lines = text.split('\n');
+        text = lines.pop() ?? '';
+        for (const line of lines) {
+          if (line === 'exited') options.onAppsExited?.();
+          else answer(line.trim());
+        }
       });
-      ready?.on('close', () => resolve(text.trim()));
-      if (!ready) resolve('');
+      ready.on('close', () => answer(text.trim()));
     });
     if (answer !== 'started') {
       const info = this.store.inspect(location);

@@ -217,6 +217,14 @@ export class PodStore {
     return readJson<PodManifest>(join(this.path(location), podFiles.manifest));
   }
 
+  /**
+   * The pod's exit.json, whatever its lock says: stage 1 writes it once the apps are gone, before
+   * the teardown it does under the lock (`inspect` reads it only once the lock is free).
+   */
+  readExit(location: PodLocation): PodExit | undefined {
+    return readJson<PodExit>(join(this.path(location), podFiles.exit));
+  }
+
   /** The pod's network.json: written once its `--net private` network was attached. */
   readNetwork(location: PodLocation): PodNetwork | undefined {
     return readJson<PodNetwork>(join(this.path(location), podFiles.network));

@@ -31,16 +31,26 @@ async function holderMain(): Promise<number> {
   const store = new PodStore(dataDir);
   const location = { uuid, phase: 'run' as const };
   const manifest = store.readManifest(location);
-  let ready = true;
-  const signalReady = (started: boolean) => {
-    if (!ready) return;
-    ready = false;
+  // fd 4 answers `started` (or `failed`) once, then, for a pod that started, `exited` once its
+  // apps are gone and exit.json says how: the caller may act on the exit while this process still
+  // tears the pod down under the lock.
+  let readyOpen = true;
+  const tell = (line: string, last: boolean) => {
+    if (!readyOpen) return;
     try {
-      writeSync(readyFd, started ? 'started\n' : 'failed\n');
-      closeSync(readyFd);
+      writeSync(readyFd, `${line}\n`);
     } catch {
-      // The parent went away; nobody is waiting for the answer.
+      // The parent went away (`berth run -d` exits once started): nobody reads the answers.
     }
+    if (!last) return;
+    readyOpen = false;
+    closeSync(readyFd);
+  };
+  let answered = false;
+  const signalReady = (started: boolean) => {
+    if (answered) return;
+    answered = true;
+    tell(started ? 'started' : 'failed', !started);
   };
   if (!manifest) {
     signalReady(false);
@@ -72,6 +82,7 @@ async function holderMain(): Promise<number> {
         return app;
       },
       onStarted: signalReady,
+      onExited: () => tell('exited', true),
     });
   } finally {
     // runc and the apps are gone: with our write ends closed the pipes end once read out.

@@ -66,6 +66,11 @@ export interface Stage1Options {
   readonly output: AppOutput;
   /** Called once the app runs (runc wrote its pid) or failed to start. */
   readonly onStarted?: (started: boolean) => void;
+  /**
+   * Called once the apps that started have all exited and exit.json holds their record, before
+   * the teardown (network, cgroup) that the lock still covers.
+   */
+  readonly onExited?: () => void;
   /** Foreground only ('pipe'): receives runc's stdout and stderr to tee them. */
   readonly onOutput?: (stdout: Socket, stderr: Socket, appIndex: number) => void;
   /**
@@ -217,6 +222,7 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
     };
   if (!appStarted) options.onStarted?.(false);
   finish(exit);
+  if (appStarted) options.onExited?.();
   // The exit record is down: the network goes (its plugins run meanwhile), then the cgroup, and
   // the watcher may go. The root overlay went with the container's mount namespace.
   const detaching =
