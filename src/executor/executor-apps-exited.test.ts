@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -13,9 +12,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { collectGarbage, PodRuntime } from '../runtime/index.js';
-import { mountsUnder } from '../runtime/mounts.js';
+import { PodRuntime } from '../runtime/index.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { removePodDataDir } from '../testing/pod-data-dir-cleanup.js';
 import { Executor } from './executor.js';
 
 /**
@@ -55,15 +54,7 @@ const executor = new Executor({
 after(() => {
   writeFileSync(gate, '');
   executor.stop();
-  const runcRoot = join(dataDir, 'runc');
-  if (existsSync(runcRoot))
-    for (const id of readdirSync(runcRoot)) spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
-  try {
-    collectGarbage(new PodRuntime(dataDir, images), { gracePeriodMs: 0, expirePreparedMs: 0 });
-  } catch {
-    // Removed below all the same.
-  }
-  for (const point of mountsUnder(dataDir)) spawnSync('umount', ['-l', point]);
+  removePodDataDir(dataDir, images);
   rmSync(work, { recursive: true, force: true });
   process.env.BERTH_CNI_PATH = realPlugins;
 });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { collectGarbage, PodRuntime } from '../runtime/index.js';
-import { mountsUnder } from '../runtime/mounts.js';
+import { PodRuntime } from '../runtime/index.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { removePodDataDir } from '../testing/pod-data-dir-cleanup.js';
 import { Executor } from './executor.js';
 
 /**
@@ -30,17 +29,7 @@ executor.start();
 
 after(() => {
   executor.stop();
-  const runcRoot = join(dataDir, 'runc');
-  if (existsSync(runcRoot)) {
-    for (const id of readdirSync(runcRoot)) spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
-  }
-  try {
-    collectGarbage(new PodRuntime(dataDir, images), { gracePeriodMs: 0, expirePreparedMs: 0 });
-  } catch {
-    // Removed below all the same.
-  }
-  for (const point of mountsUnder(dataDir)) spawnSync('umount', ['-l', point]);
-  rmSync(dataDir, { recursive: true, force: true });
+  removePodDataDir(dataDir, images);
   rmSync(hostDir, { recursive: true, force: true });
 });
 
