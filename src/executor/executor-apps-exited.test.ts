@@ -33,10 +33,11 @@ const havePlugins = existsSync(join(realPlugins, 'bridge'));
 if (havePlugins) {
   for (const name of readdirSync(realPlugins))
     if (name !== 'bridge') symlinkSync(join(realPlugins, name), join(plugins, name));
-  // The plugin reads its config on stdin, which exec hands on.
+  // The plugin reads its config on stdin, which exec hands on. The gate also opens when the test's
+  // dir is gone, so a failed run's holders end too.
   writeFileSync(
     join(plugins, 'bridge'),
-    `#!/bin/sh\nif [ "$CNI_COMMAND" = DEL ]; then while [ ! -e '${gate}' ]; do sleep 0.05; done; fi\nexec '${join(realPlugins, 'bridge')}' "$@"\n`,
+    `#!/bin/sh\nif [ "$CNI_COMMAND" = DEL ]; then while [ ! -e '${gate}' ] && [ -d '${work}' ]; do sleep 0.05; done; fi\nexec '${join(realPlugins, 'bridge')}' "$@"\n`,
   );
   chmodSync(join(plugins, 'bridge'), 0o755);
 }
