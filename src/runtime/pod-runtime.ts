@@ -329,6 +329,8 @@ export class PodRuntime {
         resolve(line);
         // Nothing more to hear: the pipe must not keep `berth run -d` waiting for the pod's end.
         if (!options.onAppsExited) ready.destroy();
+        // Nor keep a caller that listens on running, as the holder's own watch does not.
+        else ready.unref();
       };
       ready.on('data', (chunk: Buffer) => {
         text += chunk.toString();
