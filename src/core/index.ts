@@ -34,6 +34,7 @@ export {
   Routes,
   Url,
 } from './bounded-schemas.js';
+export { settledWithin } from './bounded-wait.js';
 export {
   type CallbackTargetPolicy,
   checkCallbackUrl,

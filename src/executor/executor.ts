@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { closeSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { ActualLRPNetInfo, PortMapping } from '../bbs/index.js';
-import { BerthError, ConcurrencyGate, isNotFound, NotFoundError } from '../core/index.js';
+import { BerthError, ConcurrencyGate, isNotFound, NotFoundError, settledWithin } from '../core/index.js';
 import { readStopRequest, writeStopRequest } from '../history/index.js';
 import {
   defaultLogTailBytes,
@@ -30,17 +30,6 @@ import { PodWorker } from './pod-worker.js';
 import { readResultFile } from './task-result-file.js';
 
 export type { ExecutorCapacity, ExecutorOptions };
-
-/**
- * Waits for a holder that may still be tearing its pod down (a container completes when its apps
- * exit), at most 30 s: past it the removal is refused as for a running pod, and tried again later.
- * The timer also keeps the process up meanwhile, which the holder's own watch does not.
- */
-async function holderTeardown(holderGone: Promise<void>): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([holderGone, new Promise<void>((resolve) => (timer = setTimeout(resolve, 30_000)))]);
-  clearTimeout(timer);
-}
 
 interface Record_ {
   guid: string;
@@ -485,8 +474,9 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
           record.stopRequested = true;
           await runtime.stop(record.podUuid, 0);
         }
-        // Completed when its apps exited: the holder may still be tearing the pod down.
-        if (record.holderGone) await holderTeardown(record.holderGone);
+        // Completed when its apps exited: the holder may still be tearing the pod down. Past 30 s
+        // the removal is refused as for a running pod, and tried again later.
+        if (record.holderGone) await settledWithin(record.holderGone, 30_000);
         await this.#pods.remove(record.podUuid);
       } catch (err) {
         if (!isNotFound(err)) throw err;

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { BbsStore } from '../bbs/index.js';
-import { errnoCode, listenBacklog, writeFileAtomic } from '../core/index.js';
+import { errnoCode, listenBacklog, settledWithin, writeFileAtomic } from '../core/index.js';
 import { Executor, type ExecutorCapacity } from '../executor/index.js';
 import type { IngestRecord } from '../history/index.js';
 import { type ImageResolver, PodRuntime } from '../runtime/index.js';
@@ -68,25 +67,6 @@ export interface RunningCell {
   close(): Promise<void>;
 }
 
-/**
- * Waits for the executor's warm-up (its pod worker loaded, the host's pod network set up) before
- * the rep announces the cell, as a kubelet's node turns Ready once its runtime is: the first work
- * the auctioneer hands the cell then starts as fast as the next. A warm-up that hangs (iptables
- * waiting on another's lock) delays the cell by 10 s at most.
- */
-async function warmedUpOrLate(executor: Executor): Promise<void> {
-  const late = new AbortController();
-  try {
-    await Promise.race([
-      executor.warmedUp(),
-      // catch-all: the abort below, once the race is over, is the only way this wait fails
-      delay(10_000, undefined, { signal: late.signal }).catch(() => undefined),
-    ]);
-  } finally {
-    late.abort();
-  }
-}
-
 /** A cell: executor over the local runtime, the rep, and the rep's HTTP API. */
 export async function startCell(options: CellOptions): Promise<RunningCell> {
   const runtime = new PodRuntime(options.dataDir, options.images);
@@ -148,7 +128,11 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : Number(portText);
   url = `http://${host}:${port}`;
-  await warmedUpOrLate(executor);
+  // The executor's warm-up (its pod worker loaded, the host's pod network set up) comes before the
+  // rep announces the cell, as a kubelet's node turns Ready once its runtime is: the first work the
+  // auctioneer hands the cell then starts as fast as the next. A warm-up that hangs (iptables
+  // waiting on another's lock) delays the cell by 10 s at most.
+  await settledWithin(executor.warmedUp(), 10_000);
   await rep.start();
   relations?.start();
   options.modelAgent?.start();
