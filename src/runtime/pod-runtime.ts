@@ -11,6 +11,7 @@ import {
 import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
+import { holderStarted, readHolderAnswer } from './holder-pipe.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { type NativeChild, spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
@@ -313,37 +314,8 @@ export class PodRuntime {
     if (options.onExit) void holder.exited.then(options.onExit);
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
     writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
-    const ready = holder.pipes.get(4);
-    // The holder answers on fd 4 a line `started` (or `failed`, and closes it), then `exited` once
-    // the apps are gone; its end (or death) closes the pipe too.
-    const answer = await new Promise<string>((resolve) => {
-      if (!ready) {
-        resolve('');
-        return;
-      }
-      let text = '';
-      let answered = false;
-      const answer = (line: string) => {
-        if (answered) return;
-        answered = true;
-        resolve(line);
-        // Nothing more to hear: the pipe must not keep `berth run -d` waiting for the pod's end.
-        if (!options.onAppsExited) ready.destroy();
-        // Nor keep a caller that listens on running, as the holder's own watch does not.
-        else ready.unref();
-      };
-      ready.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        const lines = text.split('\n');
-        text = lines.pop() ?? '';
-        for (const line of lines) {
-          if (line === 'exited') options.onAppsExited?.();
-          else answer(line.trim());
-        }
-      });
-      ready.on('close', () => answer(text.trim()));
-    });
-    if (answer !== 'started') {
+    const answer = await readHolderAnswer(holder.pipes.get(4), options.onAppsExited);
+    if (!holderStarted(answer)) {
       const info = this.store.inspect(location);
       throw new BerthError(
         'internal',

@@ -3,9 +3,10 @@
  * spawned by `berth run --detach` / `run-prepared` with the pod's exclusive lock on fd 3 and a
  * readiness pipe on fd 4. It is the only berth process left while a detached pod runs.
  */
-import { closeSync, writeSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
+import { holderPipeWriter } from './holder-pipe.js';
 import { nativeAddon } from './native-addon.js';
 import { podApps } from './pod-apps.js';
 import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
@@ -31,29 +32,10 @@ async function holderMain(): Promise<number> {
   const store = new PodStore(dataDir);
   const location = { uuid, phase: 'run' as const };
   const manifest = store.readManifest(location);
-  // fd 4 answers `started` (or `failed`) once, then, for a pod that started, `exited` once its
-  // apps are gone and exit.json says how: the caller may act on the exit while this process still
-  // tears the pod down under the lock.
-  let readyOpen = true;
-  const tell = (line: string, last: boolean) => {
-    if (!readyOpen) return;
-    try {
-      writeSync(readyFd, `${line}\n`);
-    } catch {
-      // The parent went away (`berth run -d` exits once started): nobody reads the answers.
-    }
-    if (!last) return;
-    readyOpen = false;
-    closeSync(readyFd);
-  };
-  let answered = false;
-  const signalReady = (started: boolean) => {
-    if (answered) return;
-    answered = true;
-    tell(started ? 'started' : 'failed', !started);
-  };
+  // Its starter hears `started` or `failed`, then `exited` (holder-pipe.ts).
+  const starter = holderPipeWriter(readyFd);
   if (!manifest) {
-    signalReady(false);
+    starter.answer(false);
     return 1;
   }
   const path = store.path(location);
@@ -81,8 +63,8 @@ async function holderMain(): Promise<number> {
         if (!app) throw new Error(`no log pipes for app ${index}`);
         return app;
       },
-      onStarted: signalReady,
-      onExited: () => tell('exited', true),
+      onStarted: starter.answer,
+      onExited: starter.exited,
     });
   } finally {
     // runc and the apps are gone: with our write ends closed the pipes end once read out.
@@ -92,7 +74,7 @@ async function holderMain(): Promise<number> {
     await Promise.all(o.pipes.map((p) => p.drained));
     o.log.close();
   }
-  signalReady(false);
+  starter.answer(false);
   if (removeFlag === 'rm' && store.move(location, 'exited-garbage')) {
     const { PodRuntime } = await import('./pod-runtime.js');
     new PodRuntime(dataDir, { resolve: () => Promise.reject(new Error('unused')) }).destroy({
