@@ -478,7 +478,10 @@ describe('tasks on real cells', { timeout: 300_000 }, () => {
       // A failed list is retried; if it keeps failing, the time-out names why (CI saw one once).
       if (result.code !== 0) throw new Error(`berth list exited ${result.code}: ${result.stderr.trim()}`);
       const pods = JSON.parse(result.stdout) as { name: string; state: string }[];
-      return pods.some((p) => p.name === 't-cancel' && p.state === 'running') ? undefined : true;
+      const still = pods.find((p) => p.name === 't-cancel' && p.state === 'running');
+      // Thrown, not undefined: if it never goes, the time-out shows the pod as last listed.
+      if (still) throw new Error(`t-cancel's pod is still listed running: ${JSON.stringify(still)}`);
+      return true;
     });
   });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -51,6 +51,15 @@ describe('flock', () => {
     } finally {
       closeSync(waiter);
     }
+  });
+
+  it('isLocked: a path with no directory at it (moved away, or a file) is undefined, not an error', () => {
+    assert.equal(isLocked(join(dir, 'moved-away')), undefined);
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    assert.equal(isLocked(file), undefined);
+    mkdirSync(join(dir, 'a-dir'));
+    assert.equal(isLocked(join(dir, 'a-dir')), false);
   });
 
   it('a bad fd or operation is a clear error', async () => {

@@ -15,9 +15,22 @@ const LOCK_UN = 8;
  */
 export type LockMode = 'shared' | 'exclusive';
 
-/** Opens a directory read-only for locking. Throws ENOENT if it moved or vanished. */
+/**
+ * Opens a directory read-only for locking. Throws ENOENT if it moved or vanished, and ENOTDIR
+ * if what is at the path now is no directory: see `isGoneCode`.
+ */
 export function openDirFd(path: string): number {
   return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
+}
+
+/**
+ * Whether an errno from opening a pod dir means "no pod dir is there now". Only directories are
+ * ever made at a pod's name, yet CI saw `berth list` fail on ENOTDIR for a pod dir of a cell
+ * while its container was being destroyed: whatever that moment held, it was no pod to report,
+ * and one such entry must not fail the whole listing.
+ */
+export function isGoneCode(code: string | undefined): boolean {
+  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 /** Non-blocking attempt; false when another open file description holds a conflicting lock. */
@@ -53,7 +66,7 @@ export function isLocked(path: string): boolean | undefined {
   try {
     fd = openDirFd(path);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
+    if (isGoneCode(errnoCode(err))) return undefined;
     throw err;
   }
   try {

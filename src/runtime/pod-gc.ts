@@ -1,6 +1,6 @@
 import { closeSync, statSync } from 'node:fs';
 import { errnoCode } from '../core/index.js';
-import { openDirFd, tryLock } from './flock.js';
+import { isGoneCode, openDirFd, tryLock } from './flock.js';
 import { listedLeftovers } from './pod-leftovers.js';
 import type { PodRuntime } from './pod-runtime.js';
 import type { PodPhase } from './pod-state.js';
@@ -31,7 +31,7 @@ function withLock(path: string, mode: 'shared' | 'exclusive', fn: () => void): b
   try {
     fd = openDirFd(path);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return false;
+    if (isGoneCode(errnoCode(err))) return false;
     throw err;
   }
   try {

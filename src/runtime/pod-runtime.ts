@@ -10,7 +10,7 @@ import {
 } from '../core/index.js';
 import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
-import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
+import { isGoneCode, openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import { holderStarted, readHolderAnswer } from './holder-pipe.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { type NativeChild, spawnNative } from './native-process.js';
@@ -360,7 +360,7 @@ export class PodRuntime {
       try {
         fd = openDirFd(this.store.path(location));
       } catch (err) {
-        if (errnoCode(err) === 'ENOENT') continue; // moved on meanwhile: look again
+        if (isGoneCode(errnoCode(err))) continue; // moved on meanwhile: look again
         throw err;
       }
       try {
