@@ -430,6 +430,7 @@ const gc: CommandHandler = {
     for (const uuid of report.marked) ctx.stdout.write(`marked ${uuid}\n`);
     for (const uuid of report.discarded) ctx.stdout.write(`discarded ${uuid}\n`);
     for (const uuid of report.deleted) ctx.stdout.write(`deleted ${uuid}\n`);
+    for (const entry of report.strays) ctx.stdout.write(`removed pods/${entry}: a file, not a pod\n`);
     const { recheckPodNetworkRules } = await import('../runtime/index.js');
     try {
       if (recheckPodNetworkRules() === 'added')

@@ -1,9 +1,9 @@
-import { closeSync, statSync } from 'node:fs';
+import { closeSync, statSync, unlinkSync } from 'node:fs';
 import { errnoCode } from '../core/index.js';
 import { isGoneCode, openDirFd, tryLock } from './flock.js';
 import { listedLeftovers } from './pod-leftovers.js';
 import type { PodRuntime } from './pod-runtime.js';
-import type { PodPhase } from './pod-state.js';
+import { type PodPhase, podPhases } from './pod-state.js';
 
 export interface GcOptions {
   /** How long a marked exited pod stays queryable (from the moment it was marked). */
@@ -20,6 +20,8 @@ export interface GcReport {
   /** prepare/ (failed), prepared/ (expired), embryo/ (stale) → garbage/ */
   readonly discarded: string[];
   readonly deleted: string[];
+  /** `phase/uuid` entries with a pod's name that were no directory (`PodStore.listStray`), removed. */
+  readonly strays: string[];
 }
 
 /**
@@ -62,7 +64,7 @@ export function collectGarbage(runtime: PodRuntime, options: GcOptions): GcRepor
   const store = runtime.store;
   store.ensureDirs();
   const now = options.now ?? new Date();
-  const report: GcReport = { marked: [], discarded: [], deleted: [] };
+  const report: GcReport = { marked: [], discarded: [], deleted: [], strays: [] };
   const moveUnder = (
     uuid: string,
     from: PodPhase,
@@ -112,5 +114,15 @@ export function collectGarbage(runtime: PodRuntime, options: GcOptions): GcRepor
     if (age !== undefined && age >= options.gracePeriodMs) sweep(uuid, 'exited-garbage');
   }
   for (const uuid of store.listPhase('garbage')) sweep(uuid, 'garbage');
+  for (const phase of podPhases) {
+    for (const uuid of store.listStray(phase)) {
+      try {
+        unlinkSync(store.path({ uuid, phase }));
+        report.strays.push(`${phase}/${uuid}`);
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT') throw err; // a concurrent gc took it
+      }
+    }
+  }
   return report;
 }

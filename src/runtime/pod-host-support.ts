@@ -32,17 +32,28 @@ export async function tryLockFor(fd: number, mode: 'shared' | 'exclusive', ms: n
 }
 
 /**
- * A bounded blocking wait for a shared lock. A flock(2) blocked on libuv's thread pool cannot be
- * cancelled, and a process cannot exit while one is pending, so a wait with a deadline blocks in
- * util-linux's flock(1) instead: it sleeps in the kernel and gives up at the deadline.
+ * A bounded blocking wait for a shared lock on the open directory `fd`. A flock(2) blocked on
+ * libuv's thread pool cannot be cancelled, and a process cannot exit while one is pending, so a
+ * wait with a deadline blocks in util-linux's flock(1) instead: it sleeps in the kernel and gives
+ * up at the deadline. flock(1) is handed the fd, never the path: given a path it creates a file
+ * there when nothing is, and a pod dir that moved on meanwhile left an empty file at its old
+ * name, which every later `list` tripped over. The lock flock(1) takes belongs to the open file
+ * description it shares with `fd`, so it lasts until the caller unlocks or closes `fd`.
  */
-export function waitLockWithTimeout(path: string, timeoutMs: number): Promise<boolean> {
+export function waitLockWithTimeout(fd: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const child = spawn('flock', ['--shared', '--wait', String(timeoutMs / 1000), path, 'true'], {
-      stdio: 'ignore',
+    const child = spawn('flock', ['--shared', '--wait', String(timeoutMs / 1000), '3'], {
+      stdio: ['ignore', 'ignore', 'pipe', fd],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
     });
     child.once('error', reject);
-    // 1 = timed out; 0 = granted; anything else (the directory moved): look again.
-    child.once('exit', (code) => resolve(code !== 1));
+    // 0 = granted; 1 = timed out (flock's default conflict code); anything else is its error.
+    child.once('close', (code) => {
+      if (code === 0 || code === 1) resolve(code === 0);
+      else reject(new Error(`flock(1) exited ${code}: ${stderr.trim()}`));
+    });
   });
 }

@@ -10,7 +10,7 @@ import {
 } from '../core/index.js';
 import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from './cni-network.js';
 import { openConfinedDirFd } from './confined-dir.js';
-import { isGoneCode, openDirFd, tryLock, unlock, waitLock } from './flock.js';
+import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import { holderStarted, readHolderAnswer } from './holder-pipe.js';
 import type { ResolvedImage } from './image/image-types.js';
 import { type NativeChild, spawnNative } from './native-process.js';
@@ -360,14 +360,16 @@ export class PodRuntime {
       try {
         fd = openDirFd(this.store.path(location));
       } catch (err) {
-        if (isGoneCode(errnoCode(err))) continue; // moved on meanwhile: look again
+        if (errnoCode(err) === 'ENOENT') continue; // moved on meanwhile: look again
+        // A file left at the pod's name (an older berth's flock(1) made one): no pod is there.
+        if (errnoCode(err) === 'ENOTDIR') throw new NotFoundError('pod', ref);
         throw err;
       }
       try {
         if (timeoutMs === undefined) {
           await waitLock(fd, 'shared');
           unlock(fd);
-        } else if (!(await waitLockWithTimeout(this.store.path(location), timeoutMs))) {
+        } else if (!(await waitLockWithTimeout(fd, timeoutMs))) {
           throw new BerthError(
             'unavailable',
             `Timed out after ${timeoutMs} ms waiting for pod ${location.uuid} to exit`,

@@ -183,6 +183,21 @@ export class PodStore {
   }
 
   /**
+   * Entries with a pod's name that are no directory, so no pod: an older berth's `wait --timeout`
+   * (flock(1) given the pod dir's path) made an empty file where a pod dir had just moved away.
+   */
+  listStray(phase: PodPhase): string[] {
+    try {
+      return readdirSync(phaseDir(this.dirs, phase), { withFileTypes: true })
+        .filter((entry) => !entry.isDirectory() && uuidPattern.test(entry.name))
+        .map((entry) => entry.name);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /**
    * Finds a pod by full UUID, unique UUID prefix or pod name. Phases are searched in lifecycle
    * order so a pod moving forward during the search is still found in its new phase.
    */
