@@ -57,6 +57,11 @@ export type ConvergenceActualLRP = Omit<ActualLRP, 'crash_reason' | 'placement_e
 
 export interface ConvergenceSnapshot extends Omit<BbsSnapshot, 'actual_lrps'> {
   readonly actual_lrps: ConvergenceActualLRP[];
+  /**
+   * The instances whose start request is still in the outbox (not yet acked by the auctioneer,
+   * whether waiting to be taken or taken and held): the auctioneer will still place them.
+   */
+  readonly queued_lrp_starts: { readonly process_guid: string; readonly index: number }[];
 }
 
 export interface ReadEventsRequest {

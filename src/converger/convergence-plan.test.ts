@@ -114,6 +114,7 @@ interface LRPCase {
   readonly desired: readonly DesiredLRP[];
   readonly actuals: readonly ActualLRP[];
   readonly domains?: readonly Domain[];
+  readonly queuedStarts?: ConvergenceInput['queuedStarts'];
   readonly want: readonly string[];
 }
 
@@ -121,7 +122,12 @@ function runCases(title: string, cases: readonly LRPCase[]): void {
   describe(title, () => {
     for (const c of cases) {
       it(c.name, () => {
-        const p = plan({ desired: c.desired, actuals: c.actuals, domains: c.domains ?? [fresh] });
+        const p = plan({
+          desired: c.desired,
+          actuals: c.actuals,
+          domains: c.domains ?? [fresh],
+          ...(c.queuedStarts ? { queuedStarts: c.queuedStarts } : {}),
+        });
         assert.deepEqual(lrpSummary(p.lrps), [...c.want].sort());
       });
     }
@@ -317,6 +323,19 @@ runCases('converger 5: re-emitting start requests for UNCLAIMED ActualLRPs', [
     desired: [desired('a', 1)],
     actuals: [actual('a', 0, 'UNCLAIMED', { since: ago(30 * s) })],
     want: ['re-emit-start a/0'],
+  },
+  {
+    name: 'UNCLAIMED for 30 min with its start request still queued → wait (the auctioneer has it)',
+    desired: [desired('a', 2)],
+    actuals: [
+      actual('a', 0, 'UNCLAIMED', { since: ago(30 * min) }),
+      actual('a', 1, 'UNCLAIMED', { since: ago(30 * min) }),
+    ],
+    queuedStarts: [
+      { process_guid: 'a', index: 0 },
+      { process_guid: 'b', index: 1 },
+    ],
+    want: ['re-emit-start a/1'],
   },
   {
     name: "CLAIMED for long → not the converger's (the rep handles its own claims)",

@@ -90,6 +90,11 @@ export interface ConvergenceInput {
   readonly cells: readonly CellPresence[];
   readonly domains: readonly Domain[];
   readonly tasks: readonly Task[];
+  /**
+   * Instances whose start request is still in the outbox: an UNCLAIMED one among them is waiting
+   * for the auctioneer, not lost, and is not re-emitted however long it waits.
+   */
+  readonly queuedStarts?: readonly { readonly process_guid: string; readonly index: number }[];
   readonly now: Date;
   readonly config: ConvergenceConfig;
 }
@@ -139,6 +144,7 @@ function keyOf(a: ConvergenceActualLRP): ActualLRPKey {
 export function planConvergence(input: ConvergenceInput): ConvergencePlan {
   const { desired, actuals, cells, domains, tasks, now, config } = input;
   const nowMs = now.getTime();
+  const queued = new Set((input.queuedStarts ?? []).map((q) => `${q.process_guid}\u0000${q.index}`));
 
   const liveCells = new Set<string>();
   for (const c of cells) if (Date.parse(c.expires_at) > nowMs) liveCells.add(c.cell_id);
@@ -208,7 +214,11 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
           });
         }
       } else if (a.state === 'UNCLAIMED') {
-        if (nowMs - Date.parse(a.since) >= config.unclaimedStartTimeoutMs) {
+        // Re-emitting one still queued would only add a duplicate: in a burst larger than the
+        // auctioneer places in the timeout, each pass re-emitted every waiting instance, and the
+        // duplicates (each auctioned, claimed, refused) slowed the burst down more with each pass.
+        const stillQueued = queued.has(`${a.process_guid}\u0000${a.index}`);
+        if (!stillQueued && nowMs - Date.parse(a.since) >= config.unclaimedStartTimeoutMs) {
           lrps.push({ kind: 're-emit-start', key: keyOf(a), start: startRequestFor(d, [a.index]) });
         }
       }

@@ -259,6 +259,9 @@ describe('ConvergerService against SQLite', () => {
 
   it('counts a lost CAS as a conflict and leaves the record to the next pass', async () => {
     await bbs.desireLRP(desiredDefinition('raced', 1));
+    // Placed by the auctioneer (its request acked) but never claimed: past the timeout, re-emitted.
+    const taken = await bbs.takeStartRequests({ limit: 100, visibility_ms: 0 });
+    await bbs.ackStartRequests({ ids: taken.flatMap((d) => d.ids) });
     clock.advance(30_000);
     // Someone else re-emits between the converger's snapshot and its write.
     const racing = new Proxy(bbs, {

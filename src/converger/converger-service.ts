@@ -247,6 +247,7 @@ export class ConvergerService {
       cells: snapshot.cells,
       domains: snapshot.domains,
       tasks,
+      queuedStarts: snapshot.queued_lrp_starts,
       now,
       config,
     });

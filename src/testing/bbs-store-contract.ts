@@ -929,6 +929,22 @@ export function describeBbsStoreContract(
         clock.advance(5001);
         assert.deepEqual(await mine(5000), []);
       });
+
+      it('the convergence snapshot names the instances whose start request is queued or taken, not acked', async () => {
+        const d = await desire(3);
+        const queued = async () =>
+          (await store.readConvergenceSnapshot()).queued_lrp_starts
+            .filter((q) => q.process_guid === d.process_guid)
+            .map((q) => q.index)
+            .sort((a, b) => a - b);
+        assert.deepEqual(await queued(), [0, 1, 2]);
+        const taken = (await store.takeStartRequests({ limit: 10_000, visibility_ms: 5000 })).filter(
+          (x) => x.request.process_guid === d.process_guid,
+        );
+        assert.deepEqual(await queued(), [0, 1, 2], 'taken and held: still queued');
+        await store.ackStartRequests({ ids: taken.flatMap((x) => x.ids) });
+        assert.deepEqual(await queued(), []);
+      });
     });
 
     describe('events and reads', () => {

@@ -20,7 +20,16 @@ export class SnapshotReads {
   }
 
   async readConvergenceSnapshot(): Promise<ConvergenceSnapshot> {
-    return this.#snapshot(readConvergenceActuals);
+    // Read before the actuals. A request taken and acked in between was placed, so the next pass
+    // sees it gone and re-emits its instance if still UNCLAIMED; a request added in between is a
+    // new start or an unclaim, whose instance is not yet past the re-emit timeout.
+    const queued_lrp_starts = await this.#ctx.backend.readRows((query) =>
+      query("SELECT DISTINCT guid, idx FROM start_requests WHERE kind = 'lrp'", [], (r) => ({
+        process_guid: r[0] as string,
+        index: Number(r[1]),
+      })),
+    );
+    return { ...(await this.#snapshot(readConvergenceActuals)), queued_lrp_starts };
   }
 
   async #snapshot<A>(
