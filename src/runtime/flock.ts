@@ -24,10 +24,10 @@ export function openDirFd(path: string): number {
 }
 
 /**
- * Whether an errno from opening a pod dir means "no pod dir is there now". Only directories are
- * ever made at a pod's name, yet CI saw `berth list` fail on ENOTDIR for a pod dir of a cell
- * while its container was being destroyed: whatever that moment held, it was no pod to report,
- * and one such entry must not fail the whole listing.
+ * Whether an errno from opening a pod dir means "no pod dir is there now": gone (ENOENT), or a
+ * file at its name (ENOTDIR), which an older berth's `wait --timeout` could leave (flock(1) given
+ * the path of a pod dir that had just moved on creates one). Such a file is no pod, and one must
+ * not fail a whole listing; gc removes it (`PodStore.listStray`).
  */
 export function isGoneCode(code: string | undefined): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR';
