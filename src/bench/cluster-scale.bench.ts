@@ -90,15 +90,31 @@ function serverRate(name: string, fallback: number): number {
   return fallback;
 }
 
-/** The TTL the server grants each cell at this size (src/bbs/cell-pacing.ts): the one the goal is measured against. */
-function grantedTtlMs(): number {
+/** What the server grants each cell at this size (src/bbs/cell-pacing.ts). */
+function grantedPacing() {
   return cellPacing(size.cells, size.presenceTtlMs, {
     maxHeartbeatsPerSecond: serverRate('max-heartbeats-per-second', defaultCellPacing.maxHeartbeatsPerSecond),
     maxCellPassesPerSecond: serverRate(
       'max-cell-passes-per-second',
       defaultCellPacing.maxCellPassesPerSecond,
     ),
-  }).ttl_ms;
+  });
+}
+
+/** The TTL the server grants each cell at this size: the one the goal is measured against. */
+function grantedTtlMs(): number {
+  return grantedPacing().ttl_ms;
+}
+
+/**
+ * How long after the burst until every cell has passed once since (one pass interval, the
+ * rep's or the server's pacing's, whichever is longer, plus 5 s). Until then passes still find
+ * their cell's records changed by the burst and bring the lists back: the end of the burst, not
+ * the steady state (at 1,000 cells it is 55 s, and the idle figure measured from the burst's end
+ * was half again what it is once they are done).
+ */
+function settleMs(): number {
+  return Math.max(size.pollIntervalMs, grantedPacing().min_poll_interval_ms) + 5_000;
 }
 
 async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
@@ -167,8 +183,11 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       cluster.hosts.flatMap((h) => h.cellIds),
     );
 
-    // Steady state: nothing changes; the server's CPU over the window.
-    await sleep(5_000);
+    // Steady state: nothing changes; the server's CPU over the window, once every cell has
+    // passed since the burst.
+    const settle = envInt('SCALE_SETTLE_MS', settleMs());
+    process.stdout.write(`  idle window starts ${fmt(settle)} after the burst (every cell passed since)\n`);
+    await sleep(settle);
     const idleRequestsFrom = await httpRequestCounts(server.url);
     const idleFrom = processUsage(pid);
     await sleep(size.idleSeconds * 1000);
