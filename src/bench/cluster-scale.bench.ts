@@ -46,6 +46,14 @@ const total = size.lrps * size.instances;
 // Room for 1.5 x the even share, so a cell's capacity never decides the spread.
 const perCell = Math.ceil((1.5 * total) / size.cells) + 1;
 const memoryMb = 16;
+// The killed cells go a whole process at a time; their instances must fit on the cells left.
+const killedProcesses = Math.max(1, Math.round(size.killCells / size.cellsPerProcess));
+const killedCells = killedProcesses * size.cellsPerProcess;
+if ((size.cells - killedCells) * perCell < total) {
+  throw new Error(
+    `SCALE_KILL_CELLS=${size.killCells} kills ${killedCells} of ${size.cells} cells (whole processes of ${size.cellsPerProcess}); the ${size.cells - killedCells} left have room for ${(size.cells - killedCells) * perCell} of the ${total} instances, so their replacement would never end`,
+  );
+}
 
 async function running(url: string): Promise<number> {
   return (await bbsRecordCounts(url)).get('actual_lrp:RUNNING') ?? 0;
@@ -195,7 +203,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     const idleRequestsTo = await httpRequestCounts(server.url);
 
     // Cells killed with -9: whole processes of them, until none of theirs is left and all RUN.
-    const victims = cluster.hosts.slice(0, Math.max(1, Math.round(size.killCells / size.cellsPerProcess)));
+    const victims = cluster.hosts.slice(0, killedProcesses);
     const deadCells = victims.flatMap((h) => h.cellIds);
     const lost = deadCells.reduce((sum, id) => sum + (spread.get(id) ?? 0), 0);
     const tKill = Date.now();
