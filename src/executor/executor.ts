@@ -50,6 +50,8 @@ interface Record_ {
   exitWatched?: boolean;
   /** Started by this process: resolves when its holder has ended, its teardown done. */
   holderGone?: Promise<void>;
+  /** Its apps or holder ended before the start returned: taken once CREATED (and RUNNING). */
+  endedWhileStarting?: 'apps' | 'holder';
 }
 
 /**
@@ -292,6 +294,8 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
       }
       this.#move(record, 'CREATED');
       this.#scheduleMonitor(record, info.network?.address ?? '127.0.0.1');
+      if (record.endedWhileStarting === 'apps') this.#onAppsExited(guid);
+      else if (record.endedWhileStarting === 'holder') this.#onPodExit(guid);
     } catch (err) {
       this.#hostPorts.release(mappings);
       if (record.state === 'INITIALIZING' || record.state === 'CREATED') {
@@ -342,6 +346,10 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   #onPodExit(guid: string): void {
     const record = this.#containers.get(guid);
     if (!record?.podUuid || record.state === 'COMPLETED') return;
+    if (record.state === 'INITIALIZING') {
+      record.endedWhileStarting = 'holder';
+      return;
+    }
     try {
       const info = this.#options.runtime.status(record.podUuid);
       if (info.state !== 'running') this.#complete(record, info);
@@ -359,6 +367,10 @@ export class Executor extends EventEmitter<{ container: [ExecutorContainer] }> {
   #onAppsExited(guid: string): void {
     const record = this.#containers.get(guid);
     if (!record?.podUuid || record.state === 'COMPLETED') return;
+    if (record.state === 'INITIALIZING') {
+      record.endedWhileStarting ??= 'apps';
+      return;
+    }
     try {
       const info = this.#options.runtime.status(record.podUuid);
       const exit = this.#options.runtime.store.readExit(info);
