@@ -23,8 +23,14 @@ function exitBeforeStartReturns(): PodRuntime {
   const start = runtime.startDetached.bind(runtime);
   runtime.startDetached = async (location, lockFd, options = {}) => {
     let told: () => void = () => {};
-    const exited = new Promise<void>((resolve) => {
-      told = resolve;
+    // The holder's pipe is unref'd (a cell has its server to keep it up): this keeps the test's
+    // process up until the exit is told, 30 s at most.
+    const exited = new Promise<void>((resolve, reject) => {
+      const deadline = setTimeout(() => reject(new Error('the apps exit was never told')), 30_000);
+      told = () => {
+        clearTimeout(deadline);
+        resolve();
+      };
     });
     await start(location, lockFd, {
       ...options,
