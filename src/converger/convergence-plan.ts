@@ -1,13 +1,14 @@
-import type {
-  ActualLRPInstanceKey,
-  ActualLRPKey,
-  CellPresence,
-  ConvergenceActualLRP,
-  DesiredLRP,
-  Domain,
-  LRPStartRequest,
-  ModificationTag,
-  Task,
+import {
+  type ActualLRPInstanceKey,
+  type ActualLRPKey,
+  actualLrpKey,
+  type CellPresence,
+  type ConvergenceActualLRP,
+  type DesiredLRP,
+  type Domain,
+  type LRPStartRequest,
+  type ModificationTag,
+  type Task,
 } from '../bbs/index.js';
 import { type CrashPolicy, defaultCrashPolicy, shouldRestartCrashed } from '../rep/index.js';
 
@@ -144,7 +145,7 @@ function keyOf(a: ConvergenceActualLRP): ActualLRPKey {
 export function planConvergence(input: ConvergenceInput): ConvergencePlan {
   const { desired, actuals, cells, domains, tasks, now, config } = input;
   const nowMs = now.getTime();
-  const queued = new Set((input.queuedStarts ?? []).map((q) => `${q.process_guid}\u0000${q.index}`));
+  const queued = new Set((input.queuedStarts ?? []).map(actualLrpKey));
 
   const liveCells = new Set<string>();
   for (const c of cells) if (Date.parse(c.expires_at) > nowMs) liveCells.add(c.cell_id);
@@ -217,7 +218,7 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
         // Re-emitting one still queued would only add a duplicate: in a burst larger than the
         // auctioneer places in the timeout, each pass re-emitted every waiting instance, and the
         // duplicates (each auctioned, claimed, refused) slowed the burst down more with each pass.
-        const stillQueued = queued.has(`${a.process_guid}\u0000${a.index}`);
+        const stillQueued = queued.has(actualLrpKey(a));
         if (!stillQueued && nowMs - Date.parse(a.since) >= config.unclaimedStartTimeoutMs) {
           lrps.push({ kind: 're-emit-start', key: keyOf(a), start: startRequestFor(d, [a.index]) });
         }
