@@ -36,6 +36,13 @@ export const daemonCommandTable: readonly CommandEntry[] = [
         default: '<dir>/bbs.sqlite3',
         description: 'The database',
       },
+      'db-pool-size': {
+        type: 'string',
+        valueName: 'N',
+        default: '30',
+        description:
+          'PostgreSQL connections this server keeps open (a transaction holds one for all its round trips)',
+      },
       auth: {
         type: 'string',
         valueName: 'tokens|none',

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
 import { type BbsStore, defaultCellPacing } from '../bbs/index.js';
+import { defaultPostgresPoolSize } from '../db/index.js';
 import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
 import {
@@ -61,6 +62,7 @@ const server: CommandHandler = {
       },
       plugins: [consolePlugin],
       db,
+      poolSize: dbPoolSize(ctx.values),
       auth,
       dataDir: dataDir(ctx.values),
       listen: stringOption(ctx.values, 'listen') ?? '127.0.0.1:8889',
@@ -96,7 +98,16 @@ const server: CommandHandler = {
 
 export const commands: readonly CommandHandler[] = [server];
 
-/** The server's callback settings from its flags; only what was given (the rest keeps defaults). */
+/** `--db-pool-size`: at least 1; ignored by SQLite, whose one writer needs no pool. */
+function dbPoolSize(values: OptionValues): number {
+  const size = intOption(values, 'db-pool-size') ?? defaultPostgresPoolSize;
+  if (size < 1)
+    throw new InvalidArgumentError(`--db-pool-size must be at least 1, got ${size}`, {
+      flag: 'db-pool-size',
+    });
+  return size;
+}
+
 /** `--max-pending-starts`: at least 1 (default one million, far above any burst the auctioneer places in a minute). */
 function maxPendingStarts(values: OptionValues): number {
   const bound = intOption(values, 'max-pending-starts') ?? 1_000_000;

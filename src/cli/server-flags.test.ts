@@ -25,3 +25,22 @@ describe('berth server pacing flags', () => {
     });
   }
 });
+
+describe('berth server --db-pool-size', () => {
+  for (const value of ['0', '-1', 'many']) {
+    it(`--db-pool-size ${value} is refused naming the flag, before a database is made`, async () => {
+      const data = join(dir, `pool-${value}`);
+      const r = await runBerth([
+        'server',
+        '--listen',
+        '127.0.0.1:0',
+        '--dir',
+        data,
+        `--db-pool-size=${value}`,
+      ]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /--db-pool-size must be/);
+      assert.deepEqual(readdirSync(data), []);
+    });
+  }
+});

@@ -6,7 +6,11 @@ export {
   runMigrations,
   type SchemaMigration,
 } from './migration-runner.js';
-export { openPostgresBackend, type PostgresBackendOptions } from './postgres-backend.js';
+export {
+  defaultPostgresPoolSize,
+  openPostgresBackend,
+  type PostgresBackendOptions,
+} from './postgres-backend.js';
 export {
   type DbTables,
   type EventRow,

@@ -10,6 +10,12 @@ import {
   stepStatus,
   type TopLevelStatus,
 } from './container-status.js';
+import {
+  type ContainerRowUpdate,
+  lockContainerRows,
+  writeContainerLogs,
+  writeContainerRows,
+} from './container-row-writes.js';
 import type { ContainerRow, HistoryDb, HistoryRow, HistoryTables } from './history-database.js';
 import { historyMigrationList } from './history-migrations.js';
 import type {
@@ -124,22 +130,7 @@ export class HistoryStore {
         const ids = [...new Set([...items.map((i) => i.container_id), ...changes.keys()])].sort();
         // Placeholders first, then lock: two servers recording for one new container both insert,
         // one wins, and the other waits on the row lock instead of computing from a stale read.
-        for (let i = 0; i < ids.length; i += insertChunk) {
-          await db
-            .insertInto('containers')
-            .values(ids.slice(i, i + insertChunk).map((id) => placeholderRow(id, now)))
-            .onConflict((oc) => oc.column('id').doNothing())
-            .execute();
-        }
-        const current = new Map<string, Selectable<ContainerRow>>();
-        for (let i = 0; i < ids.length; i += insertChunk) {
-          let query = db
-            .selectFrom('containers')
-            .selectAll()
-            .where('id', 'in', ids.slice(i, i + insertChunk));
-          if (this.#backend.lockRows) query = query.forUpdate();
-          for (const row of await query.execute()) current.set(row.id, row);
-        }
+        const current = await lockContainerRows(db, ids, (id) => placeholderRow(id, now));
         const allItems = [...items];
         for (const [id, change] of changes) {
           const row = current.get(id)!;
@@ -171,6 +162,8 @@ export class HistoryStore {
         }
         const subscriptions = inserted.length > 0 ? await activeSubscriptions(db) : [];
         const deliveries: { subscription_id: string; payload: string }[] = [];
+        const updates: ContainerRowUpdate[] = [];
+        const keptLogs: { container_id: string; text: string }[] = [];
         for (const id of ids) {
           const row = current.get(id)!;
           const fresh = (byContainer.get(id) ?? []).sort(compareItems);
@@ -201,34 +194,24 @@ export class HistoryStore {
           const launch = change?.launch;
           const fin = change?.finalization;
           const logs = fin ? this.#capLogs(fin.logs) : undefined;
-          await db
-            .updateTable('containers')
-            .set({
-              ...(status ? { status: status.status, status_time: status.status_time } : {}),
-              ...(fresh.length > 0 ? { updated_at: now } : {}),
-              newest_time: newest.time,
-              newest_id: newest.id,
-              ...(launch ? launchColumns(launch) : {}),
-              ...(fin && logs
-                ? {
-                    exit_code: fin.exit_code,
-                    finalized_at: now,
-                    outputs: JSON.stringify(fin.outputs),
-                    logs_size: fin.logs_size,
-                    logs_truncated: fin.truncated || logs.truncated ? 1 : 0,
-                  }
-                : {}),
-            })
-            .where('id', '=', id)
-            .execute();
-          if (fin && logs) {
-            await db
-              .insertInto('container_logs')
-              .values({ container_id: id, text: logs.text })
-              .onConflict((oc) => oc.column('container_id').doUpdateSet({ text: logs.text }))
-              .execute();
-          }
           const meta = { ...row, ...(launch ? launchColumns(launch) : {}) };
+          updates.push({
+            ...meta,
+            ...(status ? { status: status.status, status_time: status.status_time } : {}),
+            ...(fresh.length > 0 ? { updated_at: now } : {}),
+            newest_time: newest.time,
+            newest_id: newest.id,
+            ...(fin && logs
+              ? {
+                  exit_code: fin.exit_code,
+                  finalized_at: now,
+                  outputs: JSON.stringify(fin.outputs),
+                  logs_size: fin.logs_size,
+                  logs_truncated: fin.truncated || logs.truncated ? 1 : 0,
+                }
+              : {}),
+          });
+          if (fin && logs) keptLogs.push({ container_id: id, text: logs.text });
           for (const item of fresh) {
             const event: Omit<ContainerStatusEvent, 'type'> = {
               container: {
@@ -254,6 +237,8 @@ export class HistoryStore {
             }
           }
         }
+        await writeContainerRows(db, this.#backend.kind, updates);
+        await writeContainerLogs(db, keptLogs);
         for (let i = 0; i < deliveries.length; i += insertChunk) {
           await db
             .insertInto('subscription_deliveries')

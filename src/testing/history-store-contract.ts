@@ -365,6 +365,63 @@ export function describeHistoryStoreContract(
       }
     });
 
+    it("one ingest of 450 containers (three statements' worth) records each one's own launch, status and end", async () => {
+      const known = cid('known');
+      await history.ingest([
+        { type: 'launch', container: launchOf(known, { image: 'old' }), external_timestamp: at(1) },
+      ]);
+      const ids = Array.from({ length: 449 }, (_, i) => cid(`many${i}`));
+      const records: IngestRecord[] = [
+        {
+          type: 'launch',
+          container: launchOf(known, { image: 'relaunched', cell_id: 'cell-9' }),
+          external_timestamp: at(2),
+        },
+        event(known, 'start', 3),
+      ];
+      ids.forEach((id, i) => {
+        if (i % 3 === 0)
+          records.push({
+            type: 'launch',
+            container: launchOf(id, { image: `img-${i}` }),
+            external_timestamp: at(1),
+          });
+        records.push(event(id, 'start', 2));
+        if (i % 3 === 1) records.push(event(id, 'die', 3, { exit_code: 0 }));
+        if (i % 3 === 2) {
+          records.push(event(id, 'die', 3, { exit_code: 4 }), {
+            type: 'finalization',
+            container_id: id,
+            exit_code: 4,
+            // Short: the suite's store keeps only the last 6 characters.
+            logs: `${i}`,
+            logs_size: `${i}`.length,
+            logs_truncated: false,
+            outputs: [],
+            error: null,
+          });
+        }
+      });
+      const result = await history.ingest(records);
+      assert.equal(result.duplicates, 0);
+      const relaunched = await history.getContainer(known);
+      assert.deepEqual(
+        [relaunched.image, relaunched.cell_id, relaunched.status],
+        ['relaunched', 'cell-9', 'Running'],
+      );
+      for (const [i, id] of ids.entries()) {
+        if (i % 20 !== 0 && i < ids.length - 3) continue;
+        const c = await history.getContainer(id);
+        if (i % 3 === 0)
+          assert.deepEqual([c.image, c.status, c.exit_code], [`img-${i}`, 'Running', null], id);
+        if (i % 3 === 1) assert.deepEqual([c.image, c.status], ['', 'die'], id);
+        if (i % 3 === 2) {
+          assert.deepEqual([c.status, c.exit_code, Boolean(c.finalized_at)], ['Failed', 4, true], id);
+          assert.equal((await history.getLogs(id)).text, `${i}`, id);
+        }
+      }
+    });
+
     it('concurrent ingests for one container end in the folded status', async () => {
       const id = cid();
       const raws = ['create', 'start', 'die', 'destroy', 'start', 'kill'];
