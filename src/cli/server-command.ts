@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
 import { type BbsStore, defaultCellPacing } from '../bbs/index.js';
-import { defaultPostgresPoolSize } from '../db/index.js';
 import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
+import { defaultPostgresPoolSize } from '../db/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
 import {
   type CommandHandler,

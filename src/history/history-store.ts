@@ -2,6 +2,12 @@ import type { Insertable, Selectable } from 'kysely';
 import { InvalidArgumentError, NotFoundError } from '../core/index.js';
 import type { SqlBackend, SqlDatabase } from '../db/index.js';
 import {
+  type ContainerRowUpdate,
+  lockContainerRows,
+  writeContainerLogs,
+  writeContainerRows,
+} from './container-row-writes.js';
+import {
   canonicalTimestamp,
   compareIds,
   compareItems,
@@ -10,12 +16,6 @@ import {
   stepStatus,
   type TopLevelStatus,
 } from './container-status.js';
-import {
-  type ContainerRowUpdate,
-  lockContainerRows,
-  writeContainerLogs,
-  writeContainerRows,
-} from './container-row-writes.js';
 import type { ContainerRow, HistoryDb, HistoryRow, HistoryTables } from './history-database.js';
 import { historyMigrationList } from './history-migrations.js';
 import type {
