@@ -18,6 +18,10 @@ export interface ScaleFigures {
   readonly lostInstances: number;
   /** From the kill -9 until the killed cells held nothing and every instance was RUNNING again. */
   readonly replaceMs: number;
+  /** From the kill until no killed cell's presence was left (each lapses a TTL after its last beat). */
+  readonly replaceExpiredMs: number;
+  /** From the kill until the killed cells held no instance (the converger unclaimed them all). */
+  readonly replaceUnclaimedMs: number;
   /** The presence TTL the server granted the cells (src/bbs/cell-pacing.ts), which may exceed the one asked. */
   readonly presenceTtlMs: number;
   /** The server's HTTP requests over the burst, by `METHOD route`. */
@@ -67,6 +71,13 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
       'lost instances RUNNING elsewhere',
       (f) => `${seconds(f.replaceMs)} (TTL granted ${seconds(f.presenceTtlMs)})`,
       `<= TTL + ${goals.replaceBeyondTtlSeconds} s`,
+    ],
+    ['  last presence lapsed', (f) => seconds(f.replaceExpiredMs), ''],
+    ['  all unclaimed', (f) => seconds(f.replaceUnclaimedMs), ''],
+    [
+      '  RUNNING, after the last lapse',
+      (f) => seconds(f.replaceMs - f.replaceExpiredMs),
+      `<= ${goals.replaceBeyondTtlSeconds} s`,
     ],
   ];
   const header = ['', ...figures.map((f) => f.backend), 'goal'];

@@ -208,13 +208,28 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     const lost = deadCells.reduce((sum, id) => sum + (spread.get(id) ?? 0), 0);
     const tKill = Date.now();
     await Promise.all(victims.map((h) => h.kill()));
+    // Where the time goes: until the last killed cell's presence lapsed (bounded by the TTL and
+    // where in its heartbeat interval the kill fell), until the converger had taken every
+    // instance off the killed cells, and until all were RUNNING again.
+    let expiredMs: number | undefined;
+    let unclaimedMs: number | undefined;
+    const dead = new Set(deadCells);
     await waitUntil(
       `the ${lost} instances of ${deadCells.length} killed cells RUNNING elsewhere`,
-      async () =>
-        (await running(server.url)) >= total &&
-        [...(await instancesPerCell(bbs, deadCells)).values()].every((n) => n === 0),
+      async () => {
+        if (expiredMs === undefined) {
+          // The converger cannot act on a cell before its presence lapses.
+          if ((await bbs.listCells()).some((c) => dead.has(c.cell_id))) return false;
+          expiredMs = Date.now() - tKill;
+        }
+        if (unclaimedMs === undefined) {
+          if (![...(await instancesPerCell(bbs, deadCells)).values()].every((n) => n === 0)) return false;
+          unclaimedMs = Date.now() - tKill;
+        }
+        return (await running(server.url)) >= total;
+      },
       size.timeoutMs,
-      500,
+      250,
     );
     const replaceMs = Date.now() - tKill;
     const counts = [...spread.values()];
@@ -232,6 +247,8 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       killedCells: deadCells.length,
       lostInstances: lost,
       replaceMs,
+      replaceExpiredMs: expiredMs ?? replaceMs,
+      replaceUnclaimedMs: unclaimedMs ?? replaceMs,
       presenceTtlMs: grantedTtlMs(),
       burstRequests: [...requestsAfter]
         .map(([route, n]): [string, number] => [route, n - (requestsBefore.get(route) ?? 0)])
