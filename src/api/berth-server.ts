@@ -30,7 +30,10 @@ export interface BbsServerOptions {
    * Singletons this server competes for; the BBS's own janitor is always one of them. A function
    * gets the server's own store: a second SQLite handle in one process would block the first.
    */
-  readonly singletons?: readonly Singleton[] | ((store: SqlBbsStore) => readonly Singleton[]);
+  /** A function gets the server's logger (undefined when silent) for the singletons' own lines. */
+  readonly singletons?:
+    | readonly Singleton[]
+    | ((store: SqlBbsStore, logger: ServiceLogger | undefined) => readonly Singleton[]);
   readonly leaseTtlMs?: number;
   /** Events older than this are pruned by the janitor (default 24h). */
   readonly eventRetentionMs?: number;
@@ -179,7 +182,9 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
       },
     }),
     ...(systems ? [systemAgent(systems, options.systemAgentIntervalMs ?? 2_000, logger || undefined)] : []),
-    ...(typeof options.singletons === 'function' ? options.singletons(store) : (options.singletons ?? [])),
+    ...(typeof options.singletons === 'function'
+      ? options.singletons(store, logger || undefined)
+      : (options.singletons ?? [])),
   ];
   for (const singleton of singletons) {
     const lease = new SingletonLease({

@@ -1,6 +1,7 @@
 import { AuctioneerService, StopPusher } from '../auctioneer/index.js';
 import type { BbsStore } from '../bbs/index.js';
 import { ConvergerService, defaultConvergenceConfig } from '../converger/index.js';
+import type { ServiceLogger } from '../core/index.js';
 import { type CrashPolicy, defaultCrashPolicy, repClientForCell } from '../rep/index.js';
 import type { Singleton } from './singleton-lease.js';
 
@@ -16,6 +17,18 @@ export interface ClusterTimings {
   readonly repTimeoutMs?: number;
 }
 
+/** `logger` with `service` on every line (pino's child when it has one). */
+function childLogger(logger: ServiceLogger, service: string): ServiceLogger {
+  const withChild = logger as ServiceLogger & {
+    child?: (bindings: Record<string, unknown>) => ServiceLogger;
+  };
+  if (typeof withChild.child === 'function') return withChild.child({ service });
+  return {
+    info: (fields, message) => logger.info({ service, ...fields }, message),
+    warn: (fields, message) => logger.warn({ service, ...fields }, message),
+  };
+}
+
 /** The server's store, which may announce committed events in-process (`SqlBbsStore.onEvents`). */
 type ClusterStore = BbsStore & {
   onEvents?(listener: (types: readonly string[]) => void): () => void;
@@ -26,7 +39,13 @@ type ClusterStore = BbsStore & {
  * server holds the lease places work and heals the cluster; the others stand by. The auctioneer
  * wakes on the store's events, so new work moves at once; the intervals are the safety net.
  */
-export function clusterSingletons(store: ClusterStore, timings: ClusterTimings = {}): Singleton[] {
+export function clusterSingletons(
+  store: ClusterStore,
+  timings: ClusterTimings = {},
+  logger?: ServiceLogger,
+): Singleton[] {
+  // Each service's lines name it: "convergence pass", "cell presences expired: converging now".
+  const loggerOf = (service: string) => (logger ? { logger: childLogger(logger, service) } : {});
   const repClientFor = (cell: Parameters<typeof repClientForCell>[0]) =>
     repClientForCell(cell, timings.repTimeoutMs !== undefined ? { timeoutMs: timings.repTimeoutMs } : {});
   const onStoreEvents = store.onEvents
@@ -37,11 +56,13 @@ export function clusterSingletons(store: ClusterStore, timings: ClusterTimings =
     repClientFor,
     config: { batchIntervalMs: timings.auctionIntervalMs ?? 500 },
     ...(onStoreEvents ? { onStoreEvents } : {}),
+    ...loggerOf('auctioneer'),
   });
   const converger = new ConvergerService({
     bbs: store,
     repClientFor,
     requestTaskAuctions: (tasks) => auctioneer.requestAuctions({ tasks }),
+    ...loggerOf('converger'),
     config: {
       ...defaultConvergenceConfig,
       crashPolicy: timings.crashPolicy ?? defaultCrashPolicy,
@@ -59,6 +80,7 @@ export function clusterSingletons(store: ClusterStore, timings: ClusterTimings =
     bbs: store,
     repClientFor,
     ...(onStoreEvents ? { onStoreEvents } : {}),
+    ...loggerOf('stop-pusher'),
   });
   return [auctioneer, converger, stopPusher];
 }

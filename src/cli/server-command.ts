@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { clusterSingletons, consolePlugin, startBbsServer } from '../api/index.js';
 import { type BbsStore, defaultCellPacing } from '../bbs/index.js';
-import { ensurePrivateDir, InvalidArgumentError, parseDuration } from '../core/index.js';
+import { ensurePrivateDir, InvalidArgumentError, parseDuration, type ServiceLogger } from '../core/index.js';
 import { defaultPostgresPoolSize } from '../db/index.js';
 import { defaultCrashPolicy } from '../rep/index.js';
 import {
@@ -31,20 +31,24 @@ const server: CommandHandler = {
     const duration = (flag: string, fallback: string) =>
       parseDuration(stringOption(ctx.values, flag) ?? fallback, `--${flag}`);
     // The auctioneer and converger run only while this server holds their lease.
-    const singletons = (store: BbsStore) =>
-      clusterSingletons(store, {
-        convergenceIntervalMs: duration('convergence-interval', '30s'),
-        auctionIntervalMs: duration('auction-interval', '500ms'),
-        crashPolicy: {
-          ...defaultCrashPolicy,
-          baseMs: duration('crash-backoff-base', '30s'),
-          maxMs: duration('crash-backoff-max', '16m'),
+    const singletons = (store: BbsStore, logger: ServiceLogger | undefined) =>
+      clusterSingletons(
+        store,
+        {
+          convergenceIntervalMs: duration('convergence-interval', '30s'),
+          auctionIntervalMs: duration('auction-interval', '500ms'),
+          crashPolicy: {
+            ...defaultCrashPolicy,
+            baseMs: duration('crash-backoff-base', '30s'),
+            maxMs: duration('crash-backoff-max', '16m'),
+          },
+          unclaimedStartTimeoutMs: duration('unclaimed-timeout', '30s'),
+          taskKickIntervalMs: duration('task-kick-interval', '30s'),
+          taskPendingLimitMs: duration('task-pending-limit', '30m'),
+          taskCompletedTtlMs: duration('task-completed-ttl', '2m'),
         },
-        unclaimedStartTimeoutMs: duration('unclaimed-timeout', '30s'),
-        taskKickIntervalMs: duration('task-kick-interval', '30s'),
-        taskPendingLimitMs: duration('task-pending-limit', '30m'),
-        taskCompletedTtlMs: duration('task-completed-ttl', '2m'),
-      });
+        logger,
+      );
     const running = await startBbsServer({
       singletons,
       maxPendingStarts: maxPendingStarts(ctx.values),

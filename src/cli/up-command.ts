@@ -73,8 +73,8 @@ const up: CommandHandler = {
       registry: { dataDir: dir },
       systems: true,
       plugins: [consolePlugin],
-      singletons: (store) =>
-        clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }),
+      singletons: (store, serverLogger) =>
+        clusterSingletons(store, { convergenceIntervalMs, crashPolicy: defaultCrashPolicy }, serverLogger),
     });
     const router = await startServerRouter(ctx.values, server.store, listen, (line) =>
       ctx.stdout.write(`  ${line}\n`),

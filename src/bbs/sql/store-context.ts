@@ -38,6 +38,26 @@ export interface SqlBbsStoreOptions {
   readonly cellPacing?: CellPacingLimits;
 }
 
+/**
+ * The mutations a cell's rep makes: they take the `cells` lane of the database's connections
+ * (src/db/sql-backend.ts, `DbLane`), so that however many cells report at once, users' writes
+ * and the singletons' find a connection free.
+ */
+const cellOperations: ReadonlySet<string> = new Set([
+  'heartbeatCell',
+  'claimActualLRP',
+  'claimActualLRPs',
+  'startActualLRP',
+  'startActualLRPs',
+  'crashActualLRP',
+  'failActualLRP',
+  'removeActualLRP',
+  'evacuateRunningActualLRP',
+  'removeEvacuatingActualLRP',
+  'startTask',
+  'completeTask',
+]);
+
 /** Rows per multi-row INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
 export const insertChunk = 400;
 
@@ -76,17 +96,20 @@ export class StoreContext implements Reader {
 
   async mutate<T>(operation: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
     try {
-      return await this.database.events.write(this.now, (db, at, events: BbsEventBody[]) =>
-        fn({
-          db: db.withTables<BbsDatabase>(),
-          kind: this.backend.kind,
-          lockRows: this.backend.lockRows,
-          sql: this.sql,
-          isUniqueViolation: (err) => this.backend.isUniqueViolation(err),
-          now: at.toISOString(),
-          nowMs: at.getTime(),
-          events,
-        }),
+      return await this.database.events.write(
+        this.now,
+        (db, at, events: BbsEventBody[]) =>
+          fn({
+            db: db.withTables<BbsDatabase>(),
+            kind: this.backend.kind,
+            lockRows: this.backend.lockRows,
+            sql: this.sql,
+            isUniqueViolation: (err) => this.backend.isUniqueViolation(err),
+            now: at.toISOString(),
+            nowMs: at.getTime(),
+            events,
+          }),
+        { lane: cellOperations.has(operation) ? 'cells' : 'any' },
       );
     } catch (err) {
       if (err instanceof CasConflictError) this.#onCasConflict(operation);
