@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CompiledQuery, type Kysely, sql } from 'kysely';
-import { type DbTables, numbered, type SqlBackend, type WriteOptions } from './sql-backend.js';
+import { type DbTables, numbered, type SqlBackend } from './sql-backend.js';
 
 /** An event as its owner builds it: `type` is its column, every other field its JSON `data`. */
 export interface EventBody {
@@ -74,7 +74,6 @@ export class EventLog {
   async write<T, E extends EventBody = EventBody>(
     clock: () => Date,
     fn: (tx: Kysely<DbTables>, at: Date, events: E[]) => Promise<T>,
-    options?: WriteOptions,
   ): Promise<T> {
     let types: string[] = [];
     const result = await this.#backend.write(async (tx) => {
@@ -85,7 +84,7 @@ export class EventLog {
       // A retried transaction replaces what an aborted attempt pushed.
       types = events.map((e) => e.type);
       return value;
-    }, options);
+    });
     if (types.length > 0) {
       this.#notify?.(types);
       for (const listener of this.#listeners) listener(types);

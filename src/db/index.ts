@@ -7,13 +7,11 @@ export {
   type SchemaMigration,
 } from './migration-runner.js';
 export {
-  cellsLaneWidth,
   defaultPostgresPoolSize,
   openPostgresBackend,
   type PostgresBackendOptions,
 } from './postgres-backend.js';
 export {
-  type DbLane,
   type DbTables,
   type EventRow,
   numbered,
@@ -21,7 +19,6 @@ export {
   type RowQuery,
   type SqlBackend,
   type SqlDialectKind,
-  type WriteOptions,
 } from './sql-backend.js';
 export { isPostgresUrl, type OpenSqlDatabaseOptions, openSqlDatabase, SqlDatabase } from './sql-database.js';
 export { openSqliteBackend, type SqliteBackendOptions } from './sqlite-backend.js';

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { ConcurrencyGate, errnoCode } from '../core/index.js';
+import { errnoCode } from '../core/index.js';
 import { eventsChannel } from './event-log.js';
 import { listenOnChannel } from './postgres-notifications.js';
 import { type DbTables, numbered, type RawEventRow, type SqlBackend } from './sql-backend.js';
@@ -25,16 +25,6 @@ export interface PostgresBackendOptions {
  */
 export const defaultPostgresPoolSize = 30;
 
-/**
- * The connections the `cells` lane may hold at once: all but a fifth of the pool, which stays
- * free for users' writes and the singletons. Without the reserve, 1,000 cells' claims and starts
- * filled every connection and the pool's queue, and each desire waited its turn behind them:
- * a burst of 100,000 instances spent 350 s of its 354 s answering 1,000 desires.
- */
-export function cellsLaneWidth(poolSize: number): number {
-  return Math.max(1, poolSize - Math.floor(poolSize / 5));
-}
-
 /** Arbitrary but fixed: every berth server takes this advisory lock to migrate. */
 const migrationLockKey = 0x62_65_72_74_68; // "berth"
 const retryableCodes = new Set(['40001', '40P01']);
@@ -45,9 +35,10 @@ const retryableCodes = new Set(['40001', '40P01']);
  * serialization failures are retried a few times before they surface.
  */
 export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend {
-  const poolSize = options.poolSize ?? defaultPostgresPoolSize;
-  const pool = new pg.Pool({ connectionString: options.url, max: poolSize });
-  const cellsLane = new ConcurrencyGate(cellsLaneWidth(poolSize));
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? defaultPostgresPoolSize,
+  });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const db = new Kysely<DbTables>({
@@ -69,10 +60,7 @@ export function openPostgresBackend(options: PostgresBackendOptions): SqlBackend
     kind: 'postgres',
     db,
     lockRows: true,
-    write: (fn, writeOptions) => {
-      const run = () => withRetry(() => db.transaction().execute(fn));
-      return writeOptions?.lane === 'cells' ? cellsLane.run(run) : run();
-    },
+    write: (fn) => withRetry(() => db.transaction().execute(fn)),
     read: (fn) =>
       withRetry(() =>
         db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn),

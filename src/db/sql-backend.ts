@@ -39,19 +39,6 @@ export type RowQuery = <T>(
 ) => Promise<T[]>;
 
 /**
- * Whose write a transaction is, for the share of the database's connections it may take.
- * `cells`: the reports of the cells' reps (claims, starts, crashes, heartbeats, container
- * history), which a thousand cells send faster than any server commits them. `any`: everything
- * else (users' writes through the API, the auctioneer, the converger), which must not queue
- * behind them (Kubernetes' API Priority and Fairness keeps apart the same two kinds of traffic).
- */
-export type DbLane = 'any' | 'cells';
-
-export interface WriteOptions {
-  readonly lane?: DbLane;
-}
-
-/**
  * What differs between SQLite and PostgreSQL beyond SQL text: how a transaction begins, how rows
  * are locked, how the event log is read in commit order, which errors mean "retry" or "duplicate".
  * The stores above it (bbs, history, model) are one implementation for both.
@@ -61,12 +48,8 @@ export interface SqlBackend {
   readonly db: Kysely<DbTables>;
   /** True when SELECT … FOR UPDATE is needed (PostgreSQL); SQLite's writer lock already serializes. */
   readonly lockRows: boolean;
-  /**
-   * A read-write transaction, retried on deadlock/serialization failures. On PostgreSQL the
-   * `cells` lane may hold all but a reserve of the pool's connections (`cellsLaneWidth`);
-   * SQLite's one connection serializes every write anyway.
-   */
-  write<T>(fn: (tx: Kysely<DbTables>) => Promise<T>, options?: WriteOptions): Promise<T>;
+  /** A read-write transaction, retried on deadlock/serialization failures. */
+  write<T>(fn: (tx: Kysely<DbTables>) => Promise<T>): Promise<T>;
   /** A read-only transaction that sees one consistent snapshot. */
   read<T>(fn: (tx: Kysely<DbTables>) => Promise<T>): Promise<T>;
   /** Runs `apply` in one transaction under a lock that only one server at a time can hold. */

@@ -258,8 +258,6 @@ export class HistoryStore {
         }
         return { recorded: inserted.length, duplicates: allItems.length - inserted.length };
       },
-      // The cells report their containers' events: they wait for their share of connections.
-      { lane: 'cells' },
     );
     if (result.recorded > 0) this.#onRecorded();
     return result;

@@ -38,28 +38,6 @@ export interface SqlBbsStoreOptions {
   readonly cellPacing?: CellPacingLimits;
 }
 
-/**
- * The mutations a cell's rep makes about its work: they take the `cells` lane of the database's
- * connections (src/db/sql-backend.ts, `DbLane`), so that however many cells report at once,
- * users' writes and the singletons' find a connection free. Heartbeats are not among them: a
- * heartbeat queued behind a burst's claims lands too late, and the cell's presence lapses with
- * all its instances (a full-size run lost 430 of 1,000 cells that way); as Kubernetes keeps node
- * leases apart from other traffic, they go with the default lane.
- */
-const cellOperations: ReadonlySet<string> = new Set([
-  'claimActualLRP',
-  'claimActualLRPs',
-  'startActualLRP',
-  'startActualLRPs',
-  'crashActualLRP',
-  'failActualLRP',
-  'removeActualLRP',
-  'evacuateRunningActualLRP',
-  'removeEvacuatingActualLRP',
-  'startTask',
-  'completeTask',
-]);
-
 /** Rows per multi-row INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
 export const insertChunk = 400;
 
@@ -98,20 +76,17 @@ export class StoreContext implements Reader {
 
   async mutate<T>(operation: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
     try {
-      return await this.database.events.write(
-        this.now,
-        (db, at, events: BbsEventBody[]) =>
-          fn({
-            db: db.withTables<BbsDatabase>(),
-            kind: this.backend.kind,
-            lockRows: this.backend.lockRows,
-            sql: this.sql,
-            isUniqueViolation: (err) => this.backend.isUniqueViolation(err),
-            now: at.toISOString(),
-            nowMs: at.getTime(),
-            events,
-          }),
-        { lane: cellOperations.has(operation) ? 'cells' : 'any' },
+      return await this.database.events.write(this.now, (db, at, events: BbsEventBody[]) =>
+        fn({
+          db: db.withTables<BbsDatabase>(),
+          kind: this.backend.kind,
+          lockRows: this.backend.lockRows,
+          sql: this.sql,
+          isUniqueViolation: (err) => this.backend.isUniqueViolation(err),
+          now: at.toISOString(),
+          nowMs: at.getTime(),
+          events,
+        }),
       );
     } catch (err) {
       if (err instanceof CasConflictError) this.#onCasConflict(operation);
