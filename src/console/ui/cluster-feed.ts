@@ -3,7 +3,7 @@ import { ClusterView } from '../model/cluster-view.js';
 import { type ConsoleEvent, isBbsEvent, isSystemChange } from '../model/event-facts.js';
 import { SseParser } from '../model/sse-parser.js';
 import { authGate } from './auth-gate.js';
-import { authHeaders, readSnapshot, SignInNeeded } from './console-api.js';
+import { authHeaders, readSnapshot, SignInNeeded, signInNeeded } from './console-api.js';
 
 export type FeedStatus =
   | { readonly kind: 'connecting' }
@@ -82,7 +82,7 @@ export class ClusterFeed {
           headers: { ...authHeaders(), ...(lastId ? { 'last-event-id': lastId } : {}) },
           signal,
         });
-        if (response.status === 401) throw new SignInNeeded('This token is invalid, expired or revoked.');
+        if (response.status === 401) throw signInNeeded();
         if (response.status === 400 && lastId) {
           lastId = undefined; // the cursor is gone (pruned): list again from now
           continue;

@@ -41,16 +41,24 @@ export const token = {
   clear: (): void => sessionStorage.removeItem(tokenKey),
 };
 
+/**
+ * A 401's sign-in, saying why from what was sent: no token at all, or one the server refused.
+ * Every request that can be answered 401 (the API's and the event stream's) says it this way,
+ * whichever of them is answered first.
+ */
+export function signInNeeded(): SignInNeeded {
+  return new SignInNeeded(
+    token.get() ? 'This token is invalid, expired or revoked.' : 'This server needs an API token.',
+  );
+}
+
 export function authHeaders(): Record<string, string> {
   const value = token.get();
   return value ? { authorization: `Bearer ${value}` } : {};
 }
 
 async function failure(response: Response, path: string): Promise<Error> {
-  if (response.status === 401)
-    return new SignInNeeded(
-      token.get() ? 'This token is invalid, expired or revoked.' : 'This server needs an API token.',
-    );
+  if (response.status === 401) return signInNeeded();
   const body = (await response.json().catch(() => ({}))) as {
     message?: string;
     details?: Record<string, unknown>;
