@@ -28,9 +28,9 @@ export interface BbsServerOptions {
   readonly logger?: Logger | false;
   /**
    * Singletons this server competes for; the BBS's own janitor is always one of them. A function
-   * gets the server's own store: a second SQLite handle in one process would block the first.
+   * gets the server's own store: a second SQLite handle in one process would block the first,
+   * and the server's logger (undefined when silent) for the singletons' own lines.
    */
-  /** A function gets the server's logger (undefined when silent) for the singletons' own lines. */
   readonly singletons?:
     | readonly Singleton[]
     | ((store: SqlBbsStore, logger: ServiceLogger | undefined) => readonly Singleton[]);

@@ -132,6 +132,7 @@ function positiveRate(values: OptionValues, flag: string, fallback: number): num
   return rate;
 }
 
+/** The server's callback settings from its flags; only what was given (the rest keeps defaults). */
 export function taskCallbackConfigFromFlags(values: OptionValues): {
   maxAttempts?: number;
   backoffBaseMs?: number;
