@@ -20,8 +20,8 @@ export interface PostgresBackendOptions {
  * Connections a server keeps to PostgreSQL. A transaction holds its connection for every round
  * trip it makes, and on a busy server most of its time is spent waiting for the server's event
  * loop to send the next statement: with pg's default of 10, desires waited for a connection
- * behind the cells' claims and starts (1,000 desires took 396 s in a 100,000-instance burst).
- * Thirty per server keeps two servers well under PostgreSQL's default max_connections (100).
+ * behind the cells' claims and starts (in a burst of 20,000 instances over 1,000 cells, 200
+ * desires took 46 s with 10 and 15 s with 30; docs/performance.md, round 16). Thirty per server keeps two servers well under PostgreSQL's default max_connections (100).
  */
 export const defaultPostgresPoolSize = 30;
 
