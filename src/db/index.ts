@@ -22,3 +22,4 @@ export {
 } from './sql-backend.js';
 export { isPostgresUrl, type OpenSqlDatabaseOptions, openSqlDatabase, SqlDatabase } from './sql-database.js';
 export { openSqliteBackend, type SqliteBackendOptions } from './sqlite-backend.js';
+export { type ValuesUpdate, valuesUpdate } from './values-update.js';

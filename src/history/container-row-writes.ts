@@ -1,5 +1,5 @@
-import { CompiledQuery, type Insertable, type Selectable } from 'kysely';
-import type { SqlBackend } from '../db/index.js';
+import type { Insertable, Selectable } from 'kysely';
+import { type SqlBackend, type ValuesUpdate, valuesUpdate } from '../db/index.js';
 import type { ContainerRow, HistoryDb } from './history-database.js';
 
 /**
@@ -35,7 +35,7 @@ export async function lockContainerRows(
   return rows;
 }
 
-/** The columns an ingest may change, in the order of the VALUES rows after the id. */
+/** The columns an ingest may change. */
 const setColumns = [
   'image',
   'command',
@@ -55,19 +55,17 @@ const setColumns = [
   'logs_size',
   'logs_truncated',
 ] as const satisfies readonly (keyof ContainerRow)[];
-const valueColumns = ['id', ...setColumns] as const;
-type SetColumn = (typeof setColumns)[number];
 
-/** PostgreSQL infers a VALUES column's type from its first row's casts. */
-const columnTypes: Readonly<Partial<Record<(typeof valueColumns)[number], string>>> = {
-  newest_id: 'bigint',
-  exit_code: 'integer',
-  logs_size: 'integer',
-  logs_truncated: 'integer',
+const containersUpdate: ValuesUpdate = {
+  table: 'containers',
+  columns: ['id', ...setColumns],
+  types: { newest_id: 'bigint', exit_code: 'integer', logs_size: 'integer', logs_truncated: 'integer' },
+  set: setColumns,
+  match: [['id', 'id']],
 };
 
 /** A container row as it becomes: its id and every column an ingest may change. */
-export type ContainerRowUpdate = Pick<Selectable<ContainerRow>, 'id' | SetColumn>;
+export type ContainerRowUpdate = Pick<Selectable<ContainerRow>, 'id' | (typeof setColumns)[number]>;
 
 /** Writes each row's changeable columns, one UPDATE per chunk. Every id must have a row. */
 export async function writeContainerRows(
@@ -76,29 +74,8 @@ export async function writeContainerRows(
   rows: readonly ContainerRowUpdate[],
 ): Promise<void> {
   for (let at = 0; at < rows.length; at += rowsPerStatement) {
-    await db.executeQuery(updateStatement(kind, rows.slice(at, at + rowsPerStatement)));
+    await db.executeQuery(valuesUpdate(kind, containersUpdate, rows.slice(at, at + rowsPerStatement)));
   }
-}
-
-function updateStatement(kind: SqlBackend['kind'], chunk: readonly ContainerRowUpdate[]): CompiledQuery {
-  const params: unknown[] = [];
-  const tuples = chunk.map((row, i) => {
-    const marks = valueColumns.map((column) => {
-      params.push(row[column]);
-      if (kind !== 'postgres') return '?';
-      const mark = `$${params.length}`;
-      return i === 0 ? `${mark}::${columnTypes[column] ?? 'text'}` : mark;
-    });
-    return `(${marks.join(', ')})`;
-  });
-  // SQLite names a VALUES table's columns column1, column2, …; PostgreSQL takes them in the alias.
-  const col = (name: (typeof valueColumns)[number]): string =>
-    kind === 'postgres' ? `v.${name}` : `v.column${valueColumns.indexOf(name) + 1}`;
-  const alias = kind === 'postgres' ? `v(${valueColumns.join(', ')})` : 'v';
-  const text =
-    `UPDATE containers SET ${setColumns.map((c) => `${c} = ${col(c)}`).join(', ')} ` +
-    `FROM (VALUES ${tuples.join(', ')}) AS ${alias} WHERE containers.id = ${col('id')}`;
-  return CompiledQuery.raw(text, params);
 }
 
 /** Every container's kept logs, one upsert per chunk. */

@@ -12,7 +12,7 @@
  * that differs fails the whole transaction as a lost CAS.
  */
 import { CompiledQuery } from 'kysely';
-import { numbered } from '../../db/index.js';
+import { numbered, type ValuesUpdate, valuesUpdate } from '../../db/index.js';
 import { actualLrpKey } from '../actual-lrp-key.js';
 import type { ActualLRPRef } from '../bbs-store.js';
 import type { ActualLRP } from '../bbs-types.js';
@@ -63,7 +63,7 @@ export interface ActualChange {
   readonly after: ActualLRP;
 }
 
-/** Columns an update sets, in the order of the VALUES rows after the key and the old tag. */
+/** Columns an update sets. */
 const setColumns = [
   'domain',
   'instance_guid',
@@ -78,17 +78,31 @@ const setColumns = [
   'ports',
   'tag_epoch',
   'tag_index',
-] as const;
-const keyColumns = ['process_guid', 'idx', 'evacuating', 'old_epoch', 'old_index'] as const;
-const valueColumns = [...keyColumns, ...setColumns];
-/** PostgreSQL infers a VALUES column's type from its first row: these columns are integers. */
-const integerColumns: ReadonlySet<string> = new Set([
-  'idx',
-  'evacuating',
-  'old_index',
-  'crash_count',
-  'tag_index',
-]);
+];
+
+/**
+ * Each change's row is its key, the old tag it replaces and its new values: the update matches
+ * the old tag, so a row changed since it was read is not written (the count tells).
+ */
+const actualsUpdate: ValuesUpdate = {
+  table: 'actual_lrps',
+  columns: ['process_guid', 'idx', 'evacuating', 'old_epoch', 'old_index', ...setColumns],
+  types: {
+    idx: 'integer',
+    evacuating: 'integer',
+    old_index: 'integer',
+    crash_count: 'integer',
+    tag_index: 'integer',
+  },
+  set: setColumns,
+  match: [
+    ['process_guid', 'process_guid'],
+    ['idx', 'idx'],
+    ['evacuating', 'evacuating'],
+    ['tag_epoch', 'old_epoch'],
+    ['tag_index', 'old_index'],
+  ],
+};
 
 /**
  * Writes every change in one UPDATE per chunk and records one `actual_lrp_changed` event each, in
@@ -122,31 +136,13 @@ export async function replaceActuals(tx: Tx, changes: readonly ActualChange[]): 
 }
 
 function updateStatement(kind: Tx['kind'], chunk: readonly ActualChange[]): CompiledQuery {
-  const params: unknown[] = [];
-  const tuples = chunk.map(({ before, after }, i) => {
-    const values: Record<(typeof valueColumns)[number], unknown> = {
+  return valuesUpdate(
+    kind,
+    actualsUpdate,
+    chunk.map(({ before, after }) => ({
       ...actualToRow(after),
       old_epoch: before.modification_tag.epoch,
       old_index: before.modification_tag.index,
-    };
-    const marks = valueColumns.map((column) => {
-      params.push(values[column]);
-      const mark = kind === 'postgres' ? `$${params.length}` : '?';
-      return kind === 'postgres' && i === 0
-        ? `${mark}::${integerColumns.has(column) ? 'integer' : 'text'}`
-        : mark;
-    });
-    return `(${marks.join(', ')})`;
-  });
-  // SQLite names a VALUES table's columns column1, column2, …; PostgreSQL takes them in the alias.
-  const col = (name: (typeof valueColumns)[number]): string =>
-    kind === 'postgres' ? `v.${name}` : `v.column${valueColumns.indexOf(name) + 1}`;
-  const alias = kind === 'postgres' ? `v(${valueColumns.join(', ')})` : 'v';
-  const text =
-    `UPDATE actual_lrps SET ${setColumns.map((c) => `${c} = ${col(c)}`).join(', ')} ` +
-    `FROM (VALUES ${tuples.join(', ')}) AS ${alias} ` +
-    `WHERE actual_lrps.process_guid = ${col('process_guid')} AND actual_lrps.idx = ${col('idx')} ` +
-    `AND actual_lrps.evacuating = ${col('evacuating')} AND actual_lrps.tag_epoch = ${col('old_epoch')} ` +
-    `AND actual_lrps.tag_index = ${col('old_index')}`;
-  return CompiledQuery.raw(text, params);
+    })),
+  );
 }
