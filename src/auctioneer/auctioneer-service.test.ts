@@ -63,10 +63,12 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
   }
 
   /** Started, woken by the store's events alone: its safety-net interval is an hour. */
-  function startedOnEvents(): AuctioneerService {
+  function startedOnEvents(
+    repClientFor: AuctioneerServiceOptions['repClientFor'] = (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+  ): AuctioneerService {
     const service = new AuctioneerService({
       bbs,
-      repClientFor: (c) => repClientForCell(c, { timeoutMs: 2_000 }),
+      repClientFor,
       config: { batchIntervalMs: 3_600_000 },
       now: clock.now,
       onStoreEvents: (listener) => bbs.onEvents(listener),
@@ -336,6 +338,45 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
       for (let i = 0; i < 300 && rep.tasks.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal(rep.tasks.size, 1, 'the waiting task is placed, not an hour later');
       assert.ok(!rep.tasks.has(guid));
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('keeps cell states while nothing can have freed room, and reads them again after an instance went', async () => {
+    const rep = await cell('cell-a', 'z1', 4);
+    let stateCalls = 0;
+    const service = startedOnEvents((c) => {
+      const client = repClientForCell(c, { timeoutMs: 2_000 });
+      return {
+        state: () => {
+          stateCalls++;
+          return client.state();
+        },
+        perform: (work) => client.perform(work),
+      };
+    });
+    const placed = async (n: number) => {
+      for (let i = 0; i < 300 && rep.instances.size < n; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(rep.instances.size, n);
+    };
+    try {
+      await bbs.desireLRP(desiredDefinition('first', 1));
+      await placed(1);
+      assert.equal(stateCalls, 1);
+      // A quiet minute: the kept state (with the instance it accepted) still serves.
+      clock.advance(60_000);
+      await rep.heartbeat(presenceTtl);
+      await bbs.desireLRP(desiredDefinition('second', 1));
+      await placed(2);
+      assert.equal(stateCalls, 1, 'no cell asked again after a quiet minute');
+      // An instance went: the cell may have room its kept state does not show.
+      const gone = (await bbs.getActualLRP({ process_guid: 'first', index: 0 })).instance;
+      assert.ok(gone);
+      await bbs.removeActualLRP({ process_guid: 'first', index: 0, expected: gone.modification_tag });
+      await bbs.desireLRP(desiredDefinition('third', 1));
+      await placed(3);
+      assert.equal(stateCalls, 2, 'asked again after the instance went');
     } finally {
       await service.stop();
     }

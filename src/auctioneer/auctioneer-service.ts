@@ -61,8 +61,8 @@ export interface AuctioneerConfig {
   readonly colocationWeight?: number;
   /**
    * How long a cell's state, with the work it accepted since added, is used for the next batches
-   * instead of asking the cell again (default 1 s; 0: every batch asks every cell, as Diego's).
-   * See `CellStateCache`.
+   * instead of asking the cell again (default 5 minutes, a safety net: states are read again
+   * whenever room may have come, see `CellStateCache`; 0: every batch asks every cell, as Diego's).
    */
   readonly cellStateMaxAgeMs?: number;
 }
@@ -100,10 +100,19 @@ const startRequestEvents: ReadonlySet<string> = new Set([
 
 /**
  * Events that may mean room on a cell: a task that ended (its container is deleted right after)
- * or went, an instance that went. They wake the auctioneer only while work waits in its pool.
- * (An instance that crashed or stopped is `actual_lrp_changed`, above.)
+ * or went, an instance that went. The kept cell states may then show less room than there is, so
+ * they are read again next batch; the events wake the auctioneer only while work waits in its
+ * pool. (An instance that crashed or stopped is `actual_lrp_changed`, above.)
  */
 const roomEvents: ReadonlySet<string> = new Set(['task_changed', 'task_removed', 'actual_lrp_removed']);
+
+/**
+ * A kept cell state is read again after this long even if nothing said room may have come (an
+ * instance's container that ended with no event this server saw). The read is what a lost cell's
+ * replacement waited for: after a quiet minute, an auction of a hundred instances asked all 950
+ * live cells for their state first (3.3 s; docs/performance.md, round 17).
+ */
+const defaultCellStateMaxAgeMs = 5 * 60_000;
 
 /**
  * Woken batches start at least this far apart, so a storm of events still batches its work: each
@@ -166,7 +175,7 @@ export class AuctioneerService {
     this.#logger = options.logger ?? silentLogger;
     this.#pool = new AuctionPool(options.config.retryBatches ?? 10);
     this.#now = options.now ?? (() => new Date());
-    this.#cellStates = new CellStateCache(options.config.cellStateMaxAgeMs ?? 1_000, () =>
+    this.#cellStates = new CellStateCache(options.config.cellStateMaxAgeMs ?? defaultCellStateMaxAgeMs, () =>
       this.#now().getTime(),
     );
   }
@@ -212,12 +221,13 @@ export class AuctioneerService {
    */
   async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { batchIntervalMs } = this.#options.config;
+    // Kept states are only right while this auctioneer alone gave the cells work: one that held
+    // the lease before, lost it and has it again does not know what its successor placed.
+    this.#cellStates.clear();
     const unsubscribe = this.#options.onStoreEvents?.((types) => {
-      if (this.#pool.size > 0 && types.some((t) => roomEvents.has(t))) {
-        // The kept cell states may show less room than there is now: read them all again.
-        this.#cellStates.clear();
-        this.#wakeup.wake();
-      } else if (types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
+      const room = types.some((t) => roomEvents.has(t));
+      if (room) this.#cellStates.clear();
+      if ((room && this.#pool.size > 0) || types.some((t) => startRequestEvents.has(t))) this.#wakeup.wake();
     });
     try {
       await runLoop({

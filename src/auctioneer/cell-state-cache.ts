@@ -19,8 +19,9 @@ interface Entry {
  * A kept state never shows room the cell does not have, only less.
  *
  * A state is read again when it is older than `maxAgeMs`, when its cell refused work or could not
- * be reached, when the cell's rep URL changed, and after a batch that left work unplaced (room may
- * have come that the kept states do not show).
+ * be reached, when the cell's rep URL changed, after a batch that left work unplaced, and after an
+ * event that may mean room (a task ended, an instance went): the auctioneer clears the cache then.
+ * Only then may a kept state show less room than the cell has.
  */
 export class CellStateCache {
   readonly #entries = new Map<string, Entry>();

@@ -19,6 +19,7 @@ import {
   mergeStartRequests,
   pendingExpiredReason,
   planConvergence,
+  planLostCells,
   type TaskConvergenceItem,
 } from './convergence-plan.js';
 
@@ -596,5 +597,51 @@ describe('converger: properties', () => {
       }),
       { numRuns: 400 },
     );
+  });
+});
+
+describe('converger: a lost-cells plan', () => {
+  const lost = new Set(['cell-2', 'ghost']);
+  it('is what the full plan does with the records on the lost cells, and nothing else', () => {
+    fc.assert(
+      fc.property(worldArb, (w) => {
+        const input = buildWorld(w);
+        const onLost = input.actuals.filter((a) => lost.has(a.cell_id));
+        const full = planConvergence(input);
+        const recordOf = (item: LRPConvergenceItem) =>
+          input.actuals.find(
+            (a) =>
+              a.process_guid === item.key.process_guid &&
+              a.index === item.key.index &&
+              a.evacuating === (item.kind === 'remove-evacuating'),
+          );
+        const expected = full.lrps.filter((item) => {
+          const record = recordOf(item);
+          return record !== undefined && lost.has(record.cell_id) && item.kind !== 're-emit-start';
+        });
+        const got = planLostCells({ ...input, actuals: onLost });
+        // Each item whole (its tag, start request, vanished cell); the order says nothing.
+        const sorted = (items: readonly LRPConvergenceItem[]) => items.map((i) => JSON.stringify(i)).sort();
+        assert.deepEqual(sorted(got.lrps), sorted(expected));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('creates nothing for indices it was not shown, and fails the tasks that ran there', () => {
+    const running = task('t', 'RUNNING', { cell_id: 'cell-2' });
+    const p = planLostCells({
+      desired: [desired('web', 3)],
+      actuals: [actual('web', 1, 'RUNNING', { cell_id: 'cell-2' })],
+      cells: [liveCell, expiredCell],
+      domains: [fresh],
+      tasks: [running],
+      now,
+      config,
+    });
+    assert.deepEqual(lrpSummary(p.lrps), ['unclaim-and-start web/1']);
+    assert.deepEqual(p.tasks, [
+      { kind: 'fail-task', taskGuid: 't', expected: tag, reason: cellDisappearedReason },
+    ]);
   });
 });

@@ -243,6 +243,30 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
   return { lrps, tasks: planTaskConvergence(tasks, liveCells, nowMs, config) };
 }
 
+/** Plan items about records that are absent from the input, which a lost-cells plan must not make. */
+const absentRecordKinds: ReadonlySet<LRPConvergenceItem['kind']> = new Set([
+  'create-and-start',
+  're-emit-start',
+]);
+
+/**
+ * The part of the pass that is about cells that just went, planned from their records alone, so
+ * that their instances go back to the auctioneer without reading every ActualLRP in the store
+ * (a full pass at 100,000 instances reads them all; a lost cell holds a hundred or so).
+ *
+ * `actuals` and `tasks` are the records whose `cell_id` is one of the lost cells; `desired`,
+ * `cells` and `domains` are the whole sets, as for a full pass. For every record given, the items
+ * are the ones `planConvergence` makes for it with the whole store as input: each record's item
+ * depends only on itself, its DesiredLRP, the live cells and its domain's freshness, never on
+ * other records (one row per key). What is left out is what only the whole store can tell:
+ * indices with no record (create) and UNCLAIMED instances waiting too long (re-emit), which are
+ * on no cell. The periodic full pass still plans everything.
+ */
+export function planLostCells(input: Omit<ConvergenceInput, 'queuedStarts'>): ConvergencePlan {
+  const plan = planConvergence(input);
+  return { lrps: plan.lrps.filter((item) => !absentRecordKinds.has(item.kind)), tasks: plan.tasks };
+}
+
 function planTaskConvergence(
   tasks: readonly Task[],
   liveCells: ReadonlySet<string>,

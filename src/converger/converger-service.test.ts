@@ -355,7 +355,7 @@ describe('ConvergerService against SQLite', () => {
     });
   });
 
-  it('converges at once when a presence expires, with the interval at an hour', async () => {
+  it('converges a lost cell at once from its own records, with the interval at an hour', async () => {
     // The wall clock: the presence watch sleeps until the expiry it read.
     const live = await openBbsStore(join(dir, 'live.sqlite3'));
     const rep = new FakeRepServer({
@@ -365,8 +365,24 @@ describe('ConvergerService against SQLite', () => {
       capacity: { memory_mb: 1024, disk_mb: 1024, containers: 100 },
     });
     await rep.listen();
+    // The lapse is handled from the lost cell's records: no second read of the whole store.
+    let snapshots = 0;
+    const cellReads: string[] = [];
+    const counting = new Proxy(live, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        if (prop === 'readConvergenceSnapshot') snapshots++;
+        if (prop === 'listActualLRPs')
+          return (req: { cell_id?: string }) => {
+            cellReads.push(req.cell_id ?? 'all');
+            return target.listActualLRPs(req);
+          };
+        return value.bind(target);
+      },
+    }) as BbsStore;
     const service = new ConvergerService({
-      bbs: live,
+      bbs: counting,
       config: { ...config, intervalMs: 3_600_000, presenceCheckGapMs: 20 },
     });
     try {
@@ -384,6 +400,8 @@ describe('ConvergerService against SQLite', () => {
       for (let i = 0; i < 500 && (await state()) !== 'UNCLAIMED'; i++)
         await new Promise((r) => setTimeout(r, 10));
       assert.equal(await state(), 'UNCLAIMED');
+      assert.equal(snapshots, 1, 'the start pass only');
+      assert.deepEqual(cellReads, ['cell-short']);
     } finally {
       await service.stop();
       await rep.close();

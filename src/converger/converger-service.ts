@@ -1,32 +1,17 @@
-import {
-  actualLrpKey,
-  type BbsStore,
-  type CasActualLRPRequest,
-  type CellPresence,
-  type ConvergenceActualLRP,
-  type Task,
-  type TaskStartRequest,
-} from '../bbs/index.js';
+import type { BbsStore, CellPresence, TaskStartRequest } from '../bbs/index.js';
 import {
   describeError,
-  forEachLimited,
-  isSuperseded,
   LocalLoop,
   runLoop,
   type ServiceLogger,
   type SingletonContext,
   silentLogger,
   sleep,
-  supersededCodes,
   Wakeup,
 } from '../core/index.js';
 import type { RepApi } from '../rep/index.js';
-import {
-  type ConvergenceConfig,
-  type LRPConvergenceItem,
-  planConvergence,
-  type TaskConvergenceItem,
-} from './convergence-plan.js';
+import { ConvergenceApplier, type ConvergenceCounts } from './convergence-applier.js';
+import { type ConvergenceConfig, planConvergence, planLostCells } from './convergence-plan.js';
 
 export interface ConvergerConfig extends ConvergenceConfig {
   /** Time between passes. */
@@ -43,8 +28,9 @@ export interface ConvergerConfig extends ConvergenceConfig {
    */
   readonly stopRepeatMs?: number;
   /**
-   * The presence watch lists the live cells at most this often (default 1 s): it wakes a pass the
-   * moment a cell's presence has expired, instead of at the next `intervalMs`.
+   * The presence watch lists the live cells at most this often (default 1 s): it runs the
+   * lost-cells pass the moment a cell's presence has expired, instead of waiting for the next
+   * `intervalMs`.
    */
   readonly presenceCheckGapMs?: number;
 }
@@ -69,56 +55,19 @@ export interface ConvergerServiceOptions {
   readonly requestTaskAuctions?: (tasks: readonly TaskStartRequest[]) => void | Promise<void>;
 }
 
-export type ConvergenceItemKind = LRPConvergenceItem['kind'] | TaskConvergenceItem['kind'];
-
 /** What one pass did. `conflicts`: someone else moved the record first; the next pass re-plans. */
-export interface ConvergencePassReport {
-  readonly planned: Readonly<Partial<Record<ConvergenceItemKind, number>>>;
-  readonly applied: number;
-  readonly conflicts: number;
-  /** Items not applied on purpose (a stop already asked for recently, a pass aborted). */
-  readonly skipped: number;
-  readonly errors: number;
+export interface ConvergencePassReport extends ConvergenceCounts {
   readonly durationMs: number;
 }
 
 /** Looked for this long after a presence's expiry, so the store's clock agrees it has expired. */
 const expiryGraceMs = 50;
 
-type TaskWriteItem = Exclude<TaskConvergenceItem, { kind: 'kick-task' }>;
-/** The plan items that are one unclaim each (and so one start request): applied in batches. */
-type UnclaimItem = Extract<
-  LRPConvergenceItem,
-  { kind: 'unclaim-and-start' | 'restart-crashed' | 're-emit-start' }
->;
-type OtherLRPItem = Exclude<LRPConvergenceItem, UnclaimItem>;
-
-function isUnclaim(item: LRPConvergenceItem): item is UnclaimItem {
-  return (
-    item.kind === 'unclaim-and-start' || item.kind === 'restart-crashed' || item.kind === 're-emit-start'
-  );
-}
-
-/**
- * Unclaims per transaction. A lost cell's instances go back together, so their start requests
- * reach the auctioneer at once and one auction places them, each cell claiming its share in one
- * request; given back one transaction each, they trickled in at the rate of commits (an fsync each
- * on PostgreSQL) and every one was auctioned, claimed and started alone (docs/performance.md).
- */
-const unclaimBatchSize = 1000;
-type ItemOutcome = 'applied' | 'conflict' | 'skipped' | 'error';
-
 /**
  * The converger as a running service (seed 002 "Harmonizing DesiredLRPs with Actual LRPs", issue
  * 5 for tasks): each pass reads one BBS snapshot plus the tasks, asks the pure `planConvergence`
- * what to do, and applies every item with the BBS operation that does it under a CAS on the tag
- * the plan was made from. A lost CAS (or a record that is already gone or has moved on) is not
- * an error: someone else acted first, and the next pass plans from fresh state.
- *
- * Starts are never sent from here: `createActualLRP` and `unclaimActualLRPs` write the start
- * request into the BBS outbox in the same transaction. Stops of CLAIMED/RUNNING instances go
- * through `retireActualLRP`, which writes a stop request for the owning cell's rep; UNCLAIMED and
- * CRASHED instances, and any on a vanished cell, are compare-and-deleted.
+ * what to do, and has the `ConvergenceApplier` apply it under CAS. A cell whose presence lapses
+ * gets a pass of its own at once, over its records only (`planLostCells`).
  *
  * A Singleton by shape (`name`, `run`): run it under a lease so one server converges at a time.
  */
@@ -127,8 +76,7 @@ export class ConvergerService {
   readonly #options: ConvergerServiceOptions;
   readonly #logger: ServiceLogger;
   readonly #now: () => Date;
-  /** instance_guid → when its stop was last asked, so a slow rep is not flooded with repeats. */
-  readonly #stopsAsked = new Map<string, number>();
+  readonly #applier: ConvergenceApplier;
   #serial: Promise<unknown> = Promise.resolve();
   readonly #loop = new LocalLoop();
   readonly #wakeup = new Wakeup();
@@ -139,6 +87,15 @@ export class ConvergerService {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
     this.#now = options.now ?? (() => new Date());
+    const { config } = options;
+    this.#applier = new ConvergenceApplier({
+      bbs: options.bbs,
+      logger: this.#logger,
+      stopRepeatMs: config.stopRepeatMs ?? config.unclaimedStartTimeoutMs,
+      ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
+      ...(options.repClientFor ? { repClientFor: options.repClientFor } : {}),
+      ...(options.requestTaskAuctions ? { requestTaskAuctions: options.requestTaskAuctions } : {}),
+    });
   }
 
   /** One pass, now (on demand). Passes never overlap: a call while one runs waits for it. */
@@ -150,8 +107,8 @@ export class ConvergerService {
   }
 
   /**
-   * Passes every `intervalMs` until `signal` aborts, and at once when a cell's presence expires
-   * (the presence watch); a failed pass is retried with back-off.
+   * Passes every `intervalMs` until `signal` aborts, and a lost-cells pass at once when a cell's
+   * presence expires (the presence watch); a failed pass is retried with back-off.
    */
   async run(context: Pick<SingletonContext, 'signal'>): Promise<void> {
     const { intervalMs } = this.#options.config;
@@ -175,9 +132,11 @@ export class ConvergerService {
 
   /**
    * An expiring presence writes nothing, so no event can tell of it: this sleeps until the earliest
-   * expiry among the cells last seen, lists the live cells, and wakes a pass when one is gone. A
-   * cell that heartbeated meanwhile only moves the next look later. At most one listing per
-   * `presenceCheckGapMs`, however many cells expire one after another.
+   * expiry among the cells last seen, lists the live cells, and runs the lost-cells pass for those
+   * gone. A cell that heartbeated meanwhile only moves the next look later. At most one listing
+   * per `presenceCheckGapMs`, however many cells expire one after another; each look's pass covers
+   * only the cells that look found gone, so one pass per look, each a few index reads, not a read
+   * of every record per look.
    */
   async #watchPresences(signal: AbortSignal): Promise<void> {
     const { intervalMs, presenceCheckGapMs = 1_000 } = this.#options.config;
@@ -202,7 +161,14 @@ export class ConvergerService {
       this.#rememberCells(live);
       if (gone.length > 0) {
         this.#logger.info({ cells: gone }, 'cell presences expired: converging now');
-        this.#wakeup.wake();
+        try {
+          const report = await this.#lostCellsPass(gone, signal);
+          this.#logger.info({ ...report, cells: gone.length }, 'lost cells converged');
+        } catch (err) {
+          // The full pass covers every cell: it does what this one could not.
+          this.#logger.warn({ err: describeError(err) }, 'lost-cells pass failed: a full pass follows');
+          this.#wakeup.wake();
+        }
       }
     }
   }
@@ -251,218 +217,31 @@ export class ConvergerService {
       now,
       config,
     });
-
-    // The plan names records by key; the applier needs the tags and owners they were planned from.
-    // Indexed only when there is something to apply: a healthy cluster's pass is the read and plan.
-    const instances = new Map<string, ConvergenceActualLRP>();
-    const evacuating = new Map<string, ConvergenceActualLRP>();
-    if (plan.lrps.length > 0)
-      for (const a of snapshot.actual_lrps) (a.evacuating ? evacuating : instances).set(actualLrpKey(a), a);
-    const cells = new Map(snapshot.cells.map((c) => [c.cell_id, c]));
-    const tasksByGuid = new Map(tasks.map((t) => [t.task_guid, t]));
-
-    const planned: Partial<Record<ConvergenceItemKind, number>> = {};
-    const counts: Record<ItemOutcome, number> = { applied: 0, conflict: 0, skipped: 0, error: 0 };
-    const count = (outcome: ItemOutcome): void => {
-      counts[outcome]++;
-    };
-    for (const item of [...plan.lrps, ...plan.tasks]) planned[item.kind] = (planned[item.kind] ?? 0) + 1;
-
-    const unclaims: UnclaimItem[] = [];
-    const others: OtherLRPItem[] = [];
-    for (const item of plan.lrps) {
-      if (isUnclaim(item)) unclaims.push(item);
-      else others.push(item);
-    }
-    for (const outcome of await this.#applyUnclaims(unclaims, instances, signal)) count(outcome);
-    const concurrency = config.concurrency ?? 8;
-    await forEachLimited(others, concurrency, async (item) => {
-      count(signal.aborted ? 'skipped' : await this.#applyLRP(item, instances, evacuating, cells, now));
-    });
-
-    const kicks: TaskStartRequest[] = [];
-    const taskWrites: TaskWriteItem[] = [];
-    for (const item of plan.tasks) {
-      if (item.kind !== 'kick-task') taskWrites.push(item);
-      else {
-        const task = tasksByGuid.get(item.taskGuid);
-        if (task) kicks.push(taskStartRequest(task));
-      }
-    }
-    await forEachLimited(taskWrites, concurrency, async (item) => {
-      count(signal.aborted ? 'skipped' : await this.#applyTask(item));
-    });
-    if (kicks.length > 0) {
-      if (signal.aborted || !this.#options.requestTaskAuctions) counts.skipped += kicks.length;
-      else {
-        try {
-          await this.#options.requestTaskAuctions(kicks);
-          counts.applied += kicks.length;
-        } catch (err) {
-          counts.error += kicks.length;
-          this.#logger.warn({ err: describeError(err), tasks: kicks.length }, 'kicking tasks failed');
-        }
-      }
-    }
-    this.#forgetOldStops(now.getTime());
-
-    return {
-      planned,
-      applied: counts.applied,
-      conflicts: counts.conflict,
-      skipped: counts.skipped,
-      errors: counts.error,
-      durationMs: this.#now().getTime() - started,
-    };
+    const records = { actuals: snapshot.actual_lrps, cells: snapshot.cells, tasks };
+    const counts = await this.#applier.apply(plan, records, now, signal);
+    return { ...counts, durationMs: this.#now().getTime() - started };
   }
 
   /**
-   * Every unclaim of the pass, in batches of one transaction each: an instance on a vanished cell
-   * or crashed and due a restart goes back to UNCLAIMED, and one UNCLAIMED too long is re-emitted
-   * (UNCLAIMED → UNCLAIMED, a new `since`). The BBS writes each one's start request in the same
-   * transaction. Each item's answer is its own: a lost CAS is a conflict, as for single writes.
+   * The pass for cells that just went: reads the records on them (an index lookup each) instead
+   * of every record in the store, and applies what `planLostCells` makes of them. At 100,000
+   * instances a full pass reads them all, and one per lapse seen kept the lost instances waiting
+   * behind each other's reads (docs/performance.md, round 17).
    */
-  async #applyUnclaims(
-    items: readonly UnclaimItem[],
-    instances: ReadonlyMap<string, ConvergenceActualLRP>,
-    signal: AbortSignal,
-  ): Promise<ItemOutcome[]> {
-    const outcomes: ItemOutcome[] = [];
-    const requests: CasActualLRPRequest[] = [];
-    for (const item of items) {
-      const ref = { process_guid: item.key.process_guid, index: item.key.index };
-      const expected =
-        item.kind === 're-emit-start' ? instances.get(actualLrpKey(ref))?.modification_tag : item.expected;
-      if (expected === undefined) outcomes.push('conflict');
-      else requests.push({ ...ref, expected });
-    }
-    for (let at = 0; at < requests.length; at += unclaimBatchSize) {
-      const batch = requests.slice(at, at + unclaimBatchSize);
-      if (signal.aborted) {
-        outcomes.push(...batch.map((): ItemOutcome => 'skipped'));
-        continue;
-      }
-      try {
-        const { results } = await this.#options.bbs.unclaimActualLRPs({ unclaims: batch });
-        results.forEach((result, i) => {
-          if ('actual_lrp' in result) outcomes.push('applied');
-          else if (supersededCodes.has(result.error.code)) outcomes.push('conflict');
-          else {
-            const id = batch[i] ? actualLrpKey(batch[i]) : '';
-            this.#logger.warn({ kind: 'unclaim', id, err: result.error }, 'convergence item failed');
-            outcomes.push('error');
-          }
-        });
-      } catch (err) {
-        this.#logger.warn(
-          { kind: 'unclaim', items: batch.length, err: describeError(err) },
-          'convergence unclaims failed',
-        );
-        outcomes.push(...batch.map((): ItemOutcome => 'error'));
-      }
-    }
-    return outcomes;
+  async #lostCellsPass(cellIds: readonly string[], signal: AbortSignal): Promise<ConvergencePassReport> {
+    const started = this.#now().getTime();
+    const { bbs, config } = this.#options;
+    const [desired, cells, domains, actuals, tasks] = await Promise.all([
+      bbs.listDesiredLRPs(),
+      bbs.listCells(),
+      bbs.listDomains(),
+      Promise.all(cellIds.map((cell_id) => bbs.listActualLRPs({ cell_id }))).then((lists) => lists.flat()),
+      Promise.all(cellIds.map((cell_id) => bbs.listTasks({ cell_id }))).then((lists) => lists.flat()),
+    ]);
+    await this.#reapExpiredCells();
+    const now = this.#now();
+    const plan = planLostCells({ desired, actuals, cells, domains, tasks, now, config });
+    const counts = await this.#applier.apply(plan, { actuals, cells, tasks }, now, signal);
+    return { ...counts, durationMs: this.#now().getTime() - started };
   }
-
-  async #applyLRP(
-    item: OtherLRPItem,
-    instances: ReadonlyMap<string, ConvergenceActualLRP>,
-    evacuating: ReadonlyMap<string, ConvergenceActualLRP>,
-    cells: ReadonlyMap<string, CellPresence>,
-    now: Date,
-  ): Promise<ItemOutcome> {
-    const { bbs } = this.#options;
-    const ref = { process_guid: item.key.process_guid, index: item.key.index };
-    return this.#attempt(item.kind, actualLrpKey(ref), async () => {
-      switch (item.kind) {
-        case 'create-and-start':
-          await bbs.createActualLRP(ref);
-          return 'applied';
-        case 'remove-actual':
-          await bbs.removeActualLRP({ ...ref, expected: item.expected });
-          return 'applied';
-        case 'stop': {
-          const current = instances.get(actualLrpKey(ref));
-          if (!current) return 'conflict';
-          const askedAt = this.#stopsAsked.get(item.instance.instance_guid);
-          if (askedAt !== undefined && now.getTime() - askedAt < this.#stopRepeatMs()) return 'skipped';
-          const result = await bbs.retireActualLRP({ ...ref, expected: current.modification_tag });
-          this.#stopsAsked.set(item.instance.instance_guid, now.getTime());
-          const stop = result.stop_request;
-          const cell = stop ? cells.get(stop.cell_id) : undefined;
-          if (stop && cell && this.#options.repClientFor) {
-            this.#options
-              .repClientFor(cell)
-              .stop({ process_guid: stop.process_guid, index: stop.index, instance_guid: stop.instance_guid })
-              // catch-all: best effort; the outbox row already guarantees the stop.
-              .catch(() => {});
-          }
-          return 'applied';
-        }
-        case 'remove-evacuating': {
-          const copy = evacuating.get(actualLrpKey(ref));
-          if (!copy) return 'conflict';
-          await bbs.removeEvacuatingActualLRP({
-            ...ref,
-            expected: item.expected,
-            instance_key: { instance_guid: copy.instance_guid, cell_id: copy.cell_id },
-          });
-          return 'applied';
-        }
-      }
-    });
-  }
-
-  async #applyTask(item: TaskWriteItem): Promise<ItemOutcome> {
-    const { bbs } = this.#options;
-    const task_guid = item.taskGuid;
-    return this.#attempt(item.kind, task_guid, async () => {
-      switch (item.kind) {
-        case 'fail-task':
-          await bbs.failTask({ task_guid, expected: item.expected, failure_reason: item.reason });
-          return 'applied';
-        case 'demote-resolving':
-          await bbs.demoteResolvingTask({ task_guid, expected: item.expected });
-          return 'applied';
-        case 'delete-task':
-          await bbs.deleteTask({ task_guid, expected: item.expected });
-          return 'applied';
-      }
-    });
-  }
-
-  /**
-   * Runs one item's write. A lost CAS, a record already gone or created, or one that moved to a
-   * state the move no longer applies to, all mean another writer got there first: a conflict, not
-   * an error. Anything else (the store unreachable) is logged and counted; the next pass retries.
-   */
-  async #attempt(kind: string, id: string, write: () => Promise<ItemOutcome>): Promise<ItemOutcome> {
-    try {
-      return await write();
-    } catch (err) {
-      if (isSuperseded(err)) return 'conflict';
-      this.#logger.warn({ kind, id, err: describeError(err) }, 'convergence item failed');
-      return 'error';
-    }
-  }
-
-  #stopRepeatMs(): number {
-    const { config } = this.#options;
-    return config.stopRepeatMs ?? config.unclaimedStartTimeoutMs;
-  }
-
-  #forgetOldStops(nowMs: number): void {
-    const window = this.#stopRepeatMs();
-    for (const [guid, at] of this.#stopsAsked) if (nowMs - at >= window) this.#stopsAsked.delete(guid);
-  }
-}
-
-function taskStartRequest(task: Task): TaskStartRequest {
-  return {
-    task_guid: task.task_guid,
-    domain: task.domain,
-    memory_mb: task.memory_mb,
-    disk_mb: task.disk_mb,
-    placement_tags: task.placement_tags,
-  };
 }

@@ -1,3 +1,4 @@
+export type { ConvergenceCounts, ConvergenceItemKind } from './convergence-applier.js';
 export {
   type ConvergenceConfig,
   type ConvergenceInput,
@@ -8,11 +9,11 @@ export {
   mergeStartRequests,
   pendingExpiredReason,
   planConvergence,
+  planLostCells,
   startRequestFor,
   type TaskConvergenceItem,
 } from './convergence-plan.js';
 export {
-  type ConvergenceItemKind,
   type ConvergencePassReport,
   type ConvergerConfig,
   ConvergerService,
