@@ -169,6 +169,29 @@ describe('RouteTable (the route emitter as a planner: BBS events in, table out)'
     assert.equal(table.nextCellCheckAt(), undefined);
   });
 
+  it('an instance that moved to another cell goes and comes with that cell, not its old one', () => {
+    const table = tableWith(actual('web', 0), actual('web', 1));
+    table.setCells([cell('cell-0'), cell('cell-1')], t0 + 1000);
+    // Instance 0 is placed again on cell-1 (lost, unclaimed, claimed and started there).
+    const moved = actual('web', 0, {
+      cell_id: 'cell-1',
+      instance_guid: 'ig-moved',
+      ports: [{ container_port: 8080, host_port: 62000 }],
+    });
+    table.apply(ev({ type: 'actual_lrp_changed', before: actual('web', 0), after: moved }));
+    assert.deepEqual(ports(table), [62000, 61001]);
+    table.apply(ev({ type: 'cell_disappeared', cell_id: 'cell-0', reason: 'expired' }));
+    assert.deepEqual(ports(table), [62000, 61001], 'cell-0 held nothing any more');
+    table.apply(ev({ type: 'cell_disappeared', cell_id: 'cell-1', reason: 'expired' }));
+    assert.deepEqual(ports(table), [], 'both instances were on cell-1');
+    table.apply(ev({ type: 'cell_appeared', cell: cell('cell-1') }));
+    assert.deepEqual(ports(table), [62000, 61001]);
+    table.apply(ev({ type: 'actual_lrp_removed', actual_lrp: moved }));
+    table.apply(ev({ type: 'cell_disappeared', cell_id: 'cell-1', reason: 'expired' }));
+    table.apply(ev({ type: 'cell_appeared', cell: cell('cell-1') }));
+    assert.deepEqual(ports(table), [61001], 'a removed instance does not come back with its cell');
+  });
+
   it('desired_lrp_changed: new routes take the instances, dropped ones go (404)', () => {
     const table = tableWith(actual('web', 0));
     const api = { hostname: 'api.test.berth.localhost', port: 8080 };

@@ -54,6 +54,8 @@ export class RouteTable {
   readonly #desired = new Map<string, readonly HttpRoute[]>();
   readonly #actuals = new Map<string, ActualLRP>();
   readonly #actualsByGuid = new Map<string, Set<string>>();
+  /** cell id → the keys of the actuals on it, so a cell that comes or goes touches only its own. */
+  readonly #actualsByCell = new Map<string, Set<string>>();
   /** cell id → expires_at in ms; undefined until a cell list was given (then every cell counts). */
   #cells: Map<string, number> | undefined;
   #nowMs = 0;
@@ -70,6 +72,7 @@ export class RouteTable {
     this.#desired.clear();
     this.#actuals.clear();
     this.#actualsByGuid.clear();
+    this.#actualsByCell.clear();
     this.#members.clear();
     this.#routesOfGuid.clear();
     this.#pools.clear();
@@ -156,10 +159,15 @@ export class RouteTable {
     const before = this.#cells;
     this.#cells = next;
     const wasLive = (cell: string, at: number) => before === undefined || (before.get(cell) ?? 0) > at;
+    // Per cell, not per instance: at 100,000 instances a look at every one for each cell event
+    // held the server's event loop for 1.8 s when 50 cells went (docs/performance.md, round 17).
     const changed = new Set<string>();
-    for (const a of this.#actuals.values()) {
-      if (a.cell_id === '') continue;
-      if (wasLive(a.cell_id, this.#nowMs) !== this.#cellLive(a.cell_id, nowMs)) changed.add(a.process_guid);
+    for (const [cell, keys] of this.#actualsByCell) {
+      if (wasLive(cell, this.#nowMs) === this.#cellLive(cell, nowMs)) continue;
+      for (const key of keys) {
+        const a = this.#actuals.get(key);
+        if (a) changed.add(a.process_guid);
+      }
     }
     this.#nowMs = nowMs;
     for (const guid of changed) this.#recompute(guid);
@@ -216,6 +224,16 @@ export class RouteTable {
 
   #putActual(a: ActualLRP): void {
     const key = actualKey(a);
+    const previous = this.#actuals.get(key);
+    if (previous && previous.cell_id !== a.cell_id) this.#unplace(previous.cell_id, key);
+    if (a.cell_id !== '') {
+      let onCell = this.#actualsByCell.get(a.cell_id);
+      if (!onCell) {
+        onCell = new Set();
+        this.#actualsByCell.set(a.cell_id, onCell);
+      }
+      onCell.add(key);
+    }
     this.#actuals.set(key, a);
     let keys = this.#actualsByGuid.get(a.process_guid);
     if (!keys) {
@@ -225,8 +243,16 @@ export class RouteTable {
     keys.add(key);
   }
 
+  #unplace(cellId: string, key: string): void {
+    const onCell = this.#actualsByCell.get(cellId);
+    onCell?.delete(key);
+    if (onCell?.size === 0) this.#actualsByCell.delete(cellId);
+  }
+
   #removeActual(a: ActualLRP): void {
     const key = actualKey(a);
+    const previous = this.#actuals.get(key);
+    if (previous) this.#unplace(previous.cell_id, key);
     this.#actuals.delete(key);
     const keys = this.#actualsByGuid.get(a.process_guid);
     keys?.delete(key);
