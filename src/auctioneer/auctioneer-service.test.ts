@@ -176,6 +176,80 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     assert.equal(stateCalls, 4);
   });
 
+  it('asks again only the cell that could not take its work, not every cell', async () => {
+    await cell('cell-a', 'z1', 4);
+    await cell('cell-b', 'z1', 4);
+    const stateCalls: string[] = [];
+    let failPerforms = 0;
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => {
+        const client = repClientForCell(c, { timeoutMs: 2_000 });
+        return {
+          state: () => {
+            stateCalls.push(c.cell_id);
+            return client.state();
+          },
+          perform: (work) =>
+            failPerforms-- > 0 ? Promise.reject(new Error('connect ECONNREFUSED')) : client.perform(work),
+        };
+      },
+      config: { batchIntervalMs: 10 },
+      now: clock.now,
+    });
+    await bbs.desireLRP(desiredDefinition('a', 2));
+    assert.equal((await service.runOnce()).placed, 2);
+    assert.deepEqual(stateCalls.sort(), ['cell-a', 'cell-b']);
+
+    // One cell (whichever gets work first) cannot be reached: its work is retried next batch.
+    failPerforms = 1;
+    await bbs.desireLRP(desiredDefinition('b', 2));
+    const second = await service.runOnce();
+    assert.equal(second.placed, 1);
+    assert.equal(second.retrying, 1);
+    const third = await service.runOnce();
+    assert.equal(third.placed, 1);
+    assert.equal(third.statesRead, 1, 'only the cell that failed is asked again');
+    assert.equal(stateCalls.length, 3);
+  });
+
+  it('places on a state past its age at once and reads it again beside the batch', async () => {
+    const rep = await cell('cell-a', 'z1', 4);
+    let stateCalls = 0;
+    let performedAt = -1;
+    const service = new AuctioneerService({
+      bbs,
+      repClientFor: (c) => {
+        const client = repClientForCell(c, { timeoutMs: 2_000 });
+        return {
+          state: () => {
+            stateCalls++;
+            return client.state();
+          },
+          perform: (work) => {
+            performedAt = stateCalls;
+            return client.perform(work);
+          },
+        };
+      },
+      config: { batchIntervalMs: 10, cellStateMaxAgeMs: 60_000 },
+      now: clock.now,
+    });
+    await bbs.desireLRP(desiredDefinition('a', 1));
+    await service.runOnce();
+    assert.equal(stateCalls, 1);
+    clock.advance(61_000);
+    await rep.heartbeat(presenceTtl);
+    await bbs.desireLRP(desiredDefinition('b', 1));
+    const report = await service.runOnce();
+    assert.equal(report.placed, 1);
+    assert.equal(report.statesRead, 0, 'nothing read on the batch path');
+    assert.equal(performedAt, 1, 'the work went out before the state was read again');
+    for (let i = 0; i < 300 && stateCalls < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stateCalls, 2, 'the stale state is read again beside the batch');
+    assert.equal(rep.instances.size, 2);
+  });
+
   it('records a placement error on an index > 1 with no room in its zone and acks it', async () => {
     await cell('cell-a', 'z1', 10);
     // z2 has a cell, so it counts as a zone, but no room at all.

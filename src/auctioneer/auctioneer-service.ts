@@ -1,5 +1,4 @@
 import type { BbsStore, CellPresence, LRPStartRequest, TaskStartRequest } from '../bbs/index.js';
-import { cellAppearedNews } from '../bbs/index.js';
 import {
   describeError,
   forEachLimited,
@@ -20,6 +19,7 @@ import {
   lrpWorkFromStartRequest,
   type TaskAuctionWork,
 } from './auction.js';
+import { type AuctionBatchReport, type AuctionRound, emptyRound } from './auction-batch-report.js';
 import { AuctionPool, type Delivery, type PoolEntry } from './auction-pool.js';
 import {
   keysOf,
@@ -30,6 +30,7 @@ import {
   taskKey,
   workKey,
 } from './auction-work-keys.js';
+import { roomEvents, startRequestEvents } from './auctioneer-events.js';
 import { CellStateCache } from './cell-state-cache.js';
 
 export interface AuctioneerConfig {
@@ -83,30 +84,6 @@ export interface AuctioneerServiceOptions {
 }
 
 /**
- * Events whose transaction may have written a start request: a desire or a scale-up, a new or
- * unclaimed (crashed, re-emitted, evacuated) instance, a new task. Claims and starts are
- * `actual_lrp_changed` too, so a busy cluster wakes the auctioneer often; `minBatchGapMs` bounds that.
- * A cell that appears (new, or back after its presence expired) brings room: the work waiting in
- * the pool for room is retried at once.
- */
-const startRequestEvents: ReadonlySet<string> = new Set([
-  cellAppearedNews,
-  'desired_lrp_created',
-  'desired_lrp_changed',
-  'actual_lrp_created',
-  'actual_lrp_changed',
-  'task_created',
-]);
-
-/**
- * Events that may mean room on a cell: a task that ended (its container is deleted right after)
- * or went, an instance that went. The kept cell states may then show less room than there is, so
- * they are read again next batch; the events wake the auctioneer only while work waits in its
- * pool. (An instance that crashed or stopped is `actual_lrp_changed`, above.)
- */
-const roomEvents: ReadonlySet<string> = new Set(['task_changed', 'task_removed', 'actual_lrp_removed']);
-
-/**
  * A kept cell state is read again after this long even if nothing said room may have come (an
  * instance's container that ended with no event this server saw). The read is what a lost cell's
  * replacement waited for: after a quiet minute, an auction of a hundred instances asked all 950
@@ -120,27 +97,6 @@ const defaultCellStateMaxAgeMs = 5 * 60_000;
  * wake-up runs at once (the gap counts from the previous batch's start).
  */
 const minBatchGapMs = 20;
-
-/** What one batch did, for logs, metrics and tests. */
-export interface AuctionBatchReport {
-  /** Start requests taken from the outboxes (LRP indices + tasks). */
-  readonly taken: number;
-  /** Work in the batch: taken plus retried. */
-  readonly auctioned: number;
-  /** Work a rep accepted. */
-  readonly placed: number;
-  /** Work that will be tried again next batch (refused by its rep, unplaceable, cell unreachable). */
-  readonly retrying: number;
-  /** Work given up after `retryBatches` (the converger re-emits LRPs; the outbox redelivers tasks). */
-  readonly dropped: number;
-  /** Placement errors written on ActualLRPs. */
-  readonly placementErrors: number;
-  /** Live cells whose state could not be fetched this round. */
-  readonly unreachableCells: number;
-  readonly durationMs: number;
-}
-
-const emptyRound = { placed: 0, dropped: 0, placementErrors: 0, unreachableCells: 0 };
 
 /**
  * The auctioneer as a running service (seed 002 "Distributing ActualLRPs", issue 4): takes start
@@ -163,6 +119,8 @@ export class AuctioneerService {
   readonly #logger: ServiceLogger;
   readonly #now: () => Date;
   readonly #cellStates: CellStateCache;
+  /** Cells whose stale state is being read beside the batches. */
+  readonly #refreshing = new Set<string>();
   /** Live cells at the last auction (the default batch size follows them). */
   #liveCells = 0;
   readonly #pool: AuctionPool;
@@ -302,32 +260,27 @@ export class AuctioneerService {
     return this.#report(taken, entries.length, round, started);
   }
 
-  async #auction(entries: readonly PoolEntry[], signal: AbortSignal): Promise<typeof emptyRound> {
+  async #auction(entries: readonly PoolEntry[], signal: AbortSignal): Promise<AuctionRound> {
     const { bbs, config } = this.#options;
     const concurrency = config.concurrency ?? 32;
+    const phaseStarted = this.#now().getTime();
     const cells = await bbs.listCells();
     this.#liveCells = cells.length;
     this.#cellStates.keepOnly(new Set(cells.map((c) => c.cell_id)));
     const states: CellState[] = [];
+    const stale: { readonly cell: CellPresence; readonly version: number }[] = [];
     let unreachableCells = 0;
+    let statesRead = 0;
     await forEachLimited(cells, concurrency, async (cell) => {
-      const kept = this.#cellStates.fresh(cell);
+      const kept = this.#cellStates.kept(cell);
       if (kept) {
-        states.push(kept);
+        states.push(kept.state);
+        if (kept.stale) stale.push({ cell, version: kept.version });
         return;
       }
+      statesRead++;
       try {
-        const s = await this.#options.repClientFor(cell).state();
-        const state: CellState = {
-          cell_id: cell.cell_id,
-          zone: cell.zone,
-          capacity: s.capacity,
-          used: s.used,
-          lrps: s.lrps,
-          evacuating: s.evacuating,
-          placement_tags: s.placement_tags,
-          optional_placement_tags: s.optional_placement_tags,
-        };
+        const state = await this.#readState(cell);
         this.#cellStates.remember(cell, state);
         states.push(state);
       } catch (err) {
@@ -339,6 +292,7 @@ export class AuctioneerService {
     });
     // PreferredZone depends on the zone count, so take it from every live cell, not only those that
     // answered: one slow cell must not move every instance's preferred zone.
+    const statesDone = this.#now().getTime();
     const zones = config.zones ?? [...new Set(cells.map((c) => c.zone))].sort();
     const lrps: LRPAuctionWork[] = [];
     const tasks: TaskAuctionWork[] = [];
@@ -350,7 +304,9 @@ export class AuctioneerService {
       zones,
       ...(config.colocationWeight !== undefined ? { colocationWeight: config.colocationWeight } : {}),
     });
-    if (signal.aborted) return { ...emptyRound, unreachableCells };
+    const auctionDone = this.#now().getTime();
+    const timings = { statesRead, statesMs: statesDone - phaseStarted, auctionMs: auctionDone - statesDone };
+    if (signal.aborted) return { ...emptyRound, unreachableCells, ...timings };
 
     const byCell = new Map<string, { lrps: RepLRPWork[]; tasks: RepTaskWork[] }>();
     for (const p of result.placements) {
@@ -365,11 +321,14 @@ export class AuctioneerService {
     const placedKeys: string[] = [];
     const retryKeys: string[] = [];
     const cellById = new Map(cells.map((c) => [c.cell_id, c]));
+    const performTimes: number[] = [];
     await forEachLimited([...byCell], concurrency, async ([cellId, work]) => {
       const cell = cellById.get(cellId) as CellPresence;
       const submitted: RepWork = work;
+      const sent = this.#now().getTime();
       try {
         const answer = await this.#options.repClientFor(cell).perform(submitted);
+        performTimes.push(this.#now().getTime() - sent);
         const refused = new Set([
           ...answer.failed_lrps.map((w) => lrpKey(w.process_guid, w.index)),
           ...answer.failed_tasks.map((w) => taskKey(w.task_guid)),
@@ -390,6 +349,14 @@ export class AuctioneerService {
         this.#logger.warn({ cell_id: cellId, err: describeError(err) }, 'submitting work failed');
       }
     });
+
+    const performMs = this.#now().getTime() - auctionDone;
+    performTimes.sort((a, b) => a - b);
+    const performs = {
+      performs: byCell.size,
+      performP50Ms: performTimes[Math.floor(performTimes.length / 2)] ?? 0,
+      performMaxMs: performTimes.at(-1) ?? 0,
+    };
 
     const settled: PoolEntry[] = [];
     for (const key of placedKeys) {
@@ -418,11 +385,59 @@ export class AuctioneerService {
       const entry = this.#pool.get(key);
       if (entry && this.#pool.retryOrDrop(entry)) dropped++;
     }
-    // Work left unplaced may fit room the kept states do not show (containers that ended).
-    if (result.failures.length > 0 || retryKeys.length > 0) this.#cellStates.clear();
+    // Work the auction could not place may fit room the kept states do not show (containers that
+    // ended). Work a cell refused or could not take is not that: that cell's state is forgotten
+    // above, and clearing every state for it had the batch after a lost cell's (whose performs
+    // met the cells that died but had not lapsed yet) ask all 950 cells again (2.5 s).
+    if (result.failures.length > 0) this.#cellStates.clear();
+    else this.#refreshStale(stale, concurrency);
     for (const entry of settled) this.#pool.settle(entry);
     await this.#ackSettled();
-    return { placed: placedKeys.length, dropped, placementErrors, unreachableCells };
+    return {
+      placed: placedKeys.length,
+      dropped,
+      placementErrors,
+      unreachableCells,
+      ...timings,
+      performMs,
+      ...performs,
+    };
+  }
+
+  async #readState(cell: CellPresence): Promise<CellState> {
+    const s = await this.#options.repClientFor(cell).state();
+    return {
+      cell_id: cell.cell_id,
+      zone: cell.zone,
+      capacity: s.capacity,
+      used: s.used,
+      lrps: s.lrps,
+      evacuating: s.evacuating,
+      placement_tags: s.placement_tags,
+      optional_placement_tags: s.optional_placement_tags,
+    };
+  }
+
+  /**
+   * Reads the stale states this batch used again, beside the next batches rather than before one:
+   * after a quiet few minutes, the first batch (a lost cell's instances, say) would otherwise wait
+   * for every live cell to answer (950 cells, 2.5 s). A read that work accepted meanwhile made out
+   * of date is discarded (`CellStateCache.remember`); a cell that does not answer is read again,
+   * on the path, when it next gets work.
+   */
+  #refreshStale(stale: readonly { cell: CellPresence; version: number }[], concurrency: number): void {
+    const due = stale.filter(({ cell }) => !this.#refreshing.has(cell.cell_id));
+    for (const { cell } of due) this.#refreshing.add(cell.cell_id);
+    void forEachLimited(due, concurrency, async ({ cell, version }) => {
+      try {
+        this.#cellStates.remember(cell, await this.#readState(cell), version);
+      } catch {
+        // catch-all: unanswered, the state is read on the batch's path next time it is needed.
+        this.#cellStates.forget(cell.cell_id);
+      } finally {
+        this.#refreshing.delete(cell.cell_id);
+      }
+    });
   }
 
   /**
@@ -474,7 +489,7 @@ export class AuctioneerService {
     );
   }
 
-  #report(taken: number, auctioned: number, round: typeof emptyRound, started: number): AuctionBatchReport {
+  #report(taken: number, auctioned: number, round: AuctionRound, started: number): AuctionBatchReport {
     return {
       taken,
       auctioned,

@@ -41,6 +41,34 @@ describe('CellStateCache', () => {
     assert.equal(cache.fresh(c1), undefined, 'a clock that went back trusts nothing');
   });
 
+  it('keeps a stale state usable, and keeps a re-read only if nothing wrote the entry meanwhile', () => {
+    let now = 0;
+    const cache = new CellStateCache(500, () => now);
+    const c1 = presence('c1');
+    cache.remember(c1, state('c1'));
+    now = 600;
+    const kept = cache.kept(c1);
+    assert.ok(kept?.stale);
+    assert.deepEqual(kept.state, state('c1'));
+    // A re-read begun now, while the cell accepts work: the answer may lack that work.
+    cache.accepted('c1', {
+      lrps: [],
+      tasks: [{ task_guid: 't', domain: 'd', memory_mb: 1, disk_mb: 0, placement_tags: [] }],
+    });
+    assert.equal(cache.remember(c1, state('c1'), kept.version), false);
+    assert.equal(cache.kept(c1)?.state.used.containers, 2, 'the accepted work is still counted');
+    // A re-read with nothing written meanwhile replaces the entry and is fresh again.
+    const before = cache.kept(c1);
+    assert.ok(before);
+    assert.equal(cache.remember(c1, state('c1'), before.version), true);
+    assert.equal(cache.kept(c1)?.stale, false);
+    // Nor is a dropped entry brought back by a read begun before the drop.
+    const basis = cache.kept(c1)?.version;
+    cache.forget('c1');
+    assert.equal(cache.remember(c1, state('c1'), basis), false);
+    assert.equal(cache.kept(c1), undefined);
+  });
+
   it('adds the work a cell accepted as its rep counts it: one container a piece', () => {
     const cache = new CellStateCache(1_000, () => 0);
     const c1 = presence('c1');

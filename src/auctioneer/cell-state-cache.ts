@@ -7,6 +7,15 @@ interface Entry {
   readonly repUrl: string;
   readonly state: CellState;
   readonly readAtMs: number;
+  /** Changes with every write of the entry, so a read begun before one can tell it is out of date. */
+  readonly version: number;
+}
+
+/** A kept state, whether it is older than `maxAgeMs`, and the version a re-read of it starts from. */
+export interface KeptCellState {
+  readonly state: CellState;
+  readonly stale: boolean;
+  readonly version: number;
 }
 
 /**
@@ -18,32 +27,53 @@ interface Entry {
  * unless containers ended meanwhile and freed room, which the next read after `maxAgeMs` finds.
  * A kept state never shows room the cell does not have, only less.
  *
- * A state is read again when it is older than `maxAgeMs`, when its cell refused work or could not
- * be reached, when the cell's rep URL changed, after a batch that left work unplaced, and after an
- * event that may mean room (a task ended, an instance went): the auctioneer clears the cache then.
- * Only then may a kept state show less room than the cell has.
+ * A state is dropped, and read before the cell gets work again, when its cell refused work or
+ * could not be reached, when the cell's rep URL changed, after a batch that left work unplaced,
+ * and after an event that may mean room (a task ended, an instance went): the auctioneer clears
+ * the cache then. One older than `maxAgeMs` is stale: still used, since it can only show less room
+ * than there is (an instance that crashed frees room with no event that says so), and read again
+ * beside the auction, off its path (`remember` with the version the read began from, which a
+ * write meanwhile makes it discard).
  */
 export class CellStateCache {
   readonly #entries = new Map<string, Entry>();
   readonly #maxAgeMs: number;
   readonly #nowMs: () => number;
+  #writes = 0;
 
   constructor(maxAgeMs: number, nowMs: () => number) {
     this.#maxAgeMs = maxAgeMs;
     this.#nowMs = nowMs;
   }
 
-  /** The kept state of a live cell if it may be used for this batch. */
-  fresh(cell: CellPresence): CellState | undefined {
+  /** The kept state of a live cell (from its current rep), stale or not. */
+  kept(cell: CellPresence): KeptCellState | undefined {
     const entry = this.#entries.get(cell.cell_id);
     if (!entry || entry.repUrl !== cell.rep_url) return undefined;
     const ageMs = this.#nowMs() - entry.readAtMs;
-    return ageMs >= 0 && ageMs < this.#maxAgeMs ? entry.state : undefined;
+    return { state: entry.state, stale: ageMs < 0 || ageMs >= this.#maxAgeMs, version: entry.version };
   }
 
-  /** A state just read from the cell's rep. */
-  remember(cell: CellPresence, state: CellState): void {
-    this.#entries.set(cell.cell_id, { repUrl: cell.rep_url, state, readAtMs: this.#nowMs() });
+  /** The kept state of a live cell if it is not stale. */
+  fresh(cell: CellPresence): CellState | undefined {
+    const kept = this.kept(cell);
+    return kept && !kept.stale ? kept.state : undefined;
+  }
+
+  /**
+   * A state just read from the cell's rep. With `basis` (the version of the entry when the read
+   * began), it is kept only if the entry is still that one: work the cell accepted meanwhile may be
+   * missing from what the rep answered, and a dropped entry was dropped for a reason.
+   */
+  remember(cell: CellPresence, state: CellState, basis?: number): boolean {
+    if (basis !== undefined && this.#entries.get(cell.cell_id)?.version !== basis) return false;
+    this.#entries.set(cell.cell_id, {
+      repUrl: cell.rep_url,
+      state,
+      readAtMs: this.#nowMs(),
+      version: ++this.#writes,
+    });
+    return true;
   }
 
   /** Work the cell accepted, counted as its rep counts it: each piece one container. */
@@ -63,6 +93,7 @@ export class CellStateCache {
     this.#entries.set(cellId, {
       ...entry,
       state: { ...state, used: { memory_mb: memory, disk_mb: disk, containers }, lrps },
+      version: ++this.#writes,
     });
   }
 

@@ -16,8 +16,8 @@ export {
   type TaskAuctionWork,
   taskWork,
 } from './auction.js';
+export type { AuctionBatchReport } from './auction-batch-report.js';
 export {
-  type AuctionBatchReport,
   type AuctioneerConfig,
   AuctioneerService,
   type AuctioneerServiceOptions,

@@ -76,3 +76,11 @@ export async function closeCells(
     for (const c of cell.executor.list()) await cell.executor.deleteContainer(c.guid);
   }
 }
+
+/** The whole machine's busy CPU seconds so far (every process, from /proc/stat). */
+export function machineBusySeconds(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.split(/\s+/).slice(1).map(Number) ?? [];
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  const busy = cpu.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
+  return busy / clockTicksPerSecond();
+}

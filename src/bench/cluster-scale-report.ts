@@ -9,6 +9,10 @@ export interface ScaleFigures {
   readonly burstMs: number;
   /** The server process's CPU time (user + system) over the burst. */
   readonly burstCpuSeconds: number;
+  /** The simulated cells' processes' CPU time over the burst (the reps' own work). */
+  readonly cellsBurstCpuSeconds: number;
+  /** Every process's CPU over the burst (from /proc/stat), PostgreSQL's and the kernel's included. */
+  readonly machineBurstCpuSeconds: number;
   readonly peakRssBytes: number;
   readonly spreadMax: number;
   readonly spreadMin: number;
@@ -49,6 +53,18 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
       'server CPU over the burst',
       (f) =>
         `${f.burstCpuSeconds.toFixed(1)} s (${((100 * f.burstCpuSeconds * 1000) / f.burstMs).toFixed(0)} %)`,
+      '',
+    ],
+    [
+      "cells' CPU over the burst",
+      (f) =>
+        `${f.cellsBurstCpuSeconds.toFixed(1)} s (${((f.cellsBurstCpuSeconds * 1e3) / f.total).toFixed(2)} ms a placement)`,
+      '',
+    ],
+    [
+      'machine CPU over the burst',
+      (f) =>
+        `${f.machineBurstCpuSeconds.toFixed(1)} s (${((100 * f.machineBurstCpuSeconds * 1000) / f.burstMs).toFixed(0)} % of one core)`,
       '',
     ],
     // The machine is shared: the CPU one placement costs says more than the wall time of a

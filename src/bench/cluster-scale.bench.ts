@@ -18,7 +18,7 @@ import {
   waitUntil,
 } from '../testing/simulated-cluster.js';
 import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
-import { fmt } from './bench-util.js';
+import { fmt, machineBusySeconds } from './bench-util.js';
 import { printScaleFigures, type ScaleFigures } from './cluster-scale-report.js';
 
 function envInt(name: string, fallback: number): number {
@@ -145,7 +145,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       ...(profileDir ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
       ...(process.env.SCALE_SERVER_LOG ? { serverLogFile: process.env.SCALE_SERVER_LOG } : {}),
     });
-    const { server } = cluster;
+    const { server, hosts } = cluster;
     const pid = server.child.pid ?? 0;
     const bbs = new BbsClient(server.url, { timeoutMs: 120_000 });
     process.stdout.write(
@@ -155,6 +155,10 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     // Burst: every LRP desired at once (16 requests in flight), timed until all instances RUN.
     const requestsBefore = await httpRequestCounts(server.url);
     const before = processUsage(pid);
+    const cellsCpu = () =>
+      hosts.reduce((sum, h) => sum + (h.child.pid ? processUsage(h.child.pid).cpuSeconds : 0), 0);
+    const cellsBefore = cellsCpu();
+    const machineBefore = machineBusySeconds();
     let peakRss = before.rssBytes;
     const t0 = Date.now();
     const lrpGuids = Array.from({ length: size.lrps }, (_, i) => `scale-${i}`);
@@ -185,6 +189,8 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     );
     const burstMs = Date.now() - t0;
     const afterBurst = processUsage(pid);
+    const cellsBurstCpuSeconds = cellsCpu() - cellsBefore;
+    const machineBurstCpuSeconds = machineBusySeconds() - machineBefore;
     const requestsAfter = await httpRequestCounts(server.url);
     const spread = await instancesPerCell(
       bbs,
@@ -240,6 +246,8 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       desiredMs,
       burstMs,
       burstCpuSeconds: afterBurst.cpuSeconds - before.cpuSeconds,
+      cellsBurstCpuSeconds,
+      machineBurstCpuSeconds,
       peakRssBytes: peakRss,
       spreadMax: Math.max(...counts),
       spreadMin: Math.min(...counts),

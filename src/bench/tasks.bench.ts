@@ -4,7 +4,7 @@
  * COMPLETED latency (created_at → first_completed_at) at p50 and p99, on SQLite and PostgreSQL
  * (`BENCH_BACKENDS=sqlite` for one). Server and cells share this process and its event loop.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterSingletons, startBbsServer } from '../api/index.js';
@@ -12,7 +12,7 @@ import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { type BenchBackend, onEachBackend } from './bbs-bench-backends.js';
-import { clockTicksPerSecond, closeCells, fmt, processCpuSeconds } from './bench-util.js';
+import { closeCells, fmt, machineBusySeconds, processCpuSeconds } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
@@ -21,14 +21,6 @@ const cellCount = Number(process.argv[3] ?? 3);
  * host to a load of 300). `TASKS_PER_CELL` sets it.
  */
 const containersPerCell = Number(process.env.TASKS_PER_CELL ?? 16);
-
-/** The whole machine's busy CPU seconds so far (every process, from /proc/stat). */
-function machineBusySeconds(): number {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.split(/\s+/).slice(1).map(Number) ?? [];
-  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-  const busy = cpu.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0);
-  return busy / clockTicksPerSecond();
-}
 
 async function measure(backend: BenchBackend): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
