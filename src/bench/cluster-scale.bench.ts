@@ -59,6 +59,15 @@ async function running(url: string): Promise<number> {
   return (await bbsRecordCounts(url)).get('actual_lrp:RUNNING') ?? 0;
 }
 
+/**
+ * How often the bench looks at the server while it waits. Each look is a `/metrics` (the record
+ * counts: 30–50 ms of the server's event loop at 100,000 instances), and after a kill the killed
+ * cells' lists as well: looks every 250–500 ms took a tenth to a fifth of the server's loop that
+ * the bench was timing (docs/performance.md, round 17). A second is fine grain for figures of a
+ * minute.
+ */
+const pollMs = 1_000;
+
 /** `fn` over `items`, `width` at a time. */
 async function eachLimited<T, R>(
   items: readonly T[],
@@ -185,7 +194,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
         return n >= total;
       },
       size.timeoutMs,
-      500,
+      pollMs,
     );
     const burstMs = Date.now() - t0;
     const afterBurst = processUsage(pid);
@@ -235,7 +244,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
         return (await running(server.url)) >= total;
       },
       size.timeoutMs,
-      250,
+      pollMs,
     );
     const replaceMs = Date.now() - tKill;
     const counts = [...spread.values()];
