@@ -61,9 +61,9 @@ export interface AuctioneerConfig {
   readonly concurrency?: number;
   readonly colocationWeight?: number;
   /**
-   * How long a cell's state, with the work it accepted since added, is used for the next batches
-   * instead of asking the cell again (default 5 minutes, a safety net: states are read again
-   * whenever room may have come, see `CellStateCache`; 0: every batch asks every cell, as Diego's).
+   * How long a cell's state, with the work it accepted since added, serves the next batches as it
+   * is; older, it still serves and is read again beside the batch (default 5 minutes, a safety net:
+   * states are dropped whenever room may have come, see `CellStateCache`).
    */
   readonly cellStateMaxAgeMs?: number;
 }
@@ -84,10 +84,11 @@ export interface AuctioneerServiceOptions {
 }
 
 /**
- * A kept cell state is read again after this long even if nothing said room may have come (an
- * instance's container that ended with no event this server saw). The read is what a lost cell's
- * replacement waited for: after a quiet minute, an auction of a hundred instances asked all 950
- * live cells for their state first (3.3 s; docs/performance.md, round 17).
+ * After this long a kept cell state is stale even if nothing said room may have come (an
+ * instance's container that ended with no event this server saw): still used, and read again
+ * beside the batch that used it. Read before the batch, it was what a lost cell's replacement
+ * waited for: after a quiet minute, an auction of a hundred instances asked all 950 live cells
+ * for their state first (3.3 s; docs/performance.md, round 17).
  */
 const defaultCellStateMaxAgeMs = 5 * 60_000;
 
