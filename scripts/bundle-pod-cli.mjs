@@ -87,8 +87,6 @@ const heavyCommandModules = [
   './task-output-extract.js',
 ];
 const ownDist = `${resolvePath('dist')}/`;
-/** The SQLite checkpointer starts its worker thread from the file beside it. */
-const beside = [resolvePath('dist/db/sqlite-checkpointer.js')];
 
 /**
  * Every bundle's resolution of berth's own compiled modules: marked free of side effects (they
@@ -108,10 +106,6 @@ const clientBundlePlugin = {
     b.onResolve({ filter: /^\./ }, (args) => {
       if (args.kind === 'dynamic-import' && heavyCommandModules.includes(args.path))
         return { path: args.path, external: true };
-      const own = resolvePath(args.resolveDir, args.path);
-      // Modules that find a file beside them by import.meta.url stay tsc's output, imported from
-      // where it is, so that their URL is their own and not the bundle's.
-      if (beside.includes(own)) return { path: `../${own.slice(ownDist.length)}`, external: true };
       return resolveOwnModule(args);
     });
   },

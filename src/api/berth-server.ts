@@ -102,8 +102,6 @@ export async function startBbsServer(options: BbsServerOptions): Promise<BbsServ
     onCasConflict: metrics.casConflict,
     ...(options.cellPacing ? { cellPacing: options.cellPacing } : {}),
     ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
-    // The server writes on its event loop: SQLite's checkpoints in its commits stalled every request.
-    sqliteCheckpointInThread: true,
   });
   const history = await openHistory(store, { allowPrivateCallbacks });
   let tokens: Awaited<ReturnType<typeof openTokenAuth>>;

@@ -5,8 +5,6 @@ import { SqlBbsStore, type SqlBbsStoreOptions } from './sql/sql-bbs-store.js';
 export interface OpenBbsStoreOptions extends SqlBbsStoreOptions {
   /** PostgreSQL connections per server. */
   readonly poolSize?: number;
-  /** SQLite: checkpoint the WAL from a thread of its own, as the server does. */
-  readonly sqliteCheckpointInThread?: boolean;
 }
 
 /**
@@ -18,7 +16,6 @@ export async function openBbsStore(db: string, options: OpenBbsStoreOptions = {}
   const database = openSqlDatabase(db, {
     ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
     preparedStatements: preparedPostgresStatements,
-    ...(options.sqliteCheckpointInThread === true ? { sqliteCheckpointInThread: true } : {}),
   });
   return SqlBbsStore.open(database, options);
 }

@@ -34,8 +34,6 @@ export interface OpenSqlDatabaseOptions {
   readonly poolSize?: number;
   /** PostgreSQL: SQL texts worth a named prepared statement (the event insert always is). */
   readonly preparedStatements?: Iterable<string>;
-  /** SQLite: checkpoint the WAL from a thread of its own (`SqliteBackendOptions.checkpointInThread`). */
-  readonly sqliteCheckpointInThread?: boolean;
 }
 
 /**
@@ -49,10 +47,7 @@ export function openSqlDatabase(url: string, options: OpenSqlDatabaseOptions = {
         ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
         preparedStatements: [insertEventSqlFor('postgres'), ...(options.preparedStatements ?? [])],
       })
-    : openSqliteBackend({
-        path: url,
-        ...(options.sqliteCheckpointInThread === true ? { checkpointInThread: true } : {}),
-      });
+    : openSqliteBackend({ path: url });
   return new SqlDatabase(backend);
 }
 

@@ -3,17 +3,11 @@ import Database from 'better-sqlite3';
 import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import { BerthError, errnoCode } from '../core/index.js';
 import type { DbTables, RawEventRow, SqlBackend } from './sql-backend.js';
-import { startSqliteCheckpointer } from './sqlite-checkpointer.js';
 
 export interface SqliteBackendOptions {
   /** A file path, or ":memory:" for tests. */
   readonly path: string;
   readonly busyTimeoutMs?: number;
-  /**
-   * Checkpoint the WAL from a thread of its own instead of in the commits that fill it
-   * (`startSqliteCheckpointer`): for a process that writes much, the server. Ignored for ":memory:".
-   */
-  readonly checkpointInThread?: boolean;
 }
 
 /**
@@ -29,10 +23,6 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
   database.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
   // NORMAL in WAL mode: a power loss can drop the last commits but never corrupts the file.
   database.pragma('synchronous = NORMAL');
-  const checkpointer =
-    options.checkpointInThread === true && options.path !== ':memory:' && options.path !== ''
-      ? startSqliteCheckpointer(database, options.path)
-      : undefined;
   const statements = cachingStatements(database);
   const db = new Kysely<DbTables>({ dialect: new SqliteDialect({ database: statements }) });
 
@@ -91,10 +81,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
         }),
       ),
     isUniqueViolation: (err) => errnoCode(err)?.startsWith('SQLITE_CONSTRAINT') === true,
-    close: async () => {
-      await checkpointer?.stop();
-      await db.destroy();
-    },
+    close: () => db.destroy(),
   };
 }
 
