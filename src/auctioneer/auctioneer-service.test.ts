@@ -26,6 +26,34 @@ function taskDefinition(guid: string, extra: Partial<TaskDefinition> = {}): Task
   };
 }
 
+/**
+ * Rep clients over HTTP that note the cell of each state read (`stateCalls`, in order) and how many
+ * state reads came before each perform (`performedAfter`); the next `failPerforms` performs fail
+ * as an unreachable rep's would.
+ */
+function watchedReps(): {
+  watch: { stateCalls: string[]; performedAfter: number[]; failPerforms: number };
+  repClientFor: AuctioneerServiceOptions['repClientFor'];
+} {
+  const watch = { stateCalls: [] as string[], performedAfter: [] as number[], failPerforms: 0 };
+  const repClientFor: AuctioneerServiceOptions['repClientFor'] = (c) => {
+    const client = repClientForCell(c, { timeoutMs: 2_000 });
+    return {
+      state: () => {
+        watch.stateCalls.push(c.cell_id);
+        return client.state();
+      },
+      perform: (work) => {
+        watch.performedAfter.push(watch.stateCalls.length);
+        return watch.failPerforms-- > 0
+          ? Promise.reject(new Error('connect ECONNREFUSED'))
+          : client.perform(work);
+      },
+    };
+  };
+  return { watch, repClientFor };
+}
+
 describe('AuctioneerService against SQLite and HTTP reps', () => {
   let dir: string;
   let clock: FakeClock;
@@ -137,72 +165,56 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
   it('asks a cell its state again only once work went unplaced (or its kept state is old, or it refused work)', async () => {
     // Two slots a cell: the second batch must count the first one's work without asking.
     const cells = [await cell('cell-a', 'z1', 2), await cell('cell-b', 'z1', 2)];
-    let stateCalls = 0;
+    const { watch, repClientFor } = watchedReps();
     const service = new AuctioneerService({
       bbs,
-      repClientFor: (c) => {
-        const client = repClientForCell(c, { timeoutMs: 2_000 });
-        return {
-          state: () => {
-            stateCalls++;
-            return client.state();
-          },
-          perform: (work) => client.perform(work),
-        };
-      },
+      repClientFor,
       config: { batchIntervalMs: 10, cellStateMaxAgeMs: 1_000 },
       now: clock.now,
     });
     await bbs.desireLRP(desiredDefinition('a', 2));
     assert.equal((await service.runOnce()).placed, 2);
-    assert.equal(stateCalls, 2, 'the first batch asks every cell');
+    assert.equal(watch.stateCalls.length, 2, 'the first batch asks every cell');
 
     await bbs.desireLRP(desiredDefinition('b', 1));
     const second = await service.runOnce();
     assert.equal(second.placed, 1);
-    assert.equal(stateCalls, 2, 'within a second, the kept states (with the first batch added) serve');
+    assert.equal(
+      watch.stateCalls.length,
+      2,
+      'within a second, the kept states (with the first batch added) serve',
+    );
 
     // One slot is left in all: of three, two cannot fit. The kept states say so: no cell is
     // offered what it has no room for (a state without the accepted work would offer it all).
     await bbs.desireLRP(desiredDefinition('c', 3));
     const third = await service.runOnce();
     assert.equal(third.placed, 1);
-    assert.equal(stateCalls, 2);
+    assert.equal(watch.stateCalls.length, 2);
     const offered = cells.reduce((n, rep) => n + rep.received.reduce((m, w) => m + w.lrps.length, 0), 0);
     assert.equal(offered, 4, 'every piece offered was accepted: 2 + 1 + 1');
 
     // Work went unplaced, so the next batch asks every cell again (room may have come).
     await service.runOnce();
-    assert.equal(stateCalls, 4);
+    assert.equal(watch.stateCalls.length, 4);
   });
 
   it('asks again only the cell that could not take its work, not every cell', async () => {
     await cell('cell-a', 'z1', 4);
     await cell('cell-b', 'z1', 4);
-    const stateCalls: string[] = [];
-    let failPerforms = 0;
+    const { watch, repClientFor } = watchedReps();
     const service = new AuctioneerService({
       bbs,
-      repClientFor: (c) => {
-        const client = repClientForCell(c, { timeoutMs: 2_000 });
-        return {
-          state: () => {
-            stateCalls.push(c.cell_id);
-            return client.state();
-          },
-          perform: (work) =>
-            failPerforms-- > 0 ? Promise.reject(new Error('connect ECONNREFUSED')) : client.perform(work),
-        };
-      },
+      repClientFor,
       config: { batchIntervalMs: 10 },
       now: clock.now,
     });
     await bbs.desireLRP(desiredDefinition('a', 2));
     assert.equal((await service.runOnce()).placed, 2);
-    assert.deepEqual(stateCalls.sort(), ['cell-a', 'cell-b']);
+    assert.deepEqual(watch.stateCalls.sort(), ['cell-a', 'cell-b']);
 
     // One cell (whichever gets work first) cannot be reached: its work is retried next batch.
-    failPerforms = 1;
+    watch.failPerforms = 1;
     await bbs.desireLRP(desiredDefinition('b', 2));
     const second = await service.runOnce();
     assert.equal(second.placed, 1);
@@ -210,43 +222,30 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     const third = await service.runOnce();
     assert.equal(third.placed, 1);
     assert.equal(third.statesRead, 1, 'only the cell that failed is asked again');
-    assert.equal(stateCalls.length, 3);
+    assert.equal(watch.stateCalls.length, 3);
   });
 
   it('places on a state past its age at once and reads it again beside the batch', async () => {
     const rep = await cell('cell-a', 'z1', 4);
-    let stateCalls = 0;
-    let performedAt = -1;
+    const { watch, repClientFor } = watchedReps();
     const service = new AuctioneerService({
       bbs,
-      repClientFor: (c) => {
-        const client = repClientForCell(c, { timeoutMs: 2_000 });
-        return {
-          state: () => {
-            stateCalls++;
-            return client.state();
-          },
-          perform: (work) => {
-            performedAt = stateCalls;
-            return client.perform(work);
-          },
-        };
-      },
+      repClientFor,
       config: { batchIntervalMs: 10, cellStateMaxAgeMs: 60_000 },
       now: clock.now,
     });
     await bbs.desireLRP(desiredDefinition('a', 1));
     await service.runOnce();
-    assert.equal(stateCalls, 1);
+    assert.equal(watch.stateCalls.length, 1);
     clock.advance(61_000);
     await rep.heartbeat(presenceTtl);
     await bbs.desireLRP(desiredDefinition('b', 1));
     const report = await service.runOnce();
     assert.equal(report.placed, 1);
     assert.equal(report.statesRead, 0, 'nothing read on the batch path');
-    assert.equal(performedAt, 1, 'the work went out before the state was read again');
-    for (let i = 0; i < 300 && stateCalls < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(stateCalls, 2, 'the stale state is read again beside the batch');
+    assert.equal(watch.performedAfter.at(-1), 1, 'the work went out before the state was read again');
+    for (let i = 0; i < 300 && watch.stateCalls.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(watch.stateCalls.length, 2, 'the stale state is read again beside the batch');
     assert.equal(rep.instances.size, 2);
   });
 
@@ -419,17 +418,8 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
 
   it('keeps cell states while nothing can have freed room, and reads them again after an instance went', async () => {
     const rep = await cell('cell-a', 'z1', 4);
-    let stateCalls = 0;
-    const service = startedOnEvents((c) => {
-      const client = repClientForCell(c, { timeoutMs: 2_000 });
-      return {
-        state: () => {
-          stateCalls++;
-          return client.state();
-        },
-        perform: (work) => client.perform(work),
-      };
-    });
+    const { watch, repClientFor } = watchedReps();
+    const service = startedOnEvents(repClientFor);
     const placed = async (n: number) => {
       for (let i = 0; i < 300 && rep.instances.size < n; i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal(rep.instances.size, n);
@@ -437,20 +427,20 @@ describe('AuctioneerService against SQLite and HTTP reps', () => {
     try {
       await bbs.desireLRP(desiredDefinition('first', 1));
       await placed(1);
-      assert.equal(stateCalls, 1);
+      assert.equal(watch.stateCalls.length, 1);
       // A quiet minute: the kept state (with the instance it accepted) still serves.
       clock.advance(60_000);
       await rep.heartbeat(presenceTtl);
       await bbs.desireLRP(desiredDefinition('second', 1));
       await placed(2);
-      assert.equal(stateCalls, 1, 'no cell asked again after a quiet minute');
+      assert.equal(watch.stateCalls.length, 1, 'no cell asked again after a quiet minute');
       // An instance went: the cell may have room its kept state does not show.
       const gone = (await bbs.getActualLRP({ process_guid: 'first', index: 0 })).instance;
       assert.ok(gone);
       await bbs.removeActualLRP({ process_guid: 'first', index: 0, expected: gone.modification_tag });
       await bbs.desireLRP(desiredDefinition('third', 1));
       await placed(3);
-      assert.equal(stateCalls, 2, 'asked again after the instance went');
+      assert.equal(watch.stateCalls.length, 2, 'asked again after the instance went');
     } finally {
       await service.stop();
     }
