@@ -44,3 +44,16 @@ export const emptyRound = {
 
 /** What the auction round itself (after the take) reports. */
 export type AuctionRound = typeof emptyRound;
+
+/** The perform figures of a round: cells sent work, and the median and slowest answers' times. */
+export function performFigures(
+  performs: number,
+  answeredInMs: readonly number[],
+): Pick<AuctionRound, 'performs' | 'performP50Ms' | 'performMaxMs'> {
+  const sorted = [...answeredInMs].sort((a, b) => a - b);
+  return {
+    performs,
+    performP50Ms: sorted[Math.floor(sorted.length / 2)] ?? 0,
+    performMaxMs: sorted.at(-1) ?? 0,
+  };
+}

@@ -19,7 +19,12 @@ import {
   lrpWorkFromStartRequest,
   type TaskAuctionWork,
 } from './auction.js';
-import { type AuctionBatchReport, type AuctionRound, emptyRound } from './auction-batch-report.js';
+import {
+  type AuctionBatchReport,
+  type AuctionRound,
+  emptyRound,
+  performFigures,
+} from './auction-batch-report.js';
 import { AuctionPool, type Delivery, type PoolEntry } from './auction-pool.js';
 import {
   keysOf,
@@ -120,8 +125,6 @@ export class AuctioneerService {
   readonly #logger: ServiceLogger;
   readonly #now: () => Date;
   readonly #cellStates: CellStateCache;
-  /** Cells whose stale state is being read beside the batches. */
-  readonly #refreshing = new Set<string>();
   /** Live cells at the last auction (the default batch size follows them). */
   #liveCells = 0;
   readonly #pool: AuctionPool;
@@ -352,12 +355,6 @@ export class AuctioneerService {
     });
 
     const performMs = this.#now().getTime() - auctionDone;
-    performTimes.sort((a, b) => a - b);
-    const performs = {
-      performs: byCell.size,
-      performP50Ms: performTimes[Math.floor(performTimes.length / 2)] ?? 0,
-      performMaxMs: performTimes.at(-1) ?? 0,
-    };
 
     const settled: PoolEntry[] = [];
     for (const key of placedKeys) {
@@ -391,7 +388,7 @@ export class AuctioneerService {
     // above, and clearing every state for it had the batch after a lost cell's (whose performs
     // met the cells that died but had not lapsed yet) ask all 950 cells again (2.5 s).
     if (result.failures.length > 0) this.#cellStates.clear();
-    else this.#refreshStale(stale, concurrency);
+    else this.#cellStates.readAgain(stale, (cell) => this.#readState(cell), concurrency);
     for (const entry of settled) this.#pool.settle(entry);
     await this.#ackSettled();
     return {
@@ -401,7 +398,7 @@ export class AuctioneerService {
       unreachableCells,
       ...timings,
       performMs,
-      ...performs,
+      ...performFigures(byCell.size, performTimes),
     };
   }
 
@@ -417,28 +414,6 @@ export class AuctioneerService {
       placement_tags: s.placement_tags,
       optional_placement_tags: s.optional_placement_tags,
     };
-  }
-
-  /**
-   * Reads the stale states this batch used again, beside the next batches rather than before one:
-   * after a quiet few minutes, the first batch (a lost cell's instances, say) would otherwise wait
-   * for every live cell to answer (950 cells, 2.5 s). A read that work accepted meanwhile made out
-   * of date is discarded (`CellStateCache.remember`); a cell that does not answer is read again,
-   * on the path, when it next gets work.
-   */
-  #refreshStale(stale: readonly { cell: CellPresence; version: number }[], concurrency: number): void {
-    const due = stale.filter(({ cell }) => !this.#refreshing.has(cell.cell_id));
-    for (const { cell } of due) this.#refreshing.add(cell.cell_id);
-    void forEachLimited(due, concurrency, async ({ cell, version }) => {
-      try {
-        this.#cellStates.remember(cell, await this.#readState(cell), version);
-      } catch {
-        // catch-all: unanswered, the state is read on the batch's path next time it is needed.
-        this.#cellStates.forget(cell.cell_id);
-      } finally {
-        this.#refreshing.delete(cell.cell_id);
-      }
-    });
   }
 
   /**

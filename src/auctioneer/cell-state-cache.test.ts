@@ -24,21 +24,27 @@ const state = (cell_id: string): CellState => ({
   optional_placement_tags: [],
 });
 
+/** The kept state of a live cell if it is not stale. */
+function fresh(cache: CellStateCache, cell: CellPresence): CellState | undefined {
+  const kept = cache.kept(cell);
+  return kept && !kept.stale ? kept.state : undefined;
+}
+
 describe('CellStateCache', () => {
   it('serves a state until it is maxAgeMs old, never from another rep of the same cell', () => {
     let now = 1_000;
     const cache = new CellStateCache(500, () => now);
     const c1 = presence('c1');
-    assert.equal(cache.fresh(c1), undefined, 'nothing read yet');
+    assert.equal(fresh(cache, c1), undefined, 'nothing read yet');
     cache.remember(c1, state('c1'));
     now += 499;
-    assert.deepEqual(cache.fresh(c1), state('c1'));
-    assert.equal(cache.fresh(presence('c1', 'http://rep-2')), undefined, 'the cell restarted');
+    assert.deepEqual(fresh(cache, c1), state('c1'));
+    assert.equal(fresh(cache, presence('c1', 'http://rep-2')), undefined, 'the cell restarted');
     now += 1;
-    assert.equal(cache.fresh(c1), undefined, 'old');
+    assert.equal(fresh(cache, c1), undefined, 'old');
     cache.remember(c1, state('c1'));
     now -= 10;
-    assert.equal(cache.fresh(c1), undefined, 'a clock that went back trusts nothing');
+    assert.equal(fresh(cache, c1), undefined, 'a clock that went back trusts nothing');
   });
 
   it('keeps a stale state usable, and keeps a re-read only if nothing wrote the entry meanwhile', () => {
@@ -80,22 +86,22 @@ describe('CellStateCache', () => {
       ],
       tasks: [{ task_guid: 't1', domain: 'd', memory_mb: 16, disk_mb: 1, placement_tags: [] }],
     });
-    const kept = cache.fresh(c1);
+    const kept = fresh(cache, c1);
     assert.deepEqual(kept?.used, { memory_mb: 212, disk_mb: 16, containers: 4 });
     assert.deepEqual(kept?.lrps, { web: 2, api: 1 });
     cache.accepted('c2', { lrps: [], tasks: [] });
-    assert.equal(cache.fresh(presence('c2')), undefined, 'work for a cell never read keeps nothing');
+    assert.equal(fresh(cache, presence('c2')), undefined, 'work for a cell never read keeps nothing');
   });
 
   it('forgets one cell, every cell, or the cells no longer live', () => {
     const cache = new CellStateCache(1_000, () => 0);
     for (const id of ['c1', 'c2', 'c3']) cache.remember(presence(id), state(id));
     cache.forget('c1');
-    assert.equal(cache.fresh(presence('c1')), undefined);
+    assert.equal(fresh(cache, presence('c1')), undefined);
     cache.keepOnly(new Set(['c2']));
-    assert.equal(cache.fresh(presence('c3')), undefined);
-    assert.ok(cache.fresh(presence('c2')));
+    assert.equal(fresh(cache, presence('c3')), undefined);
+    assert.ok(fresh(cache, presence('c2')));
     cache.clear();
-    assert.equal(cache.fresh(presence('c2')), undefined);
+    assert.equal(fresh(cache, presence('c2')), undefined);
   });
 });

@@ -1,4 +1,5 @@
 import type { CellPresence } from '../bbs/index.js';
+import { forEachLimited } from '../core/index.js';
 import type { RepWork } from '../rep/index.js';
 import type { CellState } from './auction.js';
 
@@ -40,6 +41,8 @@ export class CellStateCache {
   readonly #maxAgeMs: number;
   readonly #nowMs: () => number;
   #writes = 0;
+  /** Cells whose stale state is being read again. */
+  readonly #reading = new Set<string>();
 
   constructor(maxAgeMs: number, nowMs: () => number) {
     this.#maxAgeMs = maxAgeMs;
@@ -52,12 +55,6 @@ export class CellStateCache {
     if (!entry || entry.repUrl !== cell.rep_url) return undefined;
     const ageMs = this.#nowMs() - entry.readAtMs;
     return { state: entry.state, stale: ageMs < 0 || ageMs >= this.#maxAgeMs, version: entry.version };
-  }
-
-  /** The kept state of a live cell if it is not stale. */
-  fresh(cell: CellPresence): CellState | undefined {
-    const kept = this.kept(cell);
-    return kept && !kept.stale ? kept.state : undefined;
   }
 
   /**
@@ -74,6 +71,32 @@ export class CellStateCache {
       version: ++this.#writes,
     });
     return true;
+  }
+
+  /**
+   * Reads the stale states a batch used again, beside the next batches rather than before one:
+   * after a quiet few minutes, the first batch (a lost cell's instances, say) would otherwise wait
+   * for every live cell to answer (950 cells, 2.5 s). A read that work accepted meanwhile made out
+   * of date is discarded (`remember` with the version it began from); a cell that does not answer
+   * is dropped, to be read on the batch's path when it next gets work. Not awaited.
+   */
+  readAgain(
+    stale: readonly { readonly cell: CellPresence; readonly version: number }[],
+    read: (cell: CellPresence) => Promise<CellState>,
+    concurrency: number,
+  ): void {
+    const due = stale.filter(({ cell }) => !this.#reading.has(cell.cell_id));
+    for (const { cell } of due) this.#reading.add(cell.cell_id);
+    void forEachLimited(due, concurrency, async ({ cell, version }) => {
+      try {
+        this.remember(cell, await read(cell), version);
+      } catch {
+        // catch-all: unanswered, the state is read on the batch's path next time it is needed.
+        this.forget(cell.cell_id);
+      } finally {
+        this.#reading.delete(cell.cell_id);
+      }
+    });
   }
 
   /** Work the cell accepted, counted as its rep counts it: each piece one container. */
