@@ -225,38 +225,18 @@ export class RouteTable {
   #putActual(a: ActualLRP): void {
     const key = actualKey(a);
     const previous = this.#actuals.get(key);
-    if (previous && previous.cell_id !== a.cell_id) this.#unplace(previous.cell_id, key);
-    if (a.cell_id !== '') {
-      let onCell = this.#actualsByCell.get(a.cell_id);
-      if (!onCell) {
-        onCell = new Set();
-        this.#actualsByCell.set(a.cell_id, onCell);
-      }
-      onCell.add(key);
-    }
+    if (previous && previous.cell_id !== a.cell_id) removeKey(this.#actualsByCell, previous.cell_id, key);
+    if (a.cell_id !== '') addKey(this.#actualsByCell, a.cell_id, key);
     this.#actuals.set(key, a);
-    let keys = this.#actualsByGuid.get(a.process_guid);
-    if (!keys) {
-      keys = new Set();
-      this.#actualsByGuid.set(a.process_guid, keys);
-    }
-    keys.add(key);
-  }
-
-  #unplace(cellId: string, key: string): void {
-    const onCell = this.#actualsByCell.get(cellId);
-    onCell?.delete(key);
-    if (onCell?.size === 0) this.#actualsByCell.delete(cellId);
+    addKey(this.#actualsByGuid, a.process_guid, key);
   }
 
   #removeActual(a: ActualLRP): void {
     const key = actualKey(a);
     const previous = this.#actuals.get(key);
-    if (previous) this.#unplace(previous.cell_id, key);
+    if (previous) removeKey(this.#actualsByCell, previous.cell_id, key);
     this.#actuals.delete(key);
-    const keys = this.#actualsByGuid.get(a.process_guid);
-    keys?.delete(key);
-    if (keys?.size === 0) this.#actualsByGuid.delete(a.process_guid);
+    removeKey(this.#actualsByGuid, a.process_guid, key);
   }
 
   /** Takes `guid` off every route it was on and puts it on its current ones. */
@@ -344,4 +324,21 @@ function fromHint(
 
 function cellExpiries(cells: readonly CellPresence[]): Map<string, number> {
   return new Map(cells.map((c) => [c.cell_id, Date.parse(c.expires_at)]));
+}
+
+/** Adds `key` to the set `by` holds under `name`. */
+function addKey(by: Map<string, Set<string>>, name: string, key: string): void {
+  let keys = by.get(name);
+  if (!keys) {
+    keys = new Set();
+    by.set(name, keys);
+  }
+  keys.add(key);
+}
+
+/** Takes `key` out of the set under `name`, and the set with it once empty. */
+function removeKey(by: Map<string, Set<string>>, name: string, key: string): void {
+  const keys = by.get(name);
+  keys?.delete(key);
+  if (keys?.size === 0) by.delete(name);
 }
