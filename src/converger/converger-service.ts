@@ -162,7 +162,7 @@ export class ConvergerService {
       if (gone.length > 0) {
         this.#logger.info({ cells: gone }, 'cell presences expired: converging now');
         try {
-          const report = await this.#lostCellsPass(gone, signal);
+          const report = await this.#lostCellsPass(gone, live, signal);
           this.#logger.info({ ...report, cells: gone.length }, 'lost cells converged');
         } catch (err) {
           // The full pass covers every cell: it does what this one could not.
@@ -223,17 +223,21 @@ export class ConvergerService {
   }
 
   /**
-   * The pass for cells that just went: reads the records on them (an index lookup each) instead
-   * of every record in the store, and applies what `planLostCells` makes of them. At 100,000
-   * instances a full pass reads them all, and one per lapse seen kept the lost instances waiting
-   * behind each other's reads (docs/performance.md, round 17).
+   * The pass for cells that just went, given the live cells the watch just listed: reads the
+   * records on the lost ones (an index lookup each) instead of every record in the store, and
+   * applies what `planLostCells` makes of them. At 100,000 instances a full pass reads them all,
+   * and one per lapse seen kept the lost instances waiting behind each other's reads
+   * (docs/performance.md, round 17).
    */
-  async #lostCellsPass(cellIds: readonly string[], signal: AbortSignal): Promise<ConvergencePassReport> {
+  async #lostCellsPass(
+    cellIds: readonly string[],
+    cells: readonly CellPresence[],
+    signal: AbortSignal,
+  ): Promise<ConvergencePassReport> {
     const started = this.#now().getTime();
     const { bbs, config } = this.#options;
-    const [desired, cells, domains, actuals, tasks] = await Promise.all([
+    const [desired, domains, actuals, tasks] = await Promise.all([
       bbs.listDesiredLRPs(),
-      bbs.listCells(),
       bbs.listDomains(),
       Promise.all(cellIds.map((cell_id) => bbs.listActualLRPs({ cell_id }))).then((lists) => lists.flat()),
       Promise.all(cellIds.map((cell_id) => bbs.listTasks({ cell_id }))).then((lists) => lists.flat()),
