@@ -6,15 +6,19 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { AuctioneerService } from '../auctioneer/index.js';
 import {
   type ActualLRP,
+  type ActualLRPFilter,
   type BbsStore,
+  type CasActualLRPRequest,
   openBbsStore,
   type SqlBbsStore,
   type TaskDefinition,
   type TaskStartRequest,
+  type UnclaimActualLRPsRequest,
 } from '../bbs/index.js';
 import { defaultCrashPolicy, repClientForCell } from '../rep/index.js';
 import { desiredDefinition, type FakeClock, fakeClock } from '../testing/bbs-store-contract.js';
 import { FakeRepServer } from '../testing/fake-rep-server.js';
+import { withMethod } from '../testing/rep-fixtures.js';
 import {
   type ConvergerConfig,
   ConvergerService,
@@ -113,19 +117,17 @@ describe('ConvergerService against SQLite', () => {
     // Given back in one transaction, so their start requests reach the auctioneer together.
     const batches: number[] = [];
     let singles = 0;
-    const counting = new Proxy(bbs, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (typeof value !== 'function') return value;
-        if (prop === 'unclaimActualLRP') singles++;
-        if (prop === 'unclaimActualLRPs')
-          return (req: { unclaims: unknown[] }) => {
-            batches.push(req.unclaims.length);
-            return target.unclaimActualLRPs(req as Parameters<BbsStore['unclaimActualLRPs']>[0]);
-          };
-        return value.bind(target);
+    const counting = withMethod(
+      withMethod(bbs, 'unclaimActualLRP', (req: CasActualLRPRequest) => {
+        singles++;
+        return bbs.unclaimActualLRP(req);
+      }),
+      'unclaimActualLRPs',
+      (req: UnclaimActualLRPsRequest) => {
+        batches.push(req.unclaims.length);
+        return bbs.unclaimActualLRPs(req);
       },
-    }) as BbsStore;
+    );
     const report = await converger({}, counting).runOnce();
     assert.equal(report.planned['unclaim-and-start'], 4);
     assert.equal(report.applied, 4);
@@ -368,19 +370,17 @@ describe('ConvergerService against SQLite', () => {
     // The lapse is handled from the lost cell's records: no second read of the whole store.
     let snapshots = 0;
     const cellReads: string[] = [];
-    const counting = new Proxy(live, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (typeof value !== 'function') return value;
-        if (prop === 'readConvergenceSnapshot') snapshots++;
-        if (prop === 'listActualLRPs')
-          return (req: { cell_id?: string }) => {
-            cellReads.push(req.cell_id ?? 'all');
-            return target.listActualLRPs(req);
-          };
-        return value.bind(target);
+    const counting = withMethod(
+      withMethod(live, 'readConvergenceSnapshot', () => {
+        snapshots++;
+        return live.readConvergenceSnapshot();
+      }),
+      'listActualLRPs',
+      (req: ActualLRPFilter = {}) => {
+        cellReads.push(req.cell_id ?? 'all');
+        return live.listActualLRPs(req);
       },
-    }) as BbsStore;
+    );
     const service = new ConvergerService({
       bbs: counting,
       config: { ...config, intervalMs: 3_600_000, presenceCheckGapMs: 20 },
