@@ -45,9 +45,15 @@ function withLock(path: string, mode: 'shared' | 'exclusive', fn: () => void): b
   }
 }
 
+/**
+ * How long ago the directory entered its phase. The kernel stamps ctime from a finer clock than
+ * Date's whole milliseconds (multigrain timestamps), so a rename made this very millisecond can
+ * read up to 1 ms in the future; such an age is 0, or a grace period of 0 would skip what this
+ * run has just marked.
+ */
 function ageMs(path: string, now: Date): number | undefined {
   try {
-    return now.getTime() - statSync(path).ctime.getTime();
+    return Math.max(0, now.getTime() - statSync(path).ctime.getTime());
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return undefined;
     throw err;

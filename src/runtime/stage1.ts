@@ -133,8 +133,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
       {
         stdio: ['pipe', 'null', 'null', lockFd],
         newSession: true,
-        // Reaped when it goes, so a long-lived process running pods keeps no zombies.
-        watch: 'unref',
+        // Reaped when it goes, and awaited at the end (below), so it keeps this process alive.
+        watch: 'ref',
       },
     );
   } catch (err) {
@@ -233,6 +233,8 @@ export async function runStage1(options: Stage1Options): Promise<PodExit> {
   if (shared) stopSharedNamespaces(shared);
   unmountTmpfsVolumes(podPath, manifest);
   if (watcher.stdin !== undefined) endStdin(watcher.stdin, 'done\n');
-  await detaching;
+  // The watcher holds the lock too: this process ends only after it, so that whoever hears this
+  // process end (the executor's holderGone, a foreground run's caller) finds the pod unlocked.
+  await Promise.all([detaching, watcher.exited]);
   return exit;
 }
