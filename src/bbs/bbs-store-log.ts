@@ -55,8 +55,31 @@ export interface BbsSnapshot {
  */
 export type ConvergenceActualLRP = Omit<ActualLRP, 'crash_reason' | 'placement_error' | 'address' | 'ports'>;
 
+/**
+ * An ActualLRP that needs nothing from convergence: an instance (not an `/evacuating` copy),
+ * CLAIMED or RUNNING, on a cell present in the snapshot, at an index its DesiredLRP still wants.
+ * A pass makes no item for one; all it learns from it is that its index has an instance.
+ */
+export interface SettledInstances {
+  readonly process_guid: string;
+  /** How many of this LRP's ActualLRPs are settled and left out of `actual_lrps`. */
+  readonly count: number;
+}
+
 export interface ConvergenceSnapshot extends Omit<BbsSnapshot, 'actual_lrps'> {
+  /**
+   * Every ActualLRP except the settled instances of the LRPs in `settled_instances`. At 100,000
+   * instances in a healthy cluster that is a few records instead of all of them: the read, the
+   * objects and their garbage were most of an idle server's convergence cost.
+   */
   readonly actual_lrps: ConvergenceActualLRP[];
+  /**
+   * The LRPs whose settled instances were left out, each with every index below its instance
+   * count held by a record: a settled one left out, or one in `actual_lrps`. So an index of such
+   * an LRP with no record in `actual_lrps` is settled, not missing. An LRP with an index that has
+   * no record at all is not here, and all its records are listed.
+   */
+  readonly settled_instances: SettledInstances[];
   /**
    * The instances whose start request is still in the outbox (not yet acked by the auctioneer,
    * whether waiting to be taken or taken and held): the auctioneer will still place them.

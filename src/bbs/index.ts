@@ -78,6 +78,7 @@ export type {
   ReadEventsRequest,
   RecordCounts,
   ReleaseLeaseRequest,
+  SettledInstances,
 } from './bbs-store-log.js';
 export {
   type ActualLRP,

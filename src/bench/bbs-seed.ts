@@ -10,7 +10,8 @@ export const instancesPerLrp = 100;
  * spread over `cells` cells named `cell-N`. A real cluster is mostly RUNNING: a cell, an instance
  * guid, an address and a port mapping per instance. Desiring makes them UNCLAIMED (empty strings,
  * no ports), which reads cheaper than the real thing; the rep's CAS per instance would take
- * minutes, so one UPDATE stands in.
+ * minutes, so one UPDATE stands in, and one DELETE for the auctioneer's acks of their start
+ * requests.
  *
  * The on-disk layout is a live cluster's, not a bulk load's: process guids are random (as Diego's
  * are), so rows are not stored in key order, and every LRP is then scaled down by a tenth and back
@@ -51,6 +52,8 @@ export async function seedRunningLrps(
     instance_guid = tag_epoch, address = '10.0.' || (idx % 200) || '.' || (idx % 250),
     ports = '[{"container_port":8080,"host_port":' || (61000 + idx) || '}]', tag_index = tag_index + 1
     WHERE state = 'UNCLAIMED'`.execute(store.backend.db);
+  // Placed and running: the auctioneer took and acknowledged their start requests long ago.
+  await sql`DELETE FROM start_requests WHERE kind = 'lrp'`.execute(store.backend.db);
 }
 
 /** The n-th seeded LRP's process guid: stable across runs, in no particular key order. */

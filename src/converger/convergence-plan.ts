@@ -8,6 +8,7 @@ import {
   type Domain,
   type LRPStartRequest,
   type ModificationTag,
+  type SettledInstances,
   type Task,
 } from '../bbs/index.js';
 import { type CrashPolicy, defaultCrashPolicy, shouldRestartCrashed } from '../rep/index.js';
@@ -96,6 +97,11 @@ export interface ConvergenceInput {
    * for the auctioneer, not lost, and is not re-emitted however long it waits.
    */
   readonly queuedStarts?: readonly { readonly process_guid: string; readonly index: number }[];
+  /**
+   * LRPs whose settled instances the read left out of `actuals` (`ConvergenceSnapshot`): each of
+   * their indices with no record in `actuals` has a settled instance, so it is not missing.
+   */
+  readonly settled?: readonly SettledInstances[];
   readonly now: Date;
   readonly config: ConvergenceConfig;
 }
@@ -146,6 +152,7 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
   const { desired, actuals, cells, domains, tasks, now, config } = input;
   const nowMs = now.getTime();
   const queued = new Set((input.queuedStarts ?? []).map(actualLrpKey));
+  const settled = new Set((input.settled ?? []).map((s) => s.process_guid));
 
   const liveCells = new Set<string>();
   for (const c of cells) if (Date.parse(c.expires_at) > nowMs) liveCells.add(c.cell_id);
@@ -224,6 +231,8 @@ export function planConvergence(input: ConvergenceInput): ConvergencePlan {
         }
       }
     }
+    // Every index of a settled LRP has a record: one not listed is a settled instance.
+    if (settled.has(d.process_guid)) continue;
     for (let index = 0; index < present.length; index++) {
       if (present[index] === 0) {
         lrps.push({

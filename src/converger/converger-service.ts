@@ -214,6 +214,7 @@ export class ConvergerService {
       domains: snapshot.domains,
       tasks,
       queuedStarts: snapshot.queued_lrp_starts,
+      settled: snapshot.settled_instances,
       now,
       config,
     });

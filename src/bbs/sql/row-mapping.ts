@@ -47,31 +47,45 @@ export async function readAllActual(query: RowQuery): Promise<ActualLRP[]> {
   );
 }
 
-const convergenceActualColumns =
-  'process_guid, idx, evacuating, domain, instance_guid, cell_id, state, crash_count, last_crashed_at, since, tag_epoch, tag_index';
+/** The converger's projection's columns, each prefixed with `alias.` (the read joins tables). */
+export function convergenceActualColumns(alias: string): string {
+  return [
+    'process_guid',
+    'idx',
+    'evacuating',
+    'domain',
+    'instance_guid',
+    'cell_id',
+    'state',
+    'crash_count',
+    'last_crashed_at',
+    'since',
+    'tag_epoch',
+    'tag_index',
+  ]
+    .map((column) => `${alias}.${column}`)
+    .join(', ');
+}
 
 /**
- * The converger's projection. Its own object literal rather than `arrayToActual` minus fields: the
- * hot read builds each of 250,000 objects once, in one hidden class.
+ * The converger's projection (`convergenceActualColumns`). Its own object literal rather than
+ * `arrayToActual` minus fields: the hot read builds each of up to 250,000 objects once, in one
+ * hidden class.
  */
-export async function readConvergenceActuals(query: RowQuery): Promise<ConvergenceActualLRP[]> {
-  return query(
-    `SELECT ${convergenceActualColumns} FROM actual_lrps ORDER BY process_guid, idx, evacuating`,
-    [],
-    (r) => ({
-      process_guid: r[0] as string,
-      index: r[1] as number,
-      domain: r[3] as string,
-      instance_guid: r[4] as string,
-      cell_id: r[5] as string,
-      state: r[6] as ActualLRPState,
-      crash_count: r[7] as number,
-      last_crashed_at: r[8] as string | null,
-      since: r[9] as string,
-      evacuating: r[2] === 1,
-      modification_tag: { epoch: r[10] as string, index: r[11] as number },
-    }),
-  );
+export function arrayToConvergenceActual(r: unknown[]): ConvergenceActualLRP {
+  return {
+    process_guid: r[0] as string,
+    index: r[1] as number,
+    domain: r[3] as string,
+    instance_guid: r[4] as string,
+    cell_id: r[5] as string,
+    state: r[6] as ActualLRPState,
+    crash_count: r[7] as number,
+    last_crashed_at: r[8] as string | null,
+    since: r[9] as string,
+    evacuating: r[2] === 1,
+    modification_tag: { epoch: r[10] as string, index: r[11] as number },
+  };
 }
 
 /** Column order of `actualColumns`; one object literal so every ActualLRP shares a hidden class. */

@@ -4,7 +4,8 @@ import type { BbsSnapshot, ConvergenceSnapshot, RecordCounts } from '../bbs-stor
 import type { ActualLRPState, TaskState } from '../bbs-types.js';
 import { taskStates } from '../task-transitions.js';
 import type { BbsDatabase } from './bbs-database.js';
-import { arrayToCell, readAllActual, readAllDesired, readConvergenceActuals } from './row-mapping.js';
+import { readUnsettledActuals } from './convergence-read.js';
+import { arrayToCell, readAllActual, readAllDesired } from './row-mapping.js';
 import type { StoreContext } from './store-context.js';
 
 /** Whole-store reads: the snapshots the converger and auctioneer plan on, and the record counts of `/metrics`. */
@@ -16,7 +17,14 @@ export class SnapshotReads {
   }
 
   async readSnapshot(): Promise<BbsSnapshot> {
-    return this.#snapshot(readAllActual);
+    const now = this.#ctx.now().toISOString();
+    return this.#ctx.backend.readRows(async (query) => ({
+      desired_lrps: await readAllDesired(query),
+      actual_lrps: await readAllActual(query),
+      domains: await readFreshDomains(query, now),
+      cells: await readLiveCells(query, now),
+      now,
+    }));
   }
 
   async readConvergenceSnapshot(): Promise<ConvergenceSnapshot> {
@@ -29,31 +37,20 @@ export class SnapshotReads {
         index: Number(r[1]),
       })),
     );
-    return { ...(await this.#snapshot(readConvergenceActuals)), queued_lrp_starts };
-  }
-
-  async #snapshot<A>(
-    readActuals: (query: RowQuery) => Promise<A[]>,
-  ): Promise<Omit<BbsSnapshot, 'actual_lrps'> & { actual_lrps: A[] }> {
     const now = this.#ctx.now().toISOString();
-    return this.#ctx.backend.readRows(async (query) => ({
-      desired_lrps: await readAllDesired(query),
-      actual_lrps: await readActuals(query),
-      domains: await query(
-        'SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain',
-        [now],
-        (r) => ({
-          domain: r[0] as string,
-          fresh_until: r[1] as string,
-        }),
-      ),
-      cells: await query(
-        'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at, rep_token FROM cells WHERE expires_at > ? ORDER BY cell_id',
-        [now],
-        arrayToCell,
-      ),
-      now,
-    }));
+    return this.#ctx.backend.readRows(async (query) => {
+      const desired_lrps = await readAllDesired(query);
+      const cells = await readLiveCells(query, now);
+      const actuals = await readUnsettledActuals(query, new Set(cells.map((c) => c.cell_id)), desired_lrps);
+      return {
+        desired_lrps,
+        ...actuals,
+        domains: await readFreshDomains(query, now),
+        cells,
+        now,
+        queued_lrp_starts,
+      };
+    });
   }
 
   async countRecords(): Promise<RecordCounts> {
@@ -94,4 +91,23 @@ export class SnapshotReads {
       };
     });
   }
+}
+
+function readFreshDomains(query: RowQuery, now: string) {
+  return query(
+    'SELECT domain, fresh_until FROM domains WHERE fresh_until > ? ORDER BY domain',
+    [now],
+    (r) => ({
+      domain: r[0] as string,
+      fresh_until: r[1] as string,
+    }),
+  );
+}
+
+function readLiveCells(query: RowQuery, now: string) {
+  return query(
+    'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at, rep_token FROM cells WHERE expires_at > ? ORDER BY cell_id',
+    [now],
+    arrayToCell,
+  );
 }
