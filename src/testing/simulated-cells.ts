@@ -134,7 +134,10 @@ const mainPath = fileURLToPath(new URL('./simulated-cells-main.js', import.meta.
 
 /** Starts a process of simulated cells; resolves once every cell has registered its presence. */
 export async function spawnSimulatedCells(config: SimulatedCellsConfig): Promise<SimulatedCellsProcess> {
-  const child = spawn(process.execPath, [mainPath], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // BERTH_SIM_CPU_PROF=DIR: each process writes a CPU profile there when it ends (not when killed).
+  const profile = process.env.BERTH_SIM_CPU_PROF;
+  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, mainPath], { stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin?.end(JSON.stringify(config));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {

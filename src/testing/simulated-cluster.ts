@@ -93,7 +93,13 @@ export async function startSimulatedCluster(options: SimulatedClusterOptions): P
     server,
     hosts,
     async stop() {
-      await Promise.all(hosts.map((host) => host.kill()));
+      // Profiled (BERTH_SIM_CPU_PROF), the processes end by exiting, so that they write their profiles.
+      const end = async (host: SimulatedCellsProcess): Promise<void> => {
+        if (!process.env.BERTH_SIM_CPU_PROF) return host.kill();
+        host.child.kill('SIGUSR2');
+        await host.exited;
+      };
+      await Promise.all(hosts.map(end));
       server.child.kill('SIGTERM');
       await server.exited;
     },
