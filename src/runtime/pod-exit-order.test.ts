@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { pidsWithCmdline } from '../testing/processes-by-cmdline.js';
 import { isLocked } from './flock.js';
 import { collectGarbage } from './pod-gc.js';
 import { PodRuntime } from './pod-runtime.js';
@@ -20,19 +21,6 @@ function newRuntime(): PodRuntime {
   const dir = mkdtempSync(join(tmpdir(), 'berth-exit-order-'));
   dirs.push(dir);
   return new PodRuntime(dir, images);
-}
-
-function pidsWithCmdline(text: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
-    } catch {
-      // The process ended while listed.
-    }
-  }
-  return pids;
 }
 
 after(() => {
@@ -67,9 +55,9 @@ describe('a pod heard to end', () => {
       });
     });
     for (let i = 0; i < 200 && watcher === undefined; i++) {
-      watcher = pidsWithCmdline('berth-watcher').find((pid) =>
-        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(location.uuid),
-      );
+      // Another test's watcher may end meanwhile: each listing skips what ended.
+      const ofPod = new Set(pidsWithCmdline(location.uuid));
+      watcher = pidsWithCmdline('berth-watcher').find((pid) => ofPod.has(pid));
       if (watcher === undefined) await new Promise((r) => setTimeout(r, 10));
     }
     assert.ok(watcher !== undefined, "the pod's watcher runs");

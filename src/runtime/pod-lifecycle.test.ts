@@ -17,6 +17,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runBerth } from '../testing/berth-cli.js';
 import { busyboxResolver } from '../testing/busybox-image.js';
+import { pidsWithCmdline } from '../testing/processes-by-cmdline.js';
 import { attachNetwork, detachNetwork, netnsPath } from './cni-network.js';
 import { runForeground } from './foreground-run.js';
 import { mountsUnder } from './mounts.js';
@@ -52,20 +53,6 @@ async function startDetached(
   const location = { uuid: prepared.location.uuid, phase: 'run' as const };
   await runtime.startDetached(location, prepared.lockFd);
   return location.uuid;
-}
-
-/** Pids of the processes whose command line mentions `text` (the pod's uuid: holder, watcher, runc). */
-function pidsWithCmdline(text: string): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((name) => {
-      try {
-        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 function collectStream(): NodeJS.WritableStream & { text(): string } {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { it } from 'node:test';
-import type { ActualLRP, BbsStore } from '../bbs/index.js';
-import { desiredDefinition } from './bbs-fixtures.js';
+import type { BbsStore } from '../bbs/index.js';
+import { desiredDefinition, instanceOf, startOn } from './bbs-fixtures.js';
 import { splitSettled } from './settled-instances-oracle.js';
 
 /**
@@ -13,21 +13,9 @@ import { splitSettled } from './settled-instances-oracle.js';
 export function describeConvergenceReadContract(storeOf: () => BbsStore): void {
   const guid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 
-  async function actual(processGuid: string, index: number): Promise<ActualLRP> {
-    const group = await storeOf().getActualLRP({ process_guid: processGuid, index });
-    assert.ok(group.instance);
-    return group.instance;
-  }
-  async function runningOn(processGuid: string, index: number, cellId: string): Promise<void> {
-    const a = await actual(processGuid, index);
-    await storeOf().startActualLRP({
-      process_guid: processGuid,
-      index,
-      expected: a.modification_tag,
-      instance_key: { instance_guid: `ig-${processGuid}-${index}`, cell_id: cellId },
-      net_info: { address: '10.0.0.5', ports: [] },
-    });
-  }
+  const actual = (processGuid: string, index: number) => instanceOf(storeOf(), processGuid, index);
+  const runningOn = (processGuid: string, index: number, cellId: string) =>
+    startOn(storeOf(), processGuid, index, cellId);
   async function desire(instances: number, onCell?: string): Promise<string> {
     const d = await storeOf().desireLRP(desiredDefinition(guid('conv'), instances));
     if (onCell) for (let i = 0; i < instances; i++) await runningOn(d.process_guid, i, onCell);

@@ -18,7 +18,7 @@ import { BerthError } from '../core/index.js';
 import { describeCellEventsContract } from './bbs-cell-events-contract.js';
 import { describeClaimBatchContract } from './bbs-claim-batch-contract.js';
 import { describeConvergenceReadContract } from './bbs-convergence-read-contract.js';
-import { desiredDefinition, desiredTask } from './bbs-fixtures.js';
+import { desiredDefinition, desiredTask, instanceNet, instanceOf, startOn } from './bbs-fixtures.js';
 import { describeBbsPagingContract } from './bbs-paging-contract.js';
 
 export { desiredDefinition };
@@ -68,27 +68,14 @@ export function describeBbsStoreContract(
 
     const guid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
     const cell = (id: string) => ({ instance_guid: `ig-${id}`, cell_id: id });
-    const net = { address: '10.0.0.5', ports: [{ container_port: 8080, host_port: 61001 }] };
+    const net = instanceNet;
 
     async function desire(instances: number, extra: Partial<DesiredLRPDefinition> = {}) {
       return store.desireLRP(desiredDefinition(guid('web'), instances, extra));
     }
-    async function actual(processGuid: string, index: number): Promise<ActualLRP> {
-      const group = await store.getActualLRP({ process_guid: processGuid, index });
-      assert.ok(group.instance);
-      return group.instance;
-    }
-    /** Starts an UNCLAIMED instance on `cellId` straight away (a CAS on the tag it has now). */
-    async function runningOn(processGuid: string, index: number, cellId: string): Promise<ActualLRP> {
-      const a = await actual(processGuid, index);
-      return store.startActualLRP({
-        process_guid: processGuid,
-        index,
-        expected: a.modification_tag,
-        instance_key: cell(cellId),
-        net_info: net,
-      });
-    }
+    const actual = (processGuid: string, index: number) => instanceOf(store, processGuid, index);
+    const runningOn = (processGuid: string, index: number, cellId: string) =>
+      startOn(store, processGuid, index, cellId);
     /** Takes and acknowledges the pending start requests of one LRP: the indices asked for. */
     async function startRequestsFor(processGuid: string): Promise<number[]> {
       const taken = await store.takeStartRequests({ limit: 10_000, visibility_ms: 0 });

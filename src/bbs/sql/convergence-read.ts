@@ -33,14 +33,16 @@ export async function readUnsettledActuals(
   liveCellIds: ReadonlySet<string>,
   desired: readonly DesiredLRP[],
 ): Promise<{ actual_lrps: ConvergenceActualLRP[]; settled_instances: SettledInstances[] }> {
-  const listAll = async () => ({
-    actual_lrps: await query(
-      `SELECT ${convergenceActualColumns('a')} FROM actual_lrps a ORDER BY a.process_guid, a.idx, a.evacuating`,
-      [],
+  const list = (where: readonly string[], params: readonly string[]) =>
+    query(
+      `SELECT ${convergenceActualColumns}
+       FROM actual_lrps a LEFT JOIN desired_lrps d ON d.process_guid = a.process_guid
+       ${where.length > 0 ? `WHERE ${where.join(' OR ')}` : ''}
+       ORDER BY a.process_guid, a.idx, a.evacuating`,
+      params,
       arrayToConvergenceActual,
-    ),
-    settled_instances: [],
-  });
+    );
+  const listAll = async () => ({ actual_lrps: await list([], []), settled_instances: [] });
   const named = await query('SELECT cell_id FROM actual_lrps GROUP BY cell_id', [], (r) => r[0] as string);
   // An UNCLAIMED instance names no cell ('').
   const goneCells = named.filter((id) => id !== '' && !liveCellIds.has(id));
@@ -71,15 +73,7 @@ export async function readUnsettledActuals(
   const listed = [`NOT (d.process_guid IS NOT NULL AND ${settledCondition})`];
   if (onGoneCell) listed.push(onGoneCell);
   if (incomplete.length > 0) listed.push(`a.process_guid IN (${placeholders(incomplete.length)})`);
-  const actual_lrps = await query(
-    `SELECT ${convergenceActualColumns('a')}
-     FROM actual_lrps a LEFT JOIN desired_lrps d ON d.process_guid = a.process_guid
-     WHERE ${listed.join(' OR ')}
-     ORDER BY a.process_guid, a.idx, a.evacuating`,
-    [...goneCells, ...incomplete],
-    arrayToConvergenceActual,
-  );
-  return { actual_lrps, settled_instances };
+  return { actual_lrps: await list(listed, [...goneCells, ...incomplete]), settled_instances };
 }
 
 function placeholders(n: number): string {

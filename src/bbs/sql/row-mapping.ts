@@ -47,25 +47,9 @@ export async function readAllActual(query: RowQuery): Promise<ActualLRP[]> {
   );
 }
 
-/** The converger's projection's columns, each prefixed with `alias.` (the read joins tables). */
-export function convergenceActualColumns(alias: string): string {
-  return [
-    'process_guid',
-    'idx',
-    'evacuating',
-    'domain',
-    'instance_guid',
-    'cell_id',
-    'state',
-    'crash_count',
-    'last_crashed_at',
-    'since',
-    'tag_epoch',
-    'tag_index',
-  ]
-    .map((column) => `${alias}.${column}`)
-    .join(', ');
-}
+/** The converger's projection's columns, of `actual_lrps a` (its read joins tables). */
+export const convergenceActualColumns =
+  'a.process_guid, a.idx, a.evacuating, a.domain, a.instance_guid, a.cell_id, a.state, a.crash_count, a.last_crashed_at, a.since, a.tag_epoch, a.tag_index';
 
 /**
  * The converger's projection (`convergenceActualColumns`). Its own object literal rather than
