@@ -7,6 +7,7 @@ import { BbsClient } from '../bbs/index.js';
 import { type ActionRecord, isLiveAction } from '../model/index.js';
 import { runBerth } from '../testing/berth-cli.js';
 import { type ServerProcess, startServerProcess } from '../testing/server-process.js';
+import { waitUntil } from '../testing/simulated-cluster.js';
 import { playCells, playSystem } from '../testing/system-cells.js';
 import { parseEntityAddress } from './entity-commands.js';
 
@@ -103,14 +104,16 @@ describe('per-entity commands against a real berth server (SQLite)', () => {
       added.stdout,
       /^ACTION\s+KIND\s+SYSTEM\s+TARGET\s+STATE\n\S+\s+relation-add\s+shop\s+\/web \/db\s+(accepted|in_progress)/,
     );
-    const status = await runBerth(['system', 'status', 'shop', '--format', 'json', ...at]);
-    const services = (JSON.parse(status.stdout) as { services: { path: string; units: unknown[] }[] })
-      .services;
-    assert.equal(
-      services.find((x) => x.path === '/web')?.units.length,
-      3,
-      'unit 2 replaced; the service runs 3',
-    );
+    // The destroyed unit's replacement comes from the system agent's next pass, not from the
+    // destroy action (as a ReplicaSet replaces a deleted pod): wait for it rather than race it.
+    const webUnits = async () => {
+      const status = await runBerth(['system', 'status', 'shop', '--format', 'json', ...at]);
+      assert.equal(status.code, 0, status.stderr);
+      const services = (JSON.parse(status.stdout) as { services: { path: string; units: unknown[] }[] })
+        .services;
+      return services.find((x) => x.path === '/web')?.units.length;
+    };
+    await waitUntil('unit 2 replaced: the service runs 3', async () => (await webUnits()) === 3, 60_000);
 
     const down = await runBerth(['teardown', 'shop', '--force', '--wait', ...at]);
     assert.equal(down.code, 0, down.stderr);
