@@ -29,17 +29,50 @@ export function processTree(pid: number): number[] {
 
 /**
  * SIGKILL for a process and everything below it. An exec's command runs under `runc exec`, which
- * forwards the signals it gets but cannot forward SIGKILL, and a shell ignores SIGTERM: killing the
- * whole tree, as listed before the first kill, is what leaves nothing behind when a client goes.
+ * forwards the signals it gets but cannot forward SIGKILL, and a shell ignores SIGTERM: the whole
+ * tree must go. Listing the tree and then killing it leaks a child forked between the two (a shell
+ * running `sleep 100 &`): it outlives its parent, reparented to the container's init. So the tree is
+ * frozen first: SIGSTOP to every member, listed again until every member is stopped and the listing
+ * finds no one new (a stopped process forks nothing), and only then SIGKILL, which ends stopped
+ * processes too. A member that will not stop (uninterruptible sleep) is killed after `stopWaitMs`
+ * as it is.
  */
-export function killTree(pid: number): void {
-  for (const member of processTree(pid).reverse()) {
-    try {
-      process.kill(member, 'SIGKILL');
-    } catch {
-      // catch-all: it exited on its own meanwhile
+export async function killTree(pid: number, stopWaitMs = 2_000): Promise<void> {
+  const members = new Set<number>();
+  const deadline = Date.now() + stopWaitMs;
+  for (;;) {
+    let settled = true;
+    for (const member of processTree(pid)) {
+      if (!members.has(member)) {
+        members.add(member);
+        signal(member, 'SIGSTOP');
+        settled = false;
+      } else if (!isStoppedOrGone(member)) settled = false;
     }
+    if (settled || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 2));
   }
+  for (const member of members) signal(member, 'SIGKILL');
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // catch-all: it exited on its own meanwhile
+  }
+}
+
+/** Whether a process is stopped (`T`), a zombie or dead (`Z`, `X`), or gone: none of these forks. */
+function isStoppedOrGone(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true; // catch-all: it is gone (and reaped)
+  }
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'T' || state === 't' || state === 'Z' || state === 'X';
 }
 
 /** The terminal a process's stdin is (`/dev/pts/N`), if it is one. */

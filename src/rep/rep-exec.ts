@@ -188,10 +188,15 @@ function resizeTerminal(scriptPid: number | undefined, size: { cols: number; row
 }
 
 /** Runs one exec over an accepted WebSocket until the command exits or the client goes. */
-function runExec(ws: WebSocket, child: ChildProcess, spec: ExecSpec, sessions: Set<() => void>): void {
+function runExec(
+  ws: WebSocket,
+  child: ChildProcess,
+  spec: ExecSpec,
+  sessions: Set<() => Promise<void>>,
+): void {
   let exited = false;
-  const end = () => {
-    if (!exited && child.pid !== undefined) killTree(child.pid);
+  const end = async () => {
+    if (!exited && child.pid !== undefined) await killTree(child.pid);
   };
   sessions.add(end);
   const send = (channel: typeof execChannel.stdout | typeof execChannel.stderr) => (chunk: Buffer) => {
@@ -246,7 +251,7 @@ function runExec(ws: WebSocket, child: ChildProcess, spec: ExecSpec, sessions: S
   // The client went (or the server's relay did): the command and everything it started go too.
   ws.once('close', () => {
     sessions.delete(end);
-    end();
+    void end();
   });
   ws.on('error', () => ws.terminate());
 }
@@ -289,9 +294,9 @@ export function attachRepExec(
   authorized: (req: IncomingMessage) => boolean,
 ): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
-  const sessions = new Set<() => void>();
+  const sessions = new Set<() => Promise<void>>();
   app.addHook('onClose', async () => {
-    for (const end of [...sessions]) end();
+    await Promise.all([...sessions].map((end) => end()));
     wss.close();
   });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
