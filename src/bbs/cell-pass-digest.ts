@@ -13,6 +13,30 @@ export interface DigestedTask {
   readonly modification_tag: ModificationTag;
 }
 
+/** An ActualLRP's line of the digest: its key and its tag. */
+export function actualDigestLine(
+  processGuid: string,
+  index: number,
+  evacuating: boolean,
+  tagEpoch: string,
+  tagIndex: number,
+): string {
+  return `a\u0000${processGuid}\u0000${index}\u0000${evacuating ? 1 : 0}\u0000${tagEpoch}\u0000${tagIndex}`;
+}
+
+/** A task's line of the digest: its guid and its tag. */
+export function taskDigestLine(taskGuid: string, tagEpoch: string, tagIndex: number): string {
+  return `t\u0000${taskGuid}\u0000${tagEpoch}\u0000${tagIndex}`;
+}
+
+/** The digest of a cell's records' lines, whatever their order (the lines are sorted; `lines` too). */
+export function digestOfLines(lines: string[]): string {
+  lines.sort();
+  return createHash('sha256')
+    .update(lines.length === 0 ? '' : `${lines.join('\n')}\n`)
+    .digest('base64url');
+}
+
 /**
  * A digest of a cell's ActualLRPs and tasks, as its pass lists them, that changes whenever any of
  * them does: every write of a record moves its modification tag (a new record, or one made
@@ -21,16 +45,16 @@ export interface DigestedTask {
  * (`CellPassRequest.known_digest`). Independent of order.
  */
 export function cellPassDigest(actuals: readonly DigestedActual[], tasks: readonly DigestedTask[]): string {
-  const lines = [
-    ...actuals.map(
-      (a) =>
-        `a\u0000${a.process_guid}\u0000${a.index}\u0000${a.evacuating ? 1 : 0}\u0000${a.modification_tag.epoch}\u0000${a.modification_tag.index}`,
+  return digestOfLines([
+    ...actuals.map((a) =>
+      actualDigestLine(
+        a.process_guid,
+        a.index,
+        a.evacuating,
+        a.modification_tag.epoch,
+        a.modification_tag.index,
+      ),
     ),
-    ...tasks.map(
-      (t) => `t\u0000${t.task_guid}\u0000${t.modification_tag.epoch}\u0000${t.modification_tag.index}`,
-    ),
-  ].sort();
-  const hash = createHash('sha256');
-  for (const line of lines) hash.update(line).update('\n');
-  return hash.digest('base64url');
+    ...tasks.map((t) => taskDigestLine(t.task_guid, t.modification_tag.epoch, t.modification_tag.index)),
+  ]);
 }

@@ -94,8 +94,12 @@ export class SystemAgent {
   }
 
   async #retireGoneCells(): Promise<void> {
+    const view = await this.#ctx.runner.read();
+    // The model's cells are those that hosted units; a cluster without systems has none, and its
+    // every live cell (a thousand rows, every pass) need not be read to retire nothing.
+    if (Array.from(view.cells()).length === 0) return;
     const live = new Set((await this.#ctx.store.listCells()).map((c) => c.cell_id));
-    await this.apply('', planCellRetirement(await this.#ctx.runner.read(), live));
+    await this.apply('', planCellRetirement(view, live));
   }
 
   async #desired(system: string) {

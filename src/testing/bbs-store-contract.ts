@@ -309,6 +309,34 @@ export function describeBbsStoreContract(
         assert.equal((await pass('not-a-digest-of-anything')).unchanged, undefined);
       });
 
+      it('a cell pass sent its digest still takes a stop request waiting for the cell, though no record moved', async () => {
+        const d = await desire(2);
+        const id = `digest-stop-${randomUUID()}`;
+        await runningOn(d.process_guid, 0, id);
+        await runningOn(d.process_guid, 1, id);
+        const pass = (known_digest: string | undefined) =>
+          store.cellPass({
+            cell_id: id,
+            stop_limit: 10,
+            visibility_ms: 60_000,
+            ...(known_digest ? { known_digest } : {}),
+          });
+        const whole = await pass(undefined);
+        assert.equal((await pass(whole.digest)).unchanged, true);
+        // Scaling down asks the cell to stop index 1 and leaves its record as it is.
+        await store.updateDesiredLRP({ process_guid: d.process_guid, update: { instances: 1 } });
+        const withStop = await pass(whole.digest);
+        assert.equal(withStop.digest, whole.digest, 'no record of the cell moved');
+        assert.equal(withStop.unchanged, undefined);
+        assert.deepEqual(
+          withStop.stops.map((x) => [x.request.process_guid, x.request.index, x.request.cell_id]),
+          [[d.process_guid, 1, id]],
+        );
+        assert.equal(withStop.actual_lrps.length, 2);
+        // Taken, the stop is hidden until its visibility ends: the next pass is unchanged again.
+        assert.equal((await pass(whole.digest)).unchanged, true);
+      });
+
       it('scaling down deletes UNCLAIMED/CRASHED extras and asks cells to stop CLAIMED/RUNNING ones', async () => {
         const d = await desire(4);
         const ref = (index: number) => ({ process_guid: d.process_guid, index });

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { desiredDefinition } from '../../testing/bbs-store-contract.js';
 import { type BbsDatabase, openBbsStore } from '../index.js';
 import { bbsMigrations } from './bbs-migrations.js';
+import { idlePassSql } from './cell-pass-reads.js';
 
 const keyOrderRead =
   'SELECT process_guid, idx, state, since FROM actual_lrps ORDER BY process_guid, idx, evacuating';
@@ -46,7 +47,7 @@ describe('migration 5: SQLite stores ActualLRPs in key order', () => {
     const layout = actualLrpsLayout(file);
     assert.match(layout.ddl, /WITHOUT ROWID/);
     assert.equal(layout.plan, 'SCAN actual_lrps');
-    assert.deepEqual(layout.indexes, ['actual_lrps_cell']);
+    assert.deepEqual(layout.indexes, ['actual_lrps_cell_tags']);
   });
 
   it('rebuilds a version-4 table with every record, evacuating copies included, unchanged', async () => {
@@ -79,18 +80,18 @@ describe('migration 5: SQLite stores ActualLRPs in key order', () => {
     assert.equal(before.filter((a) => a.evacuating).length, 1);
     await store.close();
 
-    // Turn the file back into what version 4 left: the rowid table of migration 1, and no version 5.
+    // Turn the file back into what version 4 left: the rowid table of migration 1, and no version 5
+    // (nor 9, whose index goes with the table).
     const v1Table = bbsMigrations[0]?.statements.sqlite.find((s) => s.startsWith('CREATE TABLE actual_lrps'));
     assert.ok(v1Table);
     const db = new Database(file);
     db.transaction(() => {
       db.exec('ALTER TABLE actual_lrps RENAME TO actual_lrps_v5');
-      db.exec('DROP INDEX actual_lrps_cell');
       db.exec(v1Table);
       db.exec('INSERT INTO actual_lrps SELECT * FROM actual_lrps_v5');
       db.exec('DROP TABLE actual_lrps_v5');
       db.exec('CREATE INDEX actual_lrps_cell ON actual_lrps (cell_id)');
-      db.exec('DELETE FROM bbs_schema_migrations WHERE version = 5');
+      db.exec('DELETE FROM bbs_schema_migrations WHERE version IN (5, 9)');
     })();
     db.close();
     const v4 = actualLrpsLayout(file);
@@ -123,6 +124,70 @@ describe('migration 5: SQLite stores ActualLRPs in key order', () => {
     const v5 = actualLrpsLayout(file);
     assert.match(v5.ddl, /WITHOUT ROWID/);
     assert.equal(v5.plan, 'SCAN actual_lrps');
-    assert.deepEqual(v5.indexes, ['actual_lrps_cell']);
+    assert.deepEqual(v5.indexes, ['actual_lrps_cell_tags']);
+  });
+});
+
+describe("migration 9: a cell's pass reads its instances' keys and tags from one index", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-migration9-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const digestPlan = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db
+        .prepare(`EXPLAIN QUERY PLAN ${idlePassSql.actualTags}`)
+        .all('cell-a')
+        .map((row) => (row as { detail: string }).detail)
+        .join('; ');
+    } finally {
+      db.close();
+    }
+  };
+
+  it('a version-8 database gets the covering index; the pass digest reads only it, and is what it was', async () => {
+    const file = join(dir, 'v8.sqlite3');
+    const store = await openBbsStore(file);
+    await store.desireLRP(desiredDefinition('web', 3));
+    for (const actual of await store.listActualLRPs({ process_guid: 'web' }))
+      await store.claimActualLRP({
+        ...actual,
+        expected: actual.modification_tag,
+        instance_key: { instance_guid: `i-${actual.index}`, cell_id: 'cell-a' },
+      });
+    const pass = await store.cellPass({ cell_id: 'cell-a', stop_limit: 10, visibility_ms: 1_000 });
+    assert.equal(pass.actual_lrps.length, 3);
+    await store.close();
+    assert.equal(
+      digestPlan(file),
+      'SEARCH actual_lrps USING COVERING INDEX actual_lrps_cell_tags (cell_id=?)',
+    );
+
+    // What version 8 left: the index on cell_id alone.
+    const db = new Database(file);
+    db.transaction(() => {
+      db.exec('DROP INDEX actual_lrps_cell_tags');
+      db.exec('CREATE INDEX actual_lrps_cell ON actual_lrps (cell_id)');
+      db.exec('DELETE FROM bbs_schema_migrations WHERE version = 9');
+    })();
+    db.close();
+    assert.equal(digestPlan(file), 'SEARCH actual_lrps USING INDEX actual_lrps_cell (cell_id=?)');
+
+    const reopened = await openBbsStore(file);
+    try {
+      const again = await reopened.cellPass({
+        cell_id: 'cell-a',
+        stop_limit: 10,
+        visibility_ms: 1_000,
+        known_digest: pass.digest,
+      });
+      assert.equal(again.unchanged, true, 'the digest a rep held before the upgrade still matches');
+    } finally {
+      await reopened.close();
+    }
+    assert.equal(
+      digestPlan(file),
+      'SEARCH actual_lrps USING COVERING INDEX actual_lrps_cell_tags (cell_id=?)',
+    );
+    assert.deepEqual(actualLrpsLayout(file).indexes, ['actual_lrps_cell_tags']);
   });
 });

@@ -149,6 +149,24 @@ export const bbsMigrations: readonly SchemaMigration[] = [
       ],
     },
   },
+  {
+    version: 9,
+    name: "a cell's pass reads its instances' keys and tags from one index",
+    statements: {
+      // Every pass of every cell reads its ActualLRPs' keys and tags for its digest
+      // (cell-pass-reads.ts). Through an index on cell_id alone that was one primary-key descent
+      // per instance; this index holds all they need (SQLite's indexes of a WITHOUT ROWID table
+      // carry the primary key). Each CAS, which moves the tag, now updates it too.
+      sqlite: [
+        'CREATE INDEX actual_lrps_cell_tags ON actual_lrps (cell_id, tag_epoch, tag_index)',
+        'DROP INDEX actual_lrps_cell',
+      ],
+      postgres: [
+        'CREATE INDEX actual_lrps_cell_tags ON actual_lrps (cell_id) INCLUDE (process_guid, idx, evacuating, tag_epoch, tag_index)',
+        'DROP INDEX actual_lrps_cell',
+      ],
+    },
+  },
 ];
 
 /** What SqlBbsStore.open registers with the db layer's migration runner. */

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { CompiledQuery, type Selectable } from 'kysely';
 import { InvalidArgumentError } from '../../core/index.js';
 import type { CellIdRequest, HeartbeatCellRequest, HeartbeatCellResponse } from '../bbs-store.js';
 import { type CellPresence, publicCellPresence } from '../bbs-types.js';
@@ -35,7 +35,10 @@ export class CellStore {
     if (!req.presence.cell_id)
       throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
     return this.#ctx.mutate('heartbeatCell', async (tx) => {
-      const [before] = await selectCells(tx.db).where('cell_id', '=', req.presence.cell_id).execute();
+      const { rows } = await tx.db.executeQuery<CellRow>(
+        CompiledQuery.raw(tx.sql.selectCell, [req.presence.cell_id]),
+      );
+      const before = rows[0];
       const appears = before === undefined || before.expires_at <= tx.now;
       const pacing = cellPacing(await this.#countLive(tx, appears), req.ttl_ms, this.#ctx.cellPacing);
       const presence: CellPresence = {
@@ -51,11 +54,21 @@ export class CellStore {
         model_agent: presence.model_agent === true ? 1 : 0,
         rep_token: presence.rep_token ?? '',
       };
-      await tx.db
-        .insertInto('cells')
-        .values({ cell_id: presence.cell_id, ...row })
-        .onConflict((oc) => oc.column('cell_id').doUpdateSet(row))
-        .execute();
+      if (
+        before !== undefined &&
+        !appears &&
+        !offerChanged(before, row) &&
+        before.rep_token === row.rep_token
+      ) {
+        // Most heartbeats: the same presence, a later expiry.
+        await tx.db.executeQuery(CompiledQuery.raw(tx.sql.renewCell, [row.expires_at, presence.cell_id]));
+      } else {
+        await tx.db
+          .insertInto('cells')
+          .values({ cell_id: presence.cell_id, ...row })
+          .onConflict((oc) => oc.column('cell_id').doUpdateSet(row))
+          .execute();
+      }
       // A cell new, or back after its presence expired: placements waiting for room are retried
       // now (the event's commit wakes the auctioneer in process).
       if (appears) {

@@ -1,7 +1,8 @@
 import { numbered } from '../../db/index.js';
 
 /**
- * The statements every ActualLRP CAS runs, as constant SQL (the event insert is db's EventLog's).
+ * The statements every ActualLRP CAS and every heartbeat runs, as constant SQL (the event insert
+ * is db's EventLog's).
  * Building them with the query builder cost more CPU than SQLite spent running them; constant text
  * also hits the prepared-statement cache. Written with `?` and numbered for PostgreSQL once.
  */
@@ -15,6 +16,10 @@ const hotSql = {
     'last_crashed_at = ?, crash_reason = ?, since = ?, placement_error = ?, address = ?, ports = ?, ' +
     'tag_epoch = ?, tag_index = ? ' +
     'WHERE process_guid = ? AND idx = ? AND evacuating = ? AND tag_epoch = ? AND tag_index = ?',
+  // Every heartbeat reads its cell's presence, and most only move its expiry.
+  selectCell:
+    'SELECT cell_id, zone, capacity, rep_url, placement_tags, expires_at, model_agent, rep_token FROM cells WHERE cell_id = ?',
+  renewCell: 'UPDATE cells SET expires_at = ? WHERE cell_id = ?',
 } as const;
 type HotQuery = keyof typeof hotSql;
 
@@ -45,6 +50,8 @@ export const hotSqlByKind: Readonly<
     selectActual: numbered(hotSql.selectActual),
     selectActualForUpdate: `${numbered(hotSql.selectActual)} FOR UPDATE`,
     updateActual: numbered(hotSql.updateActual),
+    selectCell: numbered(hotSql.selectCell),
+    renewCell: numbered(hotSql.renewCell),
     selectDesiredVolumes: desiredVolumesSql.postgres,
   },
 };

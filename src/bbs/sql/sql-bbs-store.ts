@@ -4,7 +4,7 @@ import type { BbsStore } from '../bbs-store.js';
 import { cellPassDigest } from '../cell-pass-digest.js';
 import { ActualLrpStore } from './actual-lrp-store.js';
 import { bbsMigrationList } from './bbs-migrations.js';
-import { readCellPassDigest } from './cell-pass-reads.js';
+import { readIdleCellPass } from './cell-pass-reads.js';
 import { CellStore } from './cell-store.js';
 import { DesiredLrpStore } from './desired-lrp-store.js';
 import { DomainStore } from './domain-store.js';
@@ -131,17 +131,20 @@ export class SqlBbsStore implements BbsStore {
   cellPass: BbsStore['cellPass'] = async (req) => {
     // Without a cell, the take and the lists would be every cell's.
     if (!req.cell_id) throw new InvalidArgumentError('cell_id must not be empty', { field: 'cell_id' });
+    // An idle cell's pass reads whether a stop waits and its records' keys and tags, not the
+    // records, takes no write lock, and answers in a few bytes: the lists were most of an idle
+    // cluster's reads and bytes sent. A stop request written after this read is the next pass's,
+    // as one written after a take is.
+    if (req.known_digest !== undefined) {
+      const idle = await readIdleCellPass(this.#ctx, req.cell_id);
+      if (!idle.stopWaiting && idle.digest === req.known_digest)
+        return { stops: [], actual_lrps: [], tasks: [], digest: idle.digest, unchanged: true };
+    }
     const stops = await this.#outbox.takeStopRequests({
       cell_id: req.cell_id,
       limit: req.stop_limit,
       visibility_ms: req.visibility_ms,
     });
-    // An idle cell's pass reads its records' keys and tags, not the records, and answers in a
-    // few bytes: the lists were most of an idle cluster's reads and bytes sent.
-    if (stops.length === 0 && req.known_digest !== undefined) {
-      const digest = await readCellPassDigest(this.#ctx, req.cell_id);
-      if (digest === req.known_digest) return { stops, actual_lrps: [], tasks: [], digest, unchanged: true };
-    }
     const actual_lrps = await this.#actual.listActualLRPs({ cell_id: req.cell_id });
     const tasks = await this.#tasks.listTasks({ cell_id: req.cell_id });
     return { stops, actual_lrps, tasks, digest: cellPassDigest(actual_lrps, tasks) };
