@@ -34,6 +34,7 @@ const ledgerNow = {
   bbs_schema_migrations: [
     ...ledgerBefore.bbs_schema_migrations,
     [8, 'named volumes pin instances to the cell that holds their data'],
+    [9, "a cell's pass reads its instances' keys and tags from one index"],
     // History's, recorded in the BBS's ledger as its version 2 was.
     [13, 'API tokens may expire'],
   ],
