@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { procStatFields } from '../core/index.js';
 
 /**
  * Runs `fn` `runs` times and returns the median wall time in ms. `before`, when given, runs ahead
@@ -49,13 +50,8 @@ export function clockTicksPerSecond(): number {
  * waited for, from /proc/PID/stat.
  */
 export function processCpuSeconds(pid: number | 'self'): { own: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // After the command name (in parentheses, may hold spaces) field 3 comes first; utime, stime,
-  // cutime and cstime are fields 14 to 17.
-  const fields = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
+  // utime, stime, cutime and cstime are fields 14 to 17.
+  const fields = procStatFields(pid).map(Number);
   const seconds = (a: number, b: number) => ((fields[a] ?? 0) + (fields[b] ?? 0)) / clockTicksPerSecond();
   return { own: seconds(11, 12), children: seconds(13, 14) };
 }

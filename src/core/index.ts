@@ -91,6 +91,7 @@ export {
 } from './list-page.js';
 export { listenBacklog } from './listen-backlog.js';
 export { ensurePrivateDir } from './private-dir.js';
+export { procStatFields } from './proc-stat.js';
 export { removeTree } from './remove-tree.js';
 export {
   findUnstorableText,

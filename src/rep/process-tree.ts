@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { procStatFields } from '../core/index.js';
 
 /** The direct children of a process (every thread's), from /proc; none once it is gone. */
 export function childPids(pid: number): number[] {
@@ -50,7 +52,7 @@ export async function killTree(pid: number, stopWaitMs = 2_000): Promise<void> {
       } else if (!isStoppedOrGone(member)) settled = false;
     }
     if (settled || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await sleep(2);
   }
   for (const member of members) signal(member, 'SIGKILL');
 }
@@ -65,13 +67,12 @@ function signal(pid: number, name: NodeJS.Signals): void {
 
 /** Whether a process is stopped (`T`), a zombie or dead (`Z`, `X`), or gone: none of these forks. */
 function isStoppedOrGone(pid: number): boolean {
-  let stat: string;
+  let state: string | undefined;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    state = procStatFields(pid)[0];
   } catch {
     return true; // catch-all: it is gone (and reaped)
   }
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   return state === 'T' || state === 't' || state === 'Z' || state === 'X';
 }
 

@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { procStatFields } from '../core/index.js';
 import type { ExecutorCapacity } from '../executor/index.js';
 import { type ServerProcess, startServerProcess } from './server-process.js';
 import {
@@ -156,9 +157,7 @@ export async function waitUntil(
 
 /** A process's CPU time (user + system, in seconds) and resident memory (bytes), from /proc. */
 export function processUsage(pid: number): { readonly cpuSeconds: number; readonly rssBytes: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which is in parentheses and may hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = procStatFields(pid);
   const ticksPerSecond = 100;
   const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
   const rssBytes = Number(fields[21]) * 4096;
