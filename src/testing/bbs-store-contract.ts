@@ -76,6 +76,14 @@ export function describeBbsStoreContract(
     const actual = (processGuid: string, index: number) => instanceOf(store, processGuid, index);
     const runningOn = (processGuid: string, index: number, cellId: string) =>
       startOn(store, processGuid, index, cellId);
+    /** A rep's pass for `cellId`, sending `knownDigest` when given. */
+    const cellPassFor = (cellId: string, knownDigest?: string) =>
+      store.cellPass({
+        cell_id: cellId,
+        stop_limit: 10,
+        visibility_ms: 60_000,
+        ...(knownDigest ? { known_digest: knownDigest } : {}),
+      });
     /** Takes and acknowledges the pending start requests of one LRP: the indices asked for. */
     async function startRequestsFor(processGuid: string): Promise<number[]> {
       const taken = await store.takeStartRequests({ limit: 10_000, visibility_ms: 0 });
@@ -217,7 +225,7 @@ export function describeBbsStoreContract(
         // Scaling down asks the second cell to stop index 1.
         await store.updateDesiredLRP({ process_guid: d.process_guid, update: { instances: 1 } });
 
-        const pass = (cell_id: string) => store.cellPass({ cell_id, stop_limit: 10, visibility_ms: 60_000 });
+        const pass = (cellId: string) => cellPassFor(cellId);
         const b = await pass(ids[1]);
         assert.deepEqual(
           b.stops.map((s) => [s.kind, s.request.process_guid, s.request.index, s.request.instance_guid]),
@@ -264,13 +272,7 @@ export function describeBbsStoreContract(
           expected: t.modification_tag,
           cell_id: id,
         });
-        const pass = (known_digest?: string) =>
-          store.cellPass({
-            cell_id: id,
-            stop_limit: 10,
-            visibility_ms: 60_000,
-            ...(known_digest ? { known_digest } : {}),
-          });
+        const pass = (knownDigest?: string) => cellPassFor(id, knownDigest);
 
         const whole = await pass();
         assert.equal(whole.unchanged, undefined);
@@ -314,14 +316,8 @@ export function describeBbsStoreContract(
         const id = `digest-stop-${randomUUID()}`;
         await runningOn(d.process_guid, 0, id);
         await runningOn(d.process_guid, 1, id);
-        const pass = (known_digest: string | undefined) =>
-          store.cellPass({
-            cell_id: id,
-            stop_limit: 10,
-            visibility_ms: 60_000,
-            ...(known_digest ? { known_digest } : {}),
-          });
-        const whole = await pass(undefined);
+        const pass = (knownDigest?: string) => cellPassFor(id, knownDigest);
+        const whole = await pass();
         assert.equal((await pass(whole.digest)).unchanged, true);
         // Scaling down asks the cell to stop index 1 and leaves its record as it is.
         await store.updateDesiredLRP({ process_guid: d.process_guid, update: { instances: 1 } });

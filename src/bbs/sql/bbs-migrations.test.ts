@@ -12,6 +12,15 @@ import { idlePassSql } from './cell-pass-reads.js';
 const keyOrderRead =
   'SELECT process_guid, idx, state, since FROM actual_lrps ORDER BY process_guid, idx, evacuating';
 
+/** How SQLite runs `query` with `params`: its query plan's details, joined. */
+function queryPlan(db: Database.Database, query: string, ...params: unknown[]): string {
+  return db
+    .prepare(`EXPLAIN QUERY PLAN ${query}`)
+    .all(...params)
+    .map((row) => (row as { detail: string }).detail)
+    .join('; ');
+}
+
 /** What SQLite says about the actual_lrps table: its DDL and how it runs the key-order read. */
 function actualLrpsLayout(file: string): { ddl: string; plan: string; indexes: string[] } {
   const db = new Database(file, { readonly: true });
@@ -20,11 +29,7 @@ function actualLrpsLayout(file: string): { ddl: string; plan: string; indexes: s
       .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'actual_lrps'")
       .pluck()
       .get();
-    const plan = db
-      .prepare(`EXPLAIN QUERY PLAN ${keyOrderRead}`)
-      .all()
-      .map((row) => (row as { detail: string }).detail)
-      .join('; ');
+    const plan = queryPlan(db, keyOrderRead);
     const indexes = db
       .prepare(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actual_lrps' ORDER BY name",
@@ -134,11 +139,7 @@ describe("migration 9: a cell's pass reads its instances' keys and tags from one
   const digestPlan = (file: string) => {
     const db = new Database(file, { readonly: true });
     try {
-      return db
-        .prepare(`EXPLAIN QUERY PLAN ${idlePassSql.actualTags}`)
-        .all('cell-a')
-        .map((row) => (row as { detail: string }).detail)
-        .join('; ');
+      return queryPlan(db, idlePassSql.actualTags, 'cell-a');
     } finally {
       db.close();
     }
