@@ -4,6 +4,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { procStatFields } from './proc-stat.js';
 
 describe('procStatFields', () => {
@@ -17,7 +18,7 @@ describe('procStatFields', () => {
       process.kill(pid, 'SIGSTOP');
       let fields = procStatFields(pid);
       for (let i = 0; i < 100 && fields[0] !== 'T'; i++) {
-        await new Promise((r) => setTimeout(r, 10));
+        await sleep(10);
         fields = procStatFields(pid);
       }
       assert.equal(fields[0], 'T', 'the state of a stopped process');
