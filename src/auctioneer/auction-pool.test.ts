@@ -41,6 +41,29 @@ describe('AuctionPool', () => {
     assert.deepEqual(pool.takeAckable(), { lrpIds: [], taskIds: [] });
   });
 
+  it('starts the wait for room over when the outbox delivers the work again', () => {
+    const pool = new AuctionPool(3);
+    pool.add(task('t'), delivery(1, taskKey('t')));
+    const entry = pool.entries()[0];
+    assert.ok(entry);
+    assert.equal(pool.waitForRoom(entry, 0, 30_000), false);
+    // Its row's visibility timeout ran out and the next batch took it again: still wanted, and
+    // hidden in the outbox until 60,000, so it must stay in the pool past its first deadline.
+    pool.add(task('t'), delivery(2, taskKey('t')));
+    assert.equal(pool.size, 1, 'one entry per task, whatever the deliveries');
+    assert.equal(pool.waitForRoom(entry, 30_100, 30_000), false);
+    assert.equal(pool.waitForRoom(entry, 60_099, 30_000), false);
+    assert.equal(pool.waitForRoom(entry, 60_100, 30_000), true);
+    // Placed instead, both deliveries' rows would be acked.
+    const again = new AuctionPool(3);
+    again.add(task('t'), delivery(1, taskKey('t')));
+    again.add(task('t'), delivery(2, taskKey('t')));
+    const placed = again.entries()[0];
+    assert.ok(placed);
+    again.settle(placed);
+    assert.deepEqual(again.takeAckable(), { lrpIds: [], taskIds: [1, 2] });
+  });
+
   it('settles waiting work like any other once placed', () => {
     const pool = new AuctionPool(3);
     pool.add(task('t'), delivery(7, taskKey('t')));
