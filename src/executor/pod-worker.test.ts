@@ -71,6 +71,23 @@ describe('PodWorker (PodRuntime.prepare and remove on a worker thread)', () => {
     assert.throws(() => runtime.store.locate(uuid), isNotFound);
   });
 
+  it("serves a removal asked for while closing, not failed by the closing thread's end", {
+    timeout: 30_000,
+  }, async () => {
+    const runtime = new PodRuntime(dataDir, busyboxResolver());
+    const uuid = await runtime.prepareOnly('busybox', { command: ['/bin/true'], net: 'none' });
+    const own = new PodWorker(dataDir);
+    await assert.rejects(own.remove('00000000-0000-0000-0000-000000000000'), isNotFound);
+    // A cell stopping while a container is deleted: the removal comes after close began, and
+    // goes to a new thread; the old thread's exit (terminate's code 1) comes after it was sent.
+    const closing = own.close();
+    const removed = own.remove(uuid);
+    await closing;
+    await removed;
+    assert.throws(() => runtime.store.locate(uuid), isNotFound);
+    await own.close();
+  });
+
   it("keeps the runtime's error code: a pod that is not there is not_found", async () => {
     await assert.rejects(worker.remove('00000000-0000-0000-0000-000000000000'), isNotFound);
   });

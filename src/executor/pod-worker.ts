@@ -22,7 +22,11 @@ export class PodWorker {
   #warmedUp: Promise<void> = Promise.resolve();
   readonly #pending = new Map<
     number,
-    { resolve: (prepared: PreparedPodAnswer | undefined) => void; reject: (err: Error) => void }
+    {
+      readonly worker: Worker;
+      resolve: (prepared: PreparedPodAnswer | undefined) => void;
+      reject: (err: Error) => void;
+    }
   >();
 
   constructor(dataDir: string) {
@@ -83,8 +87,8 @@ export class PodWorker {
     const worker = this.#ensureWorker();
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      if (this.#pending.size === 1) worker.ref();
+      this.#pending.set(id, { worker, resolve, reject });
+      worker.ref();
       worker.postMessage({ ...request, id } as PodWorkRequest);
     });
   }
@@ -96,10 +100,15 @@ export class PodWorker {
     });
     worker.unref();
     worker.on('message', (answer: PodWorkAnswer) => this.#settle(answer));
+    // Only this worker's requests: after `close`, a request (a container deleted while its cell
+    // stops) starts a new worker, and the old one's exit, which comes later, must not fail it.
     const failAll = (err: Error) => {
       if (this.#worker === worker) this.#worker = undefined;
-      for (const { reject } of this.#pending.values()) reject(err);
-      this.#pending.clear();
+      for (const [id, waiter] of this.#pending) {
+        if (waiter.worker !== worker) continue;
+        this.#pending.delete(id);
+        waiter.reject(err);
+      }
     };
     worker.on('error', failAll);
     worker.on('exit', (code) => failAll(new BerthError('internal', `The pod worker exited (${code})`)));
@@ -111,7 +120,7 @@ export class PodWorker {
     const waiter = this.#pending.get(answer.id);
     if (!waiter) return;
     this.#pending.delete(answer.id);
-    if (this.#pending.size === 0) this.#worker?.unref();
+    if (![...this.#pending.values()].some((w) => w.worker === waiter.worker)) waiter.worker.unref();
     if (answer.ok) waiter.resolve(answer.prepared);
     else waiter.reject(new BerthError(answer.code ?? 'internal', answer.message, { ...answer.details }));
   }
