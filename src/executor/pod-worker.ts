@@ -77,7 +77,7 @@ export class PodWorker {
   async close(): Promise<void> {
     const worker = this.#worker;
     if (!worker) return;
-    while (this.#pending.size > 0 && this.#worker === worker)
+    while (this.#hasPending(worker) && this.#worker === worker)
       await new Promise<void>((resolve) => worker.once('message', () => setImmediate(resolve)));
     if (this.#worker === worker) this.#worker = undefined;
     await worker.terminate();
@@ -116,11 +116,16 @@ export class PodWorker {
     return worker;
   }
 
+  #hasPending(worker: Worker): boolean {
+    for (const waiter of this.#pending.values()) if (waiter.worker === worker) return true;
+    return false;
+  }
+
   #settle(answer: PodWorkAnswer): void {
     const waiter = this.#pending.get(answer.id);
     if (!waiter) return;
     this.#pending.delete(answer.id);
-    if (![...this.#pending.values()].some((w) => w.worker === waiter.worker)) waiter.worker.unref();
+    if (!this.#hasPending(waiter.worker)) waiter.worker.unref();
     if (answer.ok) waiter.resolve(answer.prepared);
     else waiter.reject(new BerthError(answer.code ?? 'internal', answer.message, { ...answer.details }));
   }
