@@ -276,6 +276,27 @@ export function describeClaimBatchContract(storeOf: () => BbsStore): void {
     assert.deepEqual(await startRequestsFor(processGuid), [0, 1, 2]);
   });
 
+  it('unclaims instances of several LRPs in one call, a start request for each', async () => {
+    const store = storeOf();
+    // A lost cell's instances, as the converger sends them: LRPs mixed in one batch.
+    const lrps = [await claimedLRP(1), await claimedLRP(2), await claimedLRP(3)];
+    for (const lrp of lrps) await startRequestsFor(lrp[0]?.process_guid ?? '');
+    const mixed = [2, 1, 0].flatMap((at) => lrps.map((lrp) => lrp[at])).filter((a) => a !== undefined);
+    const { results } = await store.unclaimActualLRPs({ unclaims: mixed.map(casOf) });
+    assert.equal(results.filter((r) => 'actual_lrp' in r).length, 6);
+    for (const lrp of lrps) {
+      const processGuid = lrp[0]?.process_guid ?? '';
+      assert.deepEqual(
+        (await instances(processGuid)).map((a) => a.state),
+        lrp.map(() => 'UNCLAIMED'),
+      );
+      assert.deepEqual(
+        await startRequestsFor(processGuid),
+        lrp.map((a) => a.index),
+      );
+    }
+  });
+
   it("an unclaim that loses its CAS or its record is that item's error; the others land", async () => {
     const store = storeOf();
     const [zero, one] = await claimedLRP(2);

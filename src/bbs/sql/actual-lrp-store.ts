@@ -37,8 +37,8 @@ import {
   requireActual,
   retire,
 } from './actual-lrp-records.js';
-import { loadDesired } from './desired-lrp-records.js';
-import { recordStartRequests, requestStartIfDesired } from './request-outbox.js';
+import { loadDesired, loadDesiredOfMany } from './desired-lrp-records.js';
+import { recordStartRequests, recordStartRequestsOfMany, requestStartIfDesired } from './request-outbox.js';
 import { actualToRow, newUnclaimed, readAllActual, rowToActual } from './row-mapping.js';
 import { nextTag, requireTag, type StoreContext, type Tx, validatePage } from './store-context.js';
 import { loadDesiredVolumes, recordVolumePins } from './volume-pins.js';
@@ -277,11 +277,16 @@ export class ActualLrpStore {
         const indices = indicesByGuid.get(after.process_guid) ?? new Set<number>();
         indicesByGuid.set(after.process_guid, indices.add(after.index));
       }
+      // A lost cell's instances belong to a hundred LRPs or more: their DesiredLRPs are read, and
+      // their start requests written, a chunk at a time, not a round trip or two per LRP.
+      const desiredByGuid = await loadDesiredOfMany(tx, [...indicesByGuid.keys()]);
+      const wanted: { desired: DesiredLRP; indices: number[] }[] = [];
       for (const [processGuid, indices] of indicesByGuid) {
-        const desired = await loadDesired(tx, processGuid, false);
-        const wanted = desired ? [...indices].filter((index) => index < desired.instances) : [];
-        if (desired && wanted.length > 0) await recordStartRequests(tx, desired, wanted);
+        const desired = desiredByGuid.get(processGuid);
+        const stillWanted = desired ? [...indices].filter((index) => index < desired.instances) : [];
+        if (desired && stillWanted.length > 0) wanted.push({ desired, indices: stillWanted });
       }
+      await recordStartRequestsOfMany(tx, wanted);
       return { results };
     });
   }

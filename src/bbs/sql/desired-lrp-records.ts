@@ -3,7 +3,7 @@ import type { DesiredLRPDefinition, DesiredLRPFilter } from '../bbs-store.js';
 import type { DesiredLRP, ModificationTag } from '../bbs-types.js';
 import { validateInstances } from '../definition-defaults.js';
 import { rowToDesired } from './row-mapping.js';
-import { type Db, type Reader, requireTag, type Tx } from './store-context.js';
+import { type Db, insertChunk, type Reader, requireTag, type Tx } from './store-context.js';
 
 /** DesiredLRP rows as the other resources read them (start requests, evacuation, scaling). */
 export async function loadDesired(
@@ -15,6 +15,23 @@ export async function loadDesired(
   if (lock && reader.lockRows) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   return row ? rowToDesired(row) : undefined;
+}
+
+/** The DesiredLRPs of `processGuids` that exist (unlocked), a chunk of guids per query. */
+export async function loadDesiredOfMany(
+  reader: Reader,
+  processGuids: readonly string[],
+): Promise<Map<string, DesiredLRP>> {
+  const found = new Map<string, DesiredLRP>();
+  for (let i = 0; i < processGuids.length; i += insertChunk) {
+    const rows = await reader.db
+      .selectFrom('desired_lrps')
+      .selectAll()
+      .where('process_guid', 'in', processGuids.slice(i, i + insertChunk))
+      .execute();
+    for (const row of rows) found.set(row.process_guid, rowToDesired(row));
+  }
+  return found;
 }
 
 /** The DesiredLRP a mutation decides on, locked, checked against the caller's tag when given. */

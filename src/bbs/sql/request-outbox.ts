@@ -1,3 +1,4 @@
+import type { Insertable } from 'kysely';
 import { InvalidArgumentError } from '../../core/index.js';
 import type {
   AckRequestsRequest,
@@ -11,6 +12,7 @@ import type {
 } from '../bbs-store.js';
 import type { ActualLRP, DesiredLRP } from '../bbs-types.js';
 import { pinnedPlacementTags } from '../volume-mounts.js';
+import type { StartRequestRow } from './bbs-database.js';
 import { loadDesired } from './desired-lrp-records.js';
 import { insertChunk, type StoreContext, type Tx } from './store-context.js';
 import { pinnedCells } from './volume-pins.js';
@@ -200,6 +202,30 @@ export async function recordStartRequests(
   desired: DesiredLRP,
   indices: readonly number[],
 ): Promise<void> {
+  await insertStartRequestRows(tx, await startRequestRows(tx, desired, indices));
+}
+
+/**
+ * Start requests for the indices of several DesiredLRPs, in the order given, inserted a chunk of
+ * rows at a time: the converger's unclaims of a lost cell name a hundred LRPs or more, and one
+ * insert each was a round trip each on PostgreSQL.
+ */
+export async function recordStartRequestsOfMany(
+  tx: Tx,
+  wanted: readonly { readonly desired: DesiredLRP; readonly indices: readonly number[] }[],
+): Promise<void> {
+  const rows: NewStartRequest[] = [];
+  for (const { desired, indices } of wanted) rows.push(...(await startRequestRows(tx, desired, indices)));
+  await insertStartRequestRows(tx, rows);
+}
+
+type NewStartRequest = Insertable<StartRequestRow>;
+
+async function startRequestRows(
+  tx: Tx,
+  desired: DesiredLRP,
+  indices: readonly number[],
+): Promise<NewStartRequest[]> {
   const pins = await pinnedCells(tx, desired, indices);
   const base = { memory_mb: desired.memory_mb, disk_mb: desired.disk_mb };
   const unpinned = JSON.stringify({ ...base, placement_tags: desired.placement_tags });
@@ -212,22 +238,23 @@ export async function recordStartRequests(
       pinned_cell: cell,
     });
   };
-  for (let i = 0; i < indices.length; i += insertChunk) {
+  return indices.map((index) => ({
+    kind: 'lrp',
+    guid: desired.process_guid,
+    idx: index,
+    domain: desired.domain,
+    payload: payloadOf(index),
+    available_at: tx.now,
+    created_at: tx.now,
+  }));
+}
+
+async function insertStartRequestRows(tx: Tx, rows: readonly NewStartRequest[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += insertChunk)
     await tx.db
       .insertInto('start_requests')
-      .values(
-        indices.slice(i, i + insertChunk).map((index) => ({
-          kind: 'lrp',
-          guid: desired.process_guid,
-          idx: index,
-          domain: desired.domain,
-          payload: payloadOf(index),
-          available_at: tx.now,
-          created_at: tx.now,
-        })),
-      )
+      .values(rows.slice(i, i + insertChunk))
       .execute();
-  }
 }
 
 /** An instance nobody desires any more is not auctioned; the converger will remove it. */
