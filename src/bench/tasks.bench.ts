@@ -3,6 +3,7 @@
  * on CELLS (default 3) local cells with real runc containers: throughput and the PENDING →
  * COMPLETED latency (created_at → first_completed_at) at p50 and p99, on SQLite and PostgreSQL
  * (`BENCH_BACKENDS=sqlite` for one). Server and cells share this process and its event loop.
+ * `TASKS_PROGRESS_S=N` prints the run's progress every N seconds.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,31 @@ const cellCount = Number(process.argv[3] ?? 3);
  * host to a load of 300). `TASKS_PER_CELL` sets it.
  */
 const containersPerCell = Number(process.env.TASKS_PER_CELL ?? 16);
+
+/**
+ * `TASKS_PROGRESS_S=N`: a line every N seconds with the tasks by state, the completions a second
+ * since the last line and the machine's CPU, which shows a run's shape (a stall, a slowdown) that
+ * its totals hide. It found a burst stalling for 25 s at its 30th second (docs/performance.md).
+ */
+function progressPrinter(started: number): (tasks: Readonly<Record<string, number>>) => void {
+  const everyMs = Number(process.env.TASKS_PROGRESS_S ?? 0) * 1000;
+  if (!(everyMs > 0)) return () => {};
+  let last = { at: started, completed: 0, busy: machineBusySeconds() };
+  return (tasks) => {
+    const at = Date.now();
+    if (at - last.at < everyMs) return;
+    const completed = tasks.COMPLETED ?? 0;
+    const busy = machineBusySeconds();
+    const seconds = (at - last.at) / 1000;
+    const states = Object.entries(tasks)
+      .map(([state, n]) => `${state} ${n}`)
+      .join(', ');
+    console.log(
+      `  ${fmt(at - started)}: ${states}; ${((completed - last.completed) / seconds).toFixed(1)} completed a second, the machine ${((100 * (busy - last.busy)) / seconds).toFixed(0)} % busy`,
+    );
+    last = { at, completed, busy };
+  };
+}
 
 async function measure(backend: BenchBackend): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'));
@@ -74,8 +100,13 @@ async function measure(backend: BenchBackend): Promise<void> {
     }
     // Counted, not listed, while waiting: reading every task each round cost the one event loop
     // that server and cells share here seconds over a run (rowToTask in the profile).
-    while ((await server.store.countRecords()).tasks.COMPLETED < count)
+    const progress = progressPrinter(started);
+    for (;;) {
+      const { tasks } = await server.store.countRecords();
+      progress(tasks);
+      if (tasks.COMPLETED >= count) break;
       await new Promise((r) => setTimeout(r, 500));
+    }
     const elapsed = Date.now() - started;
     const busy = machineBusySeconds() - busyAtStart;
     const processNow = processCpuSeconds('self');
