@@ -111,6 +111,20 @@ const clientBundlePlugin = {
   },
 };
 
+/**
+ * undici, which core's HTTP client loads by import() at the first request a long-lived process
+ * sends (the CLI sends through node:http): left out of every bundle, loaded from node_modules if
+ * a bundled command ever sends through it. Bundled, it would add its ~500 KB to each bundle.
+ */
+const undiciOutsidePlugin = {
+  name: 'undici-outside',
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, (args) =>
+      args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined,
+    );
+  },
+};
+
 /** For the pod commands' and the holder's bundles: berth's own modules, as resolveOwnModule says. */
 const ownModulesPurePlugin = {
   name: 'own-modules-pure',
@@ -138,7 +152,7 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     // Non-ASCII characters in strings and regexps come out escaped (esbuild's default, stated):
     // with the comments gone the file is ASCII, which bin/berth-pod.cjs relies on.
     charset: 'ascii',
-    plugins: [lazyBuiltinsPlugin, ownModulesPurePlugin],
+    plugins: [lazyBuiltinsPlugin, ownModulesPurePlugin, undiciOutsidePlugin],
     logLevel: 'warning',
     // Only the define above may stand in for import.meta: a stray use is a build error, below.
     logOverride: { 'empty-import-meta': 'silent' },
@@ -190,7 +204,7 @@ const client = await build({
   chunkNames: '[name]-[hash].chunk',
   metafile: true,
   minifyWhitespace: true,
-  plugins: [clientBundlePlugin],
+  plugins: [clientBundlePlugin, undiciOutsidePlugin],
   logLevel: 'warning',
 });
 const strays = Object.keys(client.metafile.inputs).filter(

@@ -23,7 +23,16 @@ export interface BbsClientOptions extends PeerClientOptions {
  */
 export class BbsClient implements BbsStore {
   readonly #http: HttpJsonClient;
-  /** Heartbeats only, over a connection of their own (`ownConnectionFetch`). */
+  /**
+   * Heartbeats only, over one connection of their own, kept open between beats (the server's
+   * keep-alive is 72 s; a cell beats at least every TTL/3). A busy server accepts new connections
+   * slowly: libuv takes one per turn of its event loop, and a turn under load lasts up to a
+   * second. A burst of a cell's claims and starts opens new connections by the dozen, and a
+   * heartbeat that needed one of them waited 20–30 s in the accept queue (measured with 100
+   * simulated cells): its presence lapsed, and the converger handed the cell's instances to
+   * others. A connection already open is read on the server's next turn. (Diego's reps, likewise,
+   * keep their presence through Locket, apart from their BBS client.)
+   */
   readonly #presence: HttpJsonClient;
   readonly #gate: ConcurrencyGate;
 
@@ -32,7 +41,7 @@ export class BbsClient implements BbsStore {
     this.#http = new HttpJsonClient(baseUrl, { ...peer, peer: 'the BBS', mapError: withCasCurrent });
     this.#presence = new HttpJsonClient(baseUrl, {
       ...peer,
-      fetch: peer.fetch ?? ownConnectionFetch(),
+      connection: 'own',
       peer: 'the BBS',
       mapError: withCasCurrent,
     });
@@ -134,31 +143,6 @@ export class BbsClient implements BbsStore {
 
 /** Operations that skip the request gate: one small request per TTL/3, whose lateness costs a cell. */
 const ungated: ReadonlySet<BbsOperationName> = new Set(['heartbeatCell']);
-
-/**
- * Heartbeats go over one connection of their own, kept open between beats (the server's
- * keep-alive is 72 s; a cell beats at least every TTL/3). A busy server accepts new connections
- * slowly: libuv takes one per turn of its event loop, and a turn under load lasts up to a second.
- * A burst of a cell's claims and starts opens new connections by the dozen, and a heartbeat that
- * needed one of them waited 20–30 s in the accept queue (measured with 100 simulated cells): its
- * presence lapsed, and the converger handed the cell's instances to others. A connection already
- * open is read on the server's next turn. (Diego's reps, likewise, keep their presence through
- * Locket, apart from their BBS client.)
- */
-function ownConnectionFetch(): typeof fetch {
-  // undici loads at the first beat: CLI commands make BBS clients but never beat, and pay nothing.
-  let connection:
-    | Promise<{ agent: import('undici').Agent; fetch: typeof import('undici').fetch }>
-    | undefined;
-  return (async (input: string | URL, init?: RequestInit) => {
-    connection ??= import('undici').then((undici) => ({
-      agent: new undici.Agent({ connections: 1 }),
-      fetch: undici.fetch,
-    }));
-    const { agent, fetch: send } = await connection;
-    return send(input, { ...(init as object), dispatcher: agent });
-  }) as unknown as typeof fetch;
-}
 
 /** A lost CAS comes back as the CasConflictError it was, with the record's `current` state. */
 function withCasCurrent(err: BerthError): BerthError {

@@ -55,7 +55,7 @@ async function stopTiny(tiny: Tiny): Promise<void> {
   await new Promise<void>((resolve) => tiny.server.close(() => resolve()));
 }
 
-for (const transport of ['fetch', 'node:http'] as HttpTransport[]) {
+for (const transport of ['undici', 'node:http'] as HttpTransport[]) {
   describe(`HttpJsonClient over several servers (${transport})`, () => {
     let a: Tiny;
     let b: Tiny;

@@ -61,7 +61,7 @@ async function failure(client: HttpJsonClient, path = '/x'): Promise<BerthError>
   assert.fail('expected the request to fail');
 }
 
-for (const transport of ['fetch', 'node:http'] as const satisfies readonly HttpTransport[]) {
+for (const transport of ['undici', 'node:http'] as const satisfies readonly HttpTransport[]) {
   describe(`HttpJsonClient over ${transport}`, () => {
     const make = (url: string, options: HttpJsonClientOptions = {}) =>
       new HttpJsonClient(url, { transport, ...options });

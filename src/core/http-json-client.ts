@@ -1,4 +1,5 @@
 import { request as httpRequest, type RequestOptions } from 'node:http';
+import type { Dispatcher } from 'undici';
 import { BerthError, berthErrorFromHttp, InvalidArgumentError } from './berth-error.js';
 import {
   type HttpOperation,
@@ -9,16 +10,31 @@ import {
 import { sleep } from './service-loop.js';
 
 /**
- * `fetch` (undici) for long-lived processes (servers, cells); `node:http` for the CLI, which pays
- * ~1 ms to load it where fetch's first call loads undici, ~20 ms of a ~100 ms command.
+ * How a JSON request goes out. `undici` (its `request`, not `fetch`) for long-lived processes
+ * (servers, cells): a JSON request through node's `fetch` cost ~0.4 ms more of the caller's CPU
+ * (its Request, Response, Headers, AbortSignals and a web stream per body), and a cell sends one
+ * or more a placement (docs/performance.md, round 21). `node:http` for the CLI, which pays ~1 ms
+ * to load it where undici's first request loads undici, ~20 ms of a ~100 ms command.
  */
-export type HttpTransport = 'fetch' | 'node:http';
+export type HttpTransport = 'undici' | 'node:http';
 
-let processTransport: HttpTransport = 'fetch';
+let processTransport: HttpTransport = 'undici';
 
 /** Sets the transport of every client made without one in this process (the CLI: node:http). */
 export function setDefaultHttpTransport(transport: HttpTransport): void {
   processTransport = transport;
+}
+
+interface UndiciParts {
+  readonly request: typeof import('undici').request;
+  readonly Agent: typeof import('undici').Agent;
+}
+/** undici, loaded at the first request that needs it (a CLI command never does). */
+let undici: UndiciParts | undefined;
+async function loadUndici(): Promise<UndiciParts> {
+  const { request, Agent } = await import('undici');
+  undici ??= { request, Agent };
+  return undici;
 }
 
 /** One server's base URL, or several that serve the same API (`A,B`, or a list): failover. */
@@ -32,10 +48,15 @@ export interface HttpJsonClientOptions {
   readonly token?: string | undefined;
   /** Per-request timeout, the body's read included (default 30 s); a timeout is `unavailable`. */
   readonly timeoutMs?: number;
-  /** Send requests with this fetch (tests). */
+  /** Send every request, JSON ones included, with this fetch (tests). */
   readonly fetch?: typeof fetch;
-  /** How requests go out when no `fetch` is given; default: the process's (defaultTransport). */
+  /** How JSON requests go out when no `fetch` is given; default: the process's (`setDefaultHttpTransport`). */
   readonly transport?: HttpTransport;
+  /**
+   * `own`: JSON requests over undici go over one kept-alive connection of this client's own,
+   * one request at a time, not the process's shared pool (the BBS client's heartbeats).
+   */
+  readonly connection?: 'shared' | 'own';
   /** Who answers, for messages: "the berth server", "the rep", "the BBS". */
   readonly peer?: string;
   /** Added to the message when the peer cannot be reached (e.g. how to name another server). */
@@ -74,6 +95,8 @@ export class HttpJsonClient {
   #current = 0;
   readonly #options: HttpJsonClientOptions;
   readonly #fetch: typeof fetch;
+  /** The `own` connection's dispatcher, made at the first request. */
+  #ownDispatcher: Dispatcher | undefined;
 
   /**
    * `baseUrl` is one server, or several (a list, or one string separated by commas: `A,B`) that
@@ -170,25 +193,37 @@ export class HttpJsonClient {
 
   async #requestOnce<T>(method: string, path: string, req: HttpJsonRequest): Promise<T> {
     const url = this.url(path, req.query);
-    const timeout = AbortSignal.timeout(req.timeoutMs ?? this.#options.timeoutMs ?? 30_000);
     const headers: Record<string, string> = {
       ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}),
       ...this.authorization(),
       ...req.headers,
     };
     let answer: { status: number; text: string };
+    // One deadline for the whole exchange, the body's read included: a peer that sends headers
+    // and then stalls is as unavailable as one that never answers. A plain timer and controller:
+    // AbortSignal.timeout and AbortSignal.any cost more than the rest of an undici request.
+    const deadline = new AbortController();
+    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? 30_000;
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
+      timeoutMs,
+    );
+    const callerAborted = () => deadline.abort(req.signal?.reason);
+    if (req.signal?.aborted) callerAborted();
+    else req.signal?.addEventListener('abort', callerAborted, { once: true });
     try {
-      // Under one timeout, the body's read included: a peer that sends headers and then stalls is
-      // as unavailable as one that never answers.
       answer = await this.#send(
         method,
         url,
         headers,
         req.body === undefined ? undefined : JSON.stringify(req.body),
-        req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
+        deadline.signal,
       );
     } catch (err) {
       throw this.unreachable(url, err);
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', callerAborted);
     }
     const { status, text } = answer;
     if (status < 200 || status > 299) throw this.#error(status, text, url);
@@ -210,16 +245,26 @@ export class HttpJsonClient {
     body: string | undefined,
     signal: AbortSignal,
   ): Promise<{ status: number; text: string }> {
-    const viaFetch =
-      this.#options.fetch ?? ((this.#options.transport ?? processTransport) === 'fetch' ? fetch : undefined);
-    if (viaFetch) {
-      const response = await viaFetch(url, {
+    if (this.#options.fetch) {
+      const response = await this.#options.fetch(url, {
         method,
         headers,
         ...(body !== undefined ? { body } : {}),
         signal,
       });
       return { status: response.status, text: await response.text() };
+    }
+    if ((this.#options.transport ?? processTransport) === 'undici') {
+      const { request, Agent } = undici ?? (await loadUndici());
+      if (this.#options.connection === 'own') this.#ownDispatcher ??= new Agent({ connections: 1 });
+      const response = await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal,
+        ...(this.#ownDispatcher ? { dispatcher: this.#ownDispatcher } : {}),
+      });
+      return { status: response.statusCode, text: await response.body.text() };
     }
     const target = new URL(url);
     // TLS (and its CA bundle) loads only for an https peer.
