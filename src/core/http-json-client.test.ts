@@ -158,6 +158,23 @@ for (const transport of ['undici', 'node:http'] as const satisfies readonly Http
       assert.match(err.message, /timed out/);
     });
 
+    // Without the caller's signal reaching the request, these would wait out the 10-minute
+    // timeout: the test's own timeout fails them instead.
+    it("the caller's signal ends a request the peer never answers", { timeout: 20_000 }, async () => {
+      answer = () => {
+        // never answers
+      };
+      const client = make(baseUrl, { timeoutMs: 600_000 });
+      const controller = new AbortController();
+      const pending = client.request('GET', '/x', { signal: controller.signal });
+      setTimeout(() => controller.abort(), 50);
+      await assert.rejects(pending, (err: unknown) => isBerthError(err) && err.code === 'unavailable');
+      await assert.rejects(
+        client.request('GET', '/x', { signal: AbortSignal.abort() }),
+        (err: unknown) => isBerthError(err) && err.code === 'unavailable',
+      );
+    });
+
     it("a client's own policy applies over the one mapping", async () => {
       reply(500, '{"code":"internal","message":"boom"}');
       const client = make(baseUrl, {
