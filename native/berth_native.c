@@ -31,6 +31,12 @@
 // of its own (not libuv's pool, whose four threads a few slow clients would otherwise hold for
 // whole blobs, stalling every fs call of the server), on dups of both fds, so that node closing
 // the socket meanwhile cannot hand its number to another file under the thread.
+//
+// socketpair() makes a close-on-exec unix stream socket pair; sendFds(socket, data, fds) sends a
+// message with open fds (SCM_RIGHTS) and recvFds(socket) waits for one (blocking), returning its
+// bytes and the fds, close-on-exec, or null at the end of the stream; dupTo(from, to) is dup2(2).
+// They hand a pod to a stage-1 holder that is already running (holder-pool.ts): its lock, its
+// log and its answer pipe, without a new node process per pod.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -606,6 +612,132 @@ static napi_value make_pipe(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value make_socketpair(napi_env env, napi_callback_info info) {
+  (void)info;
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0)
+    return throw_errno(env, errno, "socketpair", "holder control");
+  napi_value result, first, second;
+  napi_create_array_with_length(env, 2, &result);
+  napi_create_int32(env, ends[0], &first);
+  napi_create_int32(env, ends[1], &second);
+  napi_set_element(env, result, 0, first);
+  napi_set_element(env, result, 1, second);
+  return result;
+}
+
+#define MAX_PASSED_FDS 8
+
+static napi_value send_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t socket_fd = -1;
+  void *data = NULL;
+  size_t length = 0;
+  uint32_t count = 0;
+  bool is_array = false;
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &socket_fd) != napi_ok ||
+      napi_get_buffer_info(env, argv[1], &data, &length) != napi_ok || length == 0 ||
+      napi_is_array(env, argv[2], &is_array) != napi_ok || !is_array ||
+      napi_get_array_length(env, argv[2], &count) != napi_ok || count > MAX_PASSED_FDS) {
+    napi_throw_type_error(env, NULL, "sendFds(socket, data, fds): a non-empty Buffer, at most 8 fds");
+    return NULL;
+  }
+  int fds[MAX_PASSED_FDS];
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value element;
+    napi_get_element(env, argv[2], i, &element);
+    if (napi_get_value_int32(env, element, &fds[i]) != napi_ok) {
+      napi_throw_type_error(env, NULL, "sendFds: fds must be numbers");
+      return NULL;
+    }
+  }
+  struct iovec iov = {.iov_base = data, .iov_len = length};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (count > 0) {
+    msg.msg_control = control.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
+  }
+  ssize_t sent;
+  do sent = sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent < 0) return throw_errno(env, errno, "sendmsg", "holder control");
+  if ((size_t)sent != length) return throw_errno(env, EAGAIN, "sendmsg", "holder control (partly sent)");
+  return NULL;
+}
+
+static napi_value recv_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t socket_fd = -1;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &socket_fd) != napi_ok) {
+    napi_throw_type_error(env, NULL, "recvFds(socket)");
+    return NULL;
+  }
+  char data[4096];
+  struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+    struct cmsghdr align;
+  } control;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                       .msg_controllen = sizeof control.buf};
+  ssize_t got;
+  do got = recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return throw_errno(env, errno, "recvmsg", "holder control");
+  napi_value result;
+  if (got == 0) {
+    napi_get_null(env, &result);
+    return result;
+  }
+  napi_value bytes, fd_list;
+  void *copy = NULL;
+  napi_create_buffer_copy(env, (size_t)got, data, &copy, &bytes);
+  napi_create_array(env, &fd_list);
+  uint32_t n = 0;
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    size_t fd_count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int *received = (int *)CMSG_DATA(cmsg);
+    for (size_t i = 0; i < fd_count; i++) {
+      napi_value fd_value;
+      napi_create_int32(env, received[i], &fd_value);
+      napi_set_element(env, fd_list, n++, fd_value);
+    }
+  }
+  napi_create_object(env, &result);
+  napi_set_named_property(env, result, "data", bytes);
+  napi_set_named_property(env, result, "fds", fd_list);
+  return result;
+}
+
+static napi_value dup_to(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t from = -1, to = -1;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &from) != napi_ok ||
+      napi_get_value_int32(env, argv[1], &to) != napi_ok) {
+    napi_throw_type_error(env, NULL, "dupTo(from, to)");
+    return NULL;
+  }
+  if (dup2(from, to) < 0) return throw_errno(env, errno, "dup2", "fd");
+  return NULL;
+}
+
 static napi_value random_bytes(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -872,6 +1004,10 @@ static napi_value init(napi_env env, napi_value exports) {
   export_function(env, exports, "spawnProcess", spawn_process);
   export_function(env, exports, "watchExit", watch_exit);
   export_function(env, exports, "pipe", make_pipe);
+  export_function(env, exports, "socketpair", make_socketpair);
+  export_function(env, exports, "sendFds", send_fds);
+  export_function(env, exports, "recvFds", recv_fds);
+  export_function(env, exports, "dupTo", dup_to);
   export_function(env, exports, "randomBytes", random_bytes);
   export_function(env, exports, "getxattr", get_xattr);
   export_function(env, exports, "sendFile", send_file);

@@ -81,8 +81,9 @@ async function measure(backend: BenchBackend): Promise<void> {
     }
     const started = Date.now();
     const busyAtStart = machineBusySeconds();
-    // This process (server and cells) and the commands it waited for: runc and the CNI plugins
-    // the cells run, and the pods' stage-1 holders, which the cells reap (with what they waited for).
+    // This process (server and cells); the rest of the machine's time is the pods' stage-1
+    // holders (reused, so not reaped until the cells close), their runc and CNI plugins, the
+    // apps and the kernel's work for them.
     const processAtStart = processCpuSeconds('self');
     for (let i = 0; i < count; i++) {
       await server.store.desireTask({
@@ -123,7 +124,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     const pct = (p: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
     console.log(
-      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.own - processAtStart.own)}, the commands they ran ${perTask(processNow.children - processAtStart.children)}`,
+      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.own - processAtStart.own)}, the rest (holders, runc, CNI plugins, apps) ${perTask(busy - (processNow.own - processAtStart.own))}`,
     );
   } finally {
     await closeCells(cells);

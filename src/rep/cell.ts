@@ -69,7 +69,8 @@ export interface RunningCell {
 
 /** A cell: executor over the local runtime, the rep, and the rep's HTTP API. */
 export async function startCell(options: CellOptions): Promise<RunningCell> {
-  const runtime = new PodRuntime(options.dataDir, options.images);
+  // A cell starts pods all its life: their holders are reused (holder-pool.ts).
+  const runtime = new PodRuntime(options.dataDir, options.images, { holderPool: true });
   runtime.store.ensureDirs();
   const executor = new Executor({
     runtime,
@@ -141,6 +142,7 @@ export async function startCell(options: CellOptions): Promise<RunningCell> {
     await options.modelAgent?.stop();
     rep.stop();
     executor.stop();
+    runtime.closeHolders();
     await history.stop();
     await app.close();
   };

@@ -13,7 +13,7 @@ const failed = 'failed';
 const exited = 'exited';
 
 /** The holder's end: each answer is written once, whatever calls it later. */
-export function holderPipeWriter(fd: number): { answer(ok: boolean): void; exited(): void } {
+export function holderPipeWriter(fd: number): { answer(ok: boolean): void; exited(): void; close(): void } {
   let open = true;
   let answered = false;
   const tell = (line: string, last: boolean) => {
@@ -34,6 +34,12 @@ export function holderPipeWriter(fd: number): { answer(ok: boolean): void; exite
       tell(ok ? started : failed, !ok);
     },
     exited: () => tell(exited, true),
+    /** Closes the pipe if no last answer did (a holder that serves the next pod must). */
+    close() {
+      if (!open) return;
+      open = false;
+      closeSync(fd);
+    },
   };
 }
 

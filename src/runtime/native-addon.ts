@@ -39,6 +39,14 @@ export interface BerthNative {
   ): void;
   /** pipe2(O_CLOEXEC): [read end, write end]. */
   pipe(): [number, number];
+  /** socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC): two connected ends. */
+  socketpair(): [number, number];
+  /** sendmsg(2) of `data` (not empty) with up to 8 open fds (SCM_RIGHTS), all of it or an error. */
+  sendFds(socket: number, data: Buffer, fds: readonly number[]): void;
+  /** recvmsg(2), blocking: a message and the fds it carried (close-on-exec); null at the end. */
+  recvFds(socket: number): { readonly data: Buffer; readonly fds: readonly number[] } | null;
+  /** dup2(2). */
+  dupTo(from: number, to: number): void;
   /** getrandom(2): 1 to 256 bytes. */
   randomBytes(length: number): Buffer;
   /** getxattr(2) (a last symlink followed): the value (at most 255 bytes), or null if it has none. */

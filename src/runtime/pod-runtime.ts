@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import {
   BerthError,
@@ -12,8 +13,9 @@ import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import { holderStarted, readHolderAnswer } from './holder-pipe.js';
+import { HolderPool } from './holder-pool.js';
 import type { ResolvedImage } from './image/image-types.js';
-import { type NativeChild, spawnNative } from './native-process.js';
+import { spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
 import { defaultAppName, podContainerIds } from './pod-apps.js';
 import {
@@ -79,14 +81,37 @@ export class PodRuntime {
   readonly volumes: VolumeStore;
 
   readonly #images: ImageResolver;
+  readonly #holders: HolderPool | undefined;
 
   constructor(
     readonly dataDir: string,
     images: ImageResolver,
+    options: {
+      /**
+       * Reuse stage-1 holders from pod to pod (holder-pool.ts): for a long-lived caller, a cell.
+       * Without it each detached pod gets a holder process of its own, as `berth run -d` must.
+       */
+      readonly holderPool?: boolean;
+    } = {},
   ) {
     this.#images = images;
     this.store = new PodStore(dataDir);
     this.volumes = new VolumeStore(dataDir, this.store);
+    if (options.holderPool)
+      this.#holders = new HolderPool({
+        spawn: (controlFd) =>
+          spawnNative(process.execPath, [holderEntry(), '--serve'], {
+            stdio: ['null', 'null', 'null', controlFd],
+            newSession: true,
+            env: holderEnvironment(),
+            watch: 'unref',
+          }),
+      });
+  }
+
+  /** Lets the idle pooled holders go (a cell that stops); those serving pods finish them first. */
+  closeHolders(): void {
+    this.#holders?.close();
   }
 
   /**
@@ -291,30 +316,41 @@ export class PodRuntime {
   ): Promise<void> {
     const path = this.store.path(location);
     const logFd = openSync(join(path, podFiles.log), 'a');
-    const args = [holderEntry(), this.dataDir, location.uuid, options.remove ? 'rm' : 'keep'];
-    // The holder makes no TLS connection: it starts without NODE_EXTRA_CA_CERTS, which costs
-    // Node 20 ~30 ms at start when set (bin/berth does the same for the pod commands).
-    const { NODE_EXTRA_CA_CERTS: _, ...env } = process.env;
-    let holder: NativeChild;
+    let holder: {
+      readonly pid: number;
+      readonly answers: Socket | undefined;
+      readonly ended: Promise<unknown>;
+    };
     try {
-      // posix_spawn through berth's addon: a cell's executor, a node process with a large heap,
-      // starts every instance this way, and node's spawn would fork all of it first.
-      holder = spawnNative(process.execPath, args, {
-        stdio: ['null', logFd, logFd, lockFd, 'pipe'],
-        newSession: true,
-        env,
-        // Reaped (no zombie in a long-running caller) and, for the executor, reported the moment
-        // it ends; the watch does not keep the caller running for that.
-        watch: 'unref',
-      });
+      if (this.#holders) {
+        const run = this.#holders.run(
+          { dataDir: this.dataDir, uuid: location.uuid, remove: options.remove ?? false },
+          lockFd,
+          logFd,
+        );
+        holder = run;
+      } else {
+        const args = [holderEntry(), this.dataDir, location.uuid, options.remove ? 'rm' : 'keep'];
+        // posix_spawn through berth's addon: a cell's executor, a node process with a large heap,
+        // starts every instance this way, and node's spawn would fork all of it first.
+        const child = spawnNative(process.execPath, args, {
+          stdio: ['null', logFd, logFd, lockFd, 'pipe'],
+          newSession: true,
+          env: holderEnvironment(),
+          // Reaped (no zombie in a long-running caller) and, for the executor, reported the moment
+          // it ends; the watch does not keep the caller running for that.
+          watch: 'unref',
+        });
+        holder = { pid: child.pid, answers: child.pipes.get(4), ended: child.exited };
+      }
     } finally {
       closeSync(logFd);
       closeSync(lockFd);
     }
-    if (options.onExit) void holder.exited.then(options.onExit);
+    if (options.onExit) void holder.ended.then(options.onExit);
     // Informational (shown by status as holder_pid); the lock, not this file, is the truth.
     writeFileAtomic(join(path, podFiles.holderPid), `${holder.pid}\n`);
-    const answer = await readHolderAnswer(holder.pipes.get(4), options.onAppsExited);
+    const answer = await readHolderAnswer(holder.answers, options.onAppsExited);
     if (!holderStarted(answer)) {
       const info = this.store.inspect(location);
       throw new BerthError(
@@ -461,6 +497,15 @@ export class PodRuntime {
 }
 
 export type { PodExit };
+
+/**
+ * The holder makes no TLS connection: it starts without NODE_EXTRA_CA_CERTS, which costs Node 20
+ * ~30 ms at start when set (bin/berth does the same for the pod commands).
+ */
+function holderEnvironment(): NodeJS.ProcessEnv {
+  const { NODE_EXTRA_CA_CERTS: _, ...env } = process.env;
+  return env;
+}
 
 /**
  * The stage-1 holder's entry: bin/berth-holder.cjs, which runs the one-file CommonJS bundle `npm
