@@ -90,6 +90,11 @@ describe('pooled stage-1 holders', () => {
     assert.equal(new Set(holders).size, 1, `one holder served all three (${holders.join(', ')})`);
     const holder = holders[0] as number;
     assert.ok(alive(holder), 'the holder waits for the next pod');
+    // Its control socket (fd 3) is close-on-exec (O_CLOEXEC, octal 02000000, in fdinfo's flags),
+    // though posix_spawn's dup2 handed it over inheritable: node marks the fds it inherits so at
+    // its start. No command the holder runs for a pod (`spawnSync` of mount, runc kill) holds it.
+    const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${holder}/fdinfo/3`, 'utf8'))?.[1];
+    assert.ok(flags !== undefined && (Number.parseInt(flags, 8) & 0o2000000) !== 0, `fd 3 flags ${flags}`);
     runtime.closeHolders();
     await until(() => !alive(holder), 'the idle holder ends once the pool lets it go');
   });
