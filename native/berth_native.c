@@ -599,24 +599,8 @@ static napi_value watch_exit(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value make_pipe(napi_env env, napi_callback_info info) {
-  (void)info;
-  int ends[2];
-  if (pipe2(ends, O_CLOEXEC) < 0) return throw_errno(env, errno, "pipe", "stdio");
-  napi_value result, read_end, write_end;
-  napi_create_array_with_length(env, 2, &result);
-  napi_create_int32(env, ends[0], &read_end);
-  napi_create_int32(env, ends[1], &write_end);
-  napi_set_element(env, result, 0, read_end);
-  napi_set_element(env, result, 1, write_end);
-  return result;
-}
-
-static napi_value make_socketpair(napi_env env, napi_callback_info info) {
-  (void)info;
-  int ends[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0)
-    return throw_errno(env, errno, "socketpair", "holder control");
+// Two fds as a JavaScript array [first, second] (a pipe's read and write ends, a socket pair).
+static napi_value fd_pair(napi_env env, const int ends[2]) {
   napi_value result, first, second;
   napi_create_array_with_length(env, 2, &result);
   napi_create_int32(env, ends[0], &first);
@@ -624,6 +608,21 @@ static napi_value make_socketpair(napi_env env, napi_callback_info info) {
   napi_set_element(env, result, 0, first);
   napi_set_element(env, result, 1, second);
   return result;
+}
+
+static napi_value make_pipe(napi_env env, napi_callback_info info) {
+  (void)info;
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) < 0) return throw_errno(env, errno, "pipe", "stdio");
+  return fd_pair(env, ends);
+}
+
+static napi_value make_socketpair(napi_env env, napi_callback_info info) {
+  (void)info;
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0)
+    return throw_errno(env, errno, "socketpair", "holder control");
+  return fd_pair(env, ends);
 }
 
 #define MAX_PASSED_FDS 8
