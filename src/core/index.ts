@@ -64,8 +64,6 @@ export {
   type ServerUrls,
   setDefaultHttpTransport,
   splitServerUrls,
-  sseBlocks,
-  sseData,
 } from './http-json-client.js';
 export {
   type HttpMethod,
@@ -118,6 +116,7 @@ export {
   type WakeReason,
   Wakeup,
 } from './service-loop.js';
+export { sseBlocks, sseData } from './sse-blocks.js';
 export {
   mountTargetProblem,
   plainMountTarget,
