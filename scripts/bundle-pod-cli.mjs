@@ -18,7 +18,7 @@ for (const dir of ['dist/cli', 'dist/runtime'])
 // import.meta does not exist in CommonJS. The modules on these paths that use it (to find the
 // stage-1 holder beside them, and the native addon) are all in dist/runtime/: give them the URL
 // of one of them there, which resolves their relative paths alike, and refuse any other user.
-const importMetaUsers = ['dist/runtime/pod-runtime.js', 'dist/runtime/native-addon.js'];
+const importMetaUsers = ['dist/runtime/holder-start.js', 'dist/runtime/native-addon.js'];
 
 // Node builtins that cost ~0.5–2 ms each to load and that most pod commands never call
 // (child_process, crypto, fs/promises, http, https, net, streams, zlib): the bundle requires each on its first
@@ -142,9 +142,9 @@ async function bundle(entry, outfile, runtimeDirFromBundle) {
     platform: 'node',
     target: 'node20',
     banner: {
-      js: `const __podRuntimeUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, ${runtimeDirFromBundle}, 'pod-runtime.js')).href;`,
+      js: `const __runtimeModuleUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, ${runtimeDirFromBundle}, 'holder-start.js')).href;`,
     },
-    define: { 'import.meta.url': '__podRuntimeUrl' },
+    define: { 'import.meta.url': '__runtimeModuleUrl' },
     metafile: true,
     // Without comments and indentation the file is ~30% smaller: quicker to read and to check
     // against its code cache. Names stay, so a stack trace still reads.

@@ -40,7 +40,7 @@ export interface HolderJob {
 export interface HolderRun {
   readonly pid: number;
   /** The holder's answers (holder-pipe.ts), for `readHolderAnswer`. */
-  readonly answers: Socket;
+  readonly answers: Socket | undefined;
   /** Settles once the holder is done with the pod (torn down, lock closed) or dead. */
   readonly ended: Promise<void>;
 }
@@ -53,7 +53,15 @@ interface Host {
   idleTimer?: NodeJS.Timeout;
 }
 
-export class HolderPool {
+/** Starts a pod's holder (holder-start.ts): a new process each time, or a pooled one. */
+export interface HolderStarter {
+  /** `lockFd` and `logFd` stay the caller's to close: the holder has its own copies. */
+  run(job: HolderJob, lockFd: number, logFd: number): HolderRun;
+  /** Lets idle holders go; holders serving pods finish them and then go. */
+  close(): void;
+}
+
+export class HolderPool implements HolderStarter {
   readonly #options: HolderPoolOptions;
   readonly #idle: Host[] = [];
   #closed = false;
@@ -141,10 +149,7 @@ export class HolderPool {
     const host: Host = { child, control: mine, alive: true };
     void child.exited.then(() => {
       host.alive = false;
-      const at = this.#idle.indexOf(host);
-      if (at >= 0) this.#idle.splice(at, 1);
-      clearTimeout(host.idleTimer);
-      this.#closeControl(host);
+      this.#forget(host);
     });
     return host;
   }
@@ -154,22 +159,21 @@ export class HolderPool {
       this.#retire(host);
       return;
     }
-    host.idleTimer = setTimeout(() => {
-      const at = this.#idle.indexOf(host);
-      if (at >= 0) this.#idle.splice(at, 1);
-      this.#retire(host);
-    }, this.#options.idleMs ?? 30_000);
+    host.idleTimer = setTimeout(() => this.#forget(host), this.#options.idleMs ?? 30_000);
     host.idleTimer.unref();
     this.#idle.push(host);
+  }
+
+  /** Takes it off the idle list (if there) and retires it. */
+  #forget(host: Host): void {
+    const at = this.#idle.indexOf(host);
+    if (at >= 0) this.#idle.splice(at, 1);
+    this.#retire(host);
   }
 
   /** Closes our end of its control socket: an idle holder exits, a serving one after its pod. */
   #retire(host: Host): void {
     clearTimeout(host.idleTimer);
-    this.#closeControl(host);
-  }
-
-  #closeControl(host: Host): void {
     if (host.control === undefined) return;
     closeSync(host.control);
     host.control = undefined;

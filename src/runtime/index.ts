@@ -64,7 +64,6 @@ export {
   appOciConfigPath,
   defaultPidsLimit,
   findApp,
-  holderEntry,
   type ImageResolver,
   ImageUnavailableError,
   type MountSpec,

@@ -20,6 +20,7 @@ import { busyboxResolver } from '../testing/busybox-image.js';
 import { pidsWithCmdline } from '../testing/processes-by-cmdline.js';
 import { attachNetwork, detachNetwork, netnsPath } from './cni-network.js';
 import { runForeground } from './foreground-run.js';
+import { holderEntry } from './holder-start.js';
 import { mountsUnder } from './mounts.js';
 import { oomDetectable, podCgroupExists } from './pod-cgroup.js';
 import { masqueradeRule, podSubnet } from './pod-firewall.js';
@@ -27,7 +28,7 @@ import { collectGarbage } from './pod-gc.js';
 import { cniNetworkName, sliceIpamDataDir } from './pod-ipam.js';
 import { readLogTail } from './pod-log-reader.js';
 import type { PodExit } from './pod-manifest.js';
-import { holderEntry, PodRuntime } from './pod-runtime.js';
+import { PodRuntime } from './pod-runtime.js';
 import type { PodLocation } from './pod-store.js';
 
 /**

@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BerthError,
@@ -13,9 +12,9 @@ import { attachNetworkInBackground, detachNetwork, type NetworkAttachment } from
 import { openConfinedDirFd } from './confined-dir.js';
 import { openDirFd, tryLock, unlock, waitLock } from './flock.js';
 import { holderStarted, readHolderAnswer } from './holder-pipe.js';
-import { HolderPool } from './holder-pool.js';
+import type { HolderRun, HolderStarter } from './holder-pool.js';
+import { holderStarter } from './holder-start.js';
 import type { ResolvedImage } from './image/image-types.js';
-import { spawnNative } from './native-process.js';
 import { buildOciConfig } from './oci-config.js';
 import { defaultAppName, podContainerIds } from './pod-apps.js';
 import {
@@ -81,7 +80,7 @@ export class PodRuntime {
   readonly volumes: VolumeStore;
 
   readonly #images: ImageResolver;
-  readonly #holders: HolderPool | undefined;
+  readonly #holders: HolderStarter;
 
   constructor(
     readonly dataDir: string,
@@ -97,21 +96,12 @@ export class PodRuntime {
     this.#images = images;
     this.store = new PodStore(dataDir);
     this.volumes = new VolumeStore(dataDir, this.store);
-    if (options.holderPool)
-      this.#holders = new HolderPool({
-        spawn: (controlFd) =>
-          spawnNative(process.execPath, [holderEntry(), '--serve'], {
-            stdio: ['null', 'null', 'null', controlFd],
-            newSession: true,
-            env: holderEnvironment(),
-            watch: 'unref',
-          }),
-      });
+    this.#holders = holderStarter(options.holderPool ?? false);
   }
 
   /** Lets the idle pooled holders go (a cell that stops); those serving pods finish them first. */
   closeHolders(): void {
-    this.#holders?.close();
+    this.#holders.close();
   }
 
   /**
@@ -316,33 +306,13 @@ export class PodRuntime {
   ): Promise<void> {
     const path = this.store.path(location);
     const logFd = openSync(join(path, podFiles.log), 'a');
-    let holder: {
-      readonly pid: number;
-      readonly answers: Socket | undefined;
-      readonly ended: Promise<unknown>;
-    };
+    let holder: HolderRun;
     try {
-      if (this.#holders) {
-        const run = this.#holders.run(
-          { dataDir: this.dataDir, uuid: location.uuid, remove: options.remove ?? false },
-          lockFd,
-          logFd,
-        );
-        holder = run;
-      } else {
-        const args = [holderEntry(), this.dataDir, location.uuid, options.remove ? 'rm' : 'keep'];
-        // posix_spawn through berth's addon: a cell's executor, a node process with a large heap,
-        // starts every instance this way, and node's spawn would fork all of it first.
-        const child = spawnNative(process.execPath, args, {
-          stdio: ['null', logFd, logFd, lockFd, 'pipe'],
-          newSession: true,
-          env: holderEnvironment(),
-          // Reaped (no zombie in a long-running caller) and, for the executor, reported the moment
-          // it ends; the watch does not keep the caller running for that.
-          watch: 'unref',
-        });
-        holder = { pid: child.pid, answers: child.pipes.get(4), ended: child.exited };
-      }
+      holder = this.#holders.run(
+        { dataDir: this.dataDir, uuid: location.uuid, remove: options.remove ?? false },
+        lockFd,
+        logFd,
+      );
     } finally {
       closeSync(logFd);
       closeSync(lockFd);
@@ -497,33 +467,6 @@ export class PodRuntime {
 }
 
 export type { PodExit };
-
-/**
- * The holder makes no TLS connection: it starts without NODE_EXTRA_CA_CERTS, which costs Node 20
- * ~30 ms at start when set (bin/berth does the same for the pod commands).
- */
-function holderEnvironment(): NodeJS.ProcessEnv {
-  const { NODE_EXTRA_CA_CERTS: _, ...env } = process.env;
-  return env;
-}
-
-/**
- * The stage-1 holder's entry: bin/berth-holder.cjs, which runs the one-file CommonJS bundle `npm
- * run build` makes of it (scripts/bundle-pod-cli.mjs; ~15 ms sooner to start than its ES modules)
- * with V8's code cache (~10 ms more), unless the bundle is older than tsc's output (a build that
- * stopped at tsc): then the ES module itself.
- */
-export function holderEntry(): string {
-  const main = new URL('./stage1-holder-main.js', import.meta.url).pathname;
-  const bundle = new URL('./stage1-holder.bundle.cjs', import.meta.url).pathname;
-  try {
-    return statSync(bundle).mtimeMs >= statSync(main).mtimeMs
-      ? new URL('../../bin/berth-holder.cjs', import.meta.url).pathname
-      : main;
-  } catch {
-    return main;
-  }
-}
 
 function checkSharedName(name: string): string {
   if (!sharedNamePattern.test(name))
