@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +59,11 @@ async function runningInstance(guid: string, index: number) {
   );
 }
 
-/** A cell process's open fds by kind (socket, pipe, anon_inode, file) and its descendant processes. */
+/**
+ * A cell process's open fds by kind (socket, pipe, anon_inode, file) and its descendant processes
+ * on the host's side: holders, their watchers, runc and an exec's `runc exec`. Processes inside the
+ * containers are not counted: the talkers' `sleep 0.1` comes and goes ten times a second.
+ */
 function cellResources(cellId: string): { fds: Record<string, number>; processes: number } {
   const pid = cluster.cells.get(cellId)?.pid ?? 0;
   const fds: Record<string, number> = {};
@@ -72,7 +76,23 @@ function cellResources(cellId: string): { fds: Record<string, number>; processes
     }
     fds[kind] = (fds[kind] ?? 0) + 1;
   }
-  return { fds, processes: processTree(pid).length - 1 };
+  return { fds, processes: cellProcesses(cellId).length };
+}
+
+/** The cell's descendant processes in the host's pid namespace, each as "pid: command line". */
+function cellProcesses(cellId: string): string[] {
+  const pid = cluster.cells.get(cellId)?.pid ?? 0;
+  const hostPidNamespace = readlinkSync(`/proc/${pid}/ns/pid`);
+  const found: string[] = [];
+  for (const p of processTree(pid).slice(1)) {
+    try {
+      if (readlinkSync(`/proc/${p}/ns/pid`) !== hostPidNamespace) continue;
+      found.push(`${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`);
+    } catch {
+      // catch-all: it exited between the listing and the read
+    }
+  }
+  return found;
 }
 
 before(async () => {
@@ -279,6 +299,16 @@ describe('a client that goes away mid-stream', { timeout: 240_000 }, () => {
   it('leaves no fd or process behind on the cell (logs -f and exec)', async () => {
     const target = await runningInstance('talker', 1);
     const cell = target.cell_id;
+    // The baseline is taken on a quiet cell: a pod of an earlier test may still be starting there
+    // (`starting` is CLAIMED before its container runs), and its runc processes come and go.
+    let previous = '';
+    let quietSince = Date.now();
+    const baselineProcesses = await waitFor('the cell quiet for a second', async () => {
+      const now = cellProcesses(cell);
+      const key = JSON.stringify(now);
+      if (key !== previous) [previous, quietSince] = [key, Date.now()];
+      return Date.now() - quietSince >= 1_000 ? now : undefined;
+    });
     const baseline = cellResources(cell);
     for (let round = 0; round < 3; round++) {
       // A follower that reads a few lines and hangs up.
@@ -326,7 +356,7 @@ describe('a client that goes away mid-stream', { timeout: 240_000 }, () => {
       30_000,
     ).catch((err: unknown) => {
       throw new Error(
-        `${String(err)}: baseline ${JSON.stringify(baseline)}, now ${JSON.stringify(cellResources(cell))}`,
+        `${String(err)}: baseline ${JSON.stringify(baseline)} ${JSON.stringify(baselineProcesses)}, now ${JSON.stringify(cellResources(cell))} ${JSON.stringify(cellProcesses(cell))}`,
       );
     });
     assert.equal(settled.processes, baseline.processes);
