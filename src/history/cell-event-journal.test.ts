@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { appendFileSync, fdatasyncSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +40,16 @@ describe('CellEventJournal', () => {
       [['create', 'start'], ['die']],
     );
     assert.deepEqual(journal.pending(), []);
-    assert.deepEqual(readdirSync(dir), []);
+    assert.equal(lineCount(dir), 0, 'the acknowledged lines are gone from the segment');
+    // The emptied segment takes the next records, which are delivered alone.
+    observe(journal, 'c1', 'destroy', 3);
+    const next: IngestRecord[] = [];
+    assert.equal(await journal.deliverOnce(async (b) => void next.push(...b)), 1);
+    assert.deepEqual(
+      next.map((r) => (r.type === 'event' ? r.event : r.type)),
+      ['destroy'],
+    );
+    assert.equal(readdirSync(dir).length, 1, 'one segment for the life of the journal');
     journal.close();
   });
 
@@ -79,16 +89,144 @@ describe('CellEventJournal', () => {
       }),
       /ECONNREFUSED/,
     );
-    // The segment was not fully acknowledged: it stays, and is delivered again whole (dedupe on the server).
+    // The first batch was acknowledged, the second not: it stays, with its own timestamp.
     const left = journal.pending();
     assert.deepEqual(
       left.map((r) => (r.type === 'event' ? [r.event, r.external_timestamp] : [])),
-      [
-        ['start', at(1)],
-        ['die', at(2)],
-      ],
+      [['die', at(2)]],
+    );
+    // The next delivery sends it, and nothing acknowledged before.
+    const again: IngestRecord[] = [];
+    assert.equal(await journal.deliverOnce(async (b) => void again.push(...b)), 1);
+    assert.deepEqual(
+      again.map((r) => (r.type === 'event' ? r.event : r.type)),
+      ['die'],
     );
     journal.close();
+  });
+
+  it('keeps a record written while a delivery posts, and sends it with the next', async () => {
+    const journal = new CellEventJournal({ dir });
+    observe(journal, 'c1', 'start', 1);
+    const first: IngestRecord[] = [];
+    await journal.deliverOnce(async (b) => {
+      first.push(...b);
+      // The container dies while its start is on the wire.
+      observe(journal, 'c1', 'die', 2);
+    });
+    assert.deepEqual(
+      first.map((r) => (r.type === 'event' ? r.event : r.type)),
+      ['start'],
+    );
+    assert.deepEqual(
+      journal.pending().map((r) => (r.type === 'event' ? r.event : r.type)),
+      ['die'],
+      'the segment was not emptied under the new line',
+    );
+    const second: IngestRecord[] = [];
+    assert.equal(await journal.deliverOnce(async (b) => void second.push(...b)), 1);
+    assert.deepEqual(
+      second.map((r) => (r.type === 'event' ? r.event : r.type)),
+      ['die'],
+    );
+    assert.equal(lineCount(dir), 0);
+    journal.close();
+  });
+
+  it('delivers a backlog larger than one read (1 MiB) in order, each record once', async () => {
+    const journal = new CellEventJournal({ dir });
+    const message = 'x'.repeat(300);
+    for (let i = 0; i < 5_000; i++)
+      journal.record({
+        container_id: `c${i}`,
+        event: 'die',
+        external_timestamp: at(0),
+        message,
+        entity_type: 'event',
+      });
+    const ids: string[] = [];
+    assert.equal(
+      await journal.deliverOnce(async (b) => {
+        for (const r of b) if (r.type === 'event') ids.push(r.container_id);
+      }),
+      5_000,
+    );
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 5_000 }, (_, i) => `c${i}`),
+    );
+    assert.deepEqual(journal.pending(), []);
+    journal.close();
+  });
+
+  it('after a restart mid-delivery, the next process sends every record not acknowledged', async () => {
+    const first = new CellEventJournal({ dir, maxBatch: 1 });
+    for (const [i, e] of ['create', 'start', 'die'].entries()) observe(first, 'c1', e, i);
+    let posts = 0;
+    await assert.rejects(
+      first.deliverOnce(async () => {
+        if (++posts === 2) throw new Error('server gone');
+      }),
+      /server gone/,
+    );
+    first.close();
+    const second = new CellEventJournal({ dir });
+    const seen: string[] = [];
+    await second.deliverOnce(async (b) => {
+      for (const r of b) if (r.type === 'event') seen.push(r.event);
+    });
+    // `create` was acknowledged: sent again is allowed (the server dedupes), lost is not.
+    assert.deepEqual(
+      seen.filter((e) => e !== 'create'),
+      ['start', 'die'],
+    );
+    assert.deepEqual(second.pending(), []);
+    second.close();
+  });
+
+  it('kill -9 mid-delivery: the next journal on the dir delivers every record not acknowledged', async () => {
+    // A process journals 200 records and delivers them 50 a post: the first post is acknowledged,
+    // the second never answers, and the process is killed with -9 while it waits.
+    const moduleUrl = new URL('./cell-event-journal.js', import.meta.url).href;
+    const script = `
+      const { CellEventJournal } = await import(${JSON.stringify(moduleUrl)});
+      const journal = new CellEventJournal({ dir: ${JSON.stringify(dir)}, maxBatch: 50 });
+      for (let i = 0; i < 200; i++)
+        journal.record({ container_id: 'c' + i, event: 'die', external_timestamp: new Date(0).toISOString(), entity_type: 'event' });
+      let posts = 0;
+      await journal.deliverOnce(async (batch) => {
+        if (++posts === 1) return void process.stdout.write('acked ' + batch.map((r) => r.container_id).join(',') + '\\n');
+        process.stdout.write('waiting\\n');
+        await new Promise(() => {});
+      });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('waiting')) resolve();
+      });
+      child.once('exit', (code) =>
+        reject(new Error(`the journaling process exited (${code}) before its second post`)),
+      );
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const acked = new Set(/acked (\S+)/.exec(out)?.[1]?.split(','));
+    assert.equal(acked.size, 50);
+    const next = new CellEventJournal({ dir });
+    const delivered = new Set<string>();
+    await next.deliverOnce(async (b) => {
+      for (const r of b) if (r.type === 'event') delivered.add(r.container_id);
+    });
+    const lost = Array.from({ length: 200 }, (_, i) => `c${i}`).filter(
+      (id) => !acked.has(id) && !delivered.has(id),
+    );
+    assert.deepEqual(lost, []);
+    assert.deepEqual(next.pending(), []);
+    next.close();
   });
 
   it('survives a restart: a new journal on the same dir delivers what the old one kept', async () => {

@@ -2,11 +2,13 @@ import {
   closeSync,
   existsSync,
   fdatasyncSync,
+  ftruncateSync,
   mkdirSync,
   fdatasync as nodeFdatasync,
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
@@ -62,6 +64,9 @@ const idleDeliveryMs = 60_000;
 
 const segmentPattern = /^(\d{12})\.jsonl$/;
 
+/** Delivery reads the segment this much at a time (whole lines of it). */
+const readChunkBytes = 1 << 20;
+
 /**
  * The cell's append-only journal of what it observed, so nothing is lost while the server is
  * unreachable: every record is one JSON line, written to the file before `record` returns (so a
@@ -72,18 +77,28 @@ const segmentPattern = /^(\d{12})\.jsonl$/;
  * and the cell was declared lost (issue 20's scale harness). What a machine crash can take is the
  * lines of the last few milliseconds, as with any database's group commit.
  *
- * Delivery closes the segment being written (later records go to a new one) once its lines are
- * durable, posts closed segments in order and in batches, and deletes a segment only once every
- * batch of it was acknowledged. A crash between ack and delete re-delivers records the server
- * dedupes; a crash mid-append leaves a torn last line, which is skipped. A restarted cell never
- * appends to an old segment.
+ * A process appends to one segment for its whole life. Delivery posts the durable lines past the
+ * offset acknowledged so far, in batches, moves the offset past each acknowledged batch, and
+ * empties the segment (ftruncate) once everything written is acknowledged. Closing and deleting a
+ * segment per delivery, with the directory synced twice, was about a sixth of a simulated cell's
+ * CPU in a burst (docs/performance.md, round 22). Segments left by an earlier process are
+ * delivered first, whole, and deleted once acknowledged. A crash between an ack and the offset's
+ * move (or the truncate's reaching the disk) re-delivers records the server dedupes; a crash
+ * mid-append leaves a torn last line, which is skipped. A restarted cell never appends to an old
+ * segment.
  */
 export class CellEventJournal {
   readonly dir: string;
   readonly #maxBatch: number;
   readonly #syncData: (fd: number) => Promise<void>;
-  #segment: number;
+  /** The segment this process appends to; those before it are an earlier process's. */
+  readonly #segment: number;
+  /** Segments an earlier process left, oldest first, until delivered and deleted. */
+  #earlier: number[];
   #fd: number | undefined;
+  /** Bytes written to the segment, and the prefix of them the server acknowledged. */
+  #written = 0;
+  #acknowledged = 0;
   /** The segment file is new: its name must be made durable with its first lines. */
   #newFile = false;
   /** Lines written that no finished or running fdatasync covers. */
@@ -99,8 +114,8 @@ export class CellEventJournal {
     this.#maxBatch = options.maxBatch ?? 500;
     this.#syncData = options.syncData ?? fdatasyncFd;
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const last = this.#segments().at(-1);
-    this.#segment = (last ?? 0) + 1;
+    this.#earlier = this.#segments();
+    this.#segment = (this.#earlier.at(-1) ?? 0) + 1;
   }
 
   /** Journals one runtime observation (the call the cell makes for each executor/runtime event). */
@@ -138,10 +153,11 @@ export class CellEventJournal {
 
   append(record: IngestRecord): void {
     if (this.#fd === undefined) {
-      this.#fd = openSync(join(this.dir, segmentName(this.#segment)), 'a', 0o600);
+      // a+: appends, and positioned reads of what delivery posts.
+      this.#fd = openSync(join(this.dir, segmentName(this.#segment)), 'a+', 0o600);
       this.#newFile = true;
     }
-    writeSync(this.#fd, `${JSON.stringify(record)}\n`);
+    this.#written += writeSync(this.#fd, `${JSON.stringify(record)}\n`);
     this.#unsynced = true;
     if (!this.#syncing) this.#syncing = this.#groupCommit(this.#fd);
     this.#appended.wake();
@@ -178,32 +194,51 @@ export class CellEventJournal {
 
   /** Records journaled and not yet acknowledged (reads the segments; for tests and status). */
   pending(): IngestRecord[] {
-    return this.#segments().flatMap((n) => readSegment(join(this.dir, segmentName(n))));
+    const earlier = this.#earlier.flatMap((n) => readSegment(join(this.dir, segmentName(n))));
+    const current = join(this.dir, segmentName(this.#segment));
+    if (!existsSync(current)) return earlier;
+    return [...earlier, ...parseLines(readFileSync(current).subarray(this.#acknowledged).toString('utf8'))];
   }
 
   /**
    * Delivers everything journaled so far; resolves with how many records were posted, or rejects
-   * with the first failed post (what was acknowledged before it stays deleted). Calls never
+   * with the first failed post (what was acknowledged before it stays acknowledged). Calls never
    * overlap: a second caller waits for the running delivery.
    */
   deliverOnce(post: (batch: readonly IngestRecord[]) => Promise<void>): Promise<number> {
     const run = async (): Promise<number> => {
-      // The segment is closed only with no sync running on its descriptor.
+      let sent = await this.#deliverEarlier(post);
+      // Lines written before this point are durable once no sync runs (or the last one failed,
+      // and they are delivered from the file all the same).
       await this.#synced();
-      this.#rotate();
-      let sent = 0;
-      for (const n of this.#segments()) {
-        if (n >= this.#segment) break;
-        const path = join(this.dir, segmentName(n));
-        const records = readSegment(path);
-        for (let i = 0; i < records.length; i += this.#maxBatch) {
-          const batch = records.slice(i, i + this.#maxBatch);
-          await post(batch);
+      const fd = this.#fd;
+      const end = this.#written;
+      if (fd === undefined || end === this.#acknowledged) return sent;
+      // A read at a time, however long the server was away: what one holds is posted first.
+      let at = this.#acknowledged;
+      while (at < end) {
+        let text = this.#read(at, Math.min(end, at + readChunkBytes));
+        // Whole lines only; a line longer than the chunk is read whole.
+        if (!text.includes('\n')) text = this.#read(at, end);
+        const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n');
+        lines.pop(); // after the last newline: nothing, or the part of a line the next read gets
+        if (lines.length === 0) break;
+        for (let i = 0; i < lines.length; i += this.#maxBatch) {
+          const chunk = lines.slice(i, i + this.#maxBatch);
+          const batch = parseLines(chunk.join('\n'));
+          if (batch.length > 0) await post(batch);
           sent += batch.length;
+          at += chunk.reduce((bytes, line) => bytes + Buffer.byteLength(line) + 1, 0);
+          this.#acknowledged = at;
         }
-        unlinkSync(path);
       }
-      if (sent > 0) await syncDirAsync(this.dir);
+      // All acknowledged and nothing written meanwhile: the segment starts over, in place. Appends
+      // are synchronous, so none can come between this check and the truncate.
+      if (this.#fd === fd && this.#acknowledged === this.#written) {
+        ftruncateSync(fd, 0);
+        this.#written = 0;
+        this.#acknowledged = 0;
+      }
       return sent;
     };
     const previous = this.#delivering ?? Promise.resolve(0);
@@ -211,6 +246,37 @@ export class CellEventJournal {
     const next = previous.catch(() => 0).then(run);
     this.#delivering = next;
     return next;
+  }
+
+  /** An earlier process's segments, each posted whole and deleted once acknowledged. */
+  async #deliverEarlier(post: (batch: readonly IngestRecord[]) => Promise<void>): Promise<number> {
+    let sent = 0;
+    while (this.#earlier.length > 0) {
+      const path = join(this.dir, segmentName(this.#earlier[0] ?? 0));
+      const records = readSegment(path);
+      for (let i = 0; i < records.length; i += this.#maxBatch) {
+        const batch = records.slice(i, i + this.#maxBatch);
+        await post(batch);
+        sent += batch.length;
+      }
+      unlinkSync(path);
+      this.#earlier.shift();
+      if (this.#earlier.length === 0) await syncDirAsync(this.dir);
+    }
+    return sent;
+  }
+
+  /** The segment's bytes in [from, to), as text. */
+  #read(from: number, to: number): string {
+    if (this.#fd === undefined || to <= from) return '';
+    const buffer = Buffer.alloc(to - from);
+    let got = 0;
+    while (got < buffer.length) {
+      const n = readSync(this.#fd, buffer, got, buffer.length - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buffer.toString('utf8', 0, got);
   }
 
   /**
@@ -242,13 +308,6 @@ export class CellEventJournal {
     this.#fd = undefined;
   }
 
-  #rotate(): void {
-    if (this.#fd === undefined) return;
-    closeSync(this.#fd);
-    this.#fd = undefined;
-    this.#segment++;
-  }
-
   #segments(): number[] {
     if (!existsSync(this.dir)) return [];
     return readdirSync(this.dir)
@@ -266,7 +325,10 @@ function segmentName(n: number): string {
 
 /** A torn or unreadable line (a crash mid-append) is skipped, never fatal. */
 function readSegment(path: string): IngestRecord[] {
-  const text = readFileSync(path, 'utf8');
+  return existsSync(path) ? parseLines(readFileSync(path, 'utf8')) : [];
+}
+
+function parseLines(text: string): IngestRecord[] {
   const records: IngestRecord[] = [];
   for (const line of text.split('\n')) {
     if (line === '') continue;
