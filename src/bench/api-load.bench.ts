@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServerProcess } from '../testing/server-process.js';
 import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
-import { fmt, processCpuSeconds } from './bench-util.js';
+import { fmt, processUsage } from './bench-util.js';
 
 const total = Number(process.argv[2] ?? 2000);
 const concurrency = Number(process.argv[3] ?? 50);
@@ -65,13 +65,11 @@ async function startServer(backend: BenchBackend, dir: string): Promise<Server> 
 
 /** The process's user + system CPU time in ms. */
 function cpuMs(pid: number): number {
-  return processCpuSeconds(pid).own * 1000;
+  return processUsage(pid).cpuSeconds * 1000;
 }
 
 function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-  return kb / 1024;
+  return processUsage(pid).rssBytes / 2 ** 20;
 }
 
 interface Call {

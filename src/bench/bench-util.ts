@@ -45,15 +45,31 @@ export function clockTicksPerSecond(): number {
   return ticks;
 }
 
-/**
- * CPU seconds (user + system) process `pid` has used so far, and those of its children it has
- * waited for, from /proc/PID/stat.
- */
-export function processCpuSeconds(pid: number | 'self'): { own: number; children: number } {
-  // utime, stime, cutime and cstime are fields 14 to 17.
+let pageBytes: number | undefined;
+/** The kernel's page size, the unit of /proc's resident set (asked once). */
+function pageSize(): number {
+  pageBytes ??= Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8' }).trim()) || 4096;
+  return pageBytes;
+}
+
+/** What process `pid` has used so far, from /proc/PID/stat. */
+export interface ProcessUsage {
+  /** Its own CPU seconds, user + system. */
+  readonly cpuSeconds: number;
+  /** The CPU seconds of its children it has waited for. */
+  readonly childrenCpuSeconds: number;
+  readonly rssBytes: number;
+}
+
+export function processUsage(pid: number | 'self'): ProcessUsage {
+  // utime, stime, cutime and cstime are fields 14 to 17, rss (in pages) field 24.
   const fields = procStatFields(pid).map(Number);
   const seconds = (a: number, b: number) => ((fields[a] ?? 0) + (fields[b] ?? 0)) / clockTicksPerSecond();
-  return { own: seconds(11, 12), children: seconds(13, 14) };
+  return {
+    cpuSeconds: seconds(11, 12),
+    childrenCpuSeconds: seconds(13, 14),
+    rssBytes: (fields[21] ?? 0) * pageSize(),
+  };
 }
 
 export function fmt(ms: number): string {

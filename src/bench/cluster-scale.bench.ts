@@ -12,13 +12,12 @@ import { desiredDefinition } from '../testing/bbs-fixtures.js';
 import {
   bbsRecordCounts,
   httpRequestCounts,
-  processUsage,
   type SimulatedCluster,
   startSimulatedCluster,
   waitUntil,
 } from '../testing/simulated-cluster.js';
 import { type BenchBackend, benchBackends } from './bbs-bench-backends.js';
-import { fmt, machineBusySeconds } from './bench-util.js';
+import { fmt, machineBusySeconds, processUsage } from './bench-util.js';
 import { printScaleFigures, type ScaleFigures } from './cluster-scale-report.js';
 
 function envInt(name: string, fallback: number): number {

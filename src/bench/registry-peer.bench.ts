@@ -32,7 +32,7 @@ import { openImageStore } from '../runtime/image/index.js';
 import { tarBytes, writeOciLayout } from '../testing/oci-fixture-builder.js';
 import { hasReferenceRegistry, startReferenceRegistry } from '../testing/reference-registry.js';
 import { startBenchServer } from './bench-server.js';
-import { fmt, hasCommand, processCpuSeconds } from './bench-util.js';
+import { fmt, hasCommand, processUsage } from './bench-util.js';
 
 const runs = Number(process.argv[2] ?? 1);
 const mib = Number(process.argv[3] ?? 200);
@@ -51,8 +51,8 @@ function median(xs: number[]): number {
 /** CPU seconds (user + system, waited-for children included) process `pid` has used so far. */
 function cpuSeconds(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
-  const { own, children } = processCpuSeconds(pid);
-  return own + children;
+  const { cpuSeconds, childrenCpuSeconds } = processUsage(pid);
+  return cpuSeconds + childrenCpuSeconds;
 }
 
 interface Sample {

@@ -13,7 +13,7 @@ import { type RunningCell, startCell } from '../rep/index.js';
 import { makeBusyboxRootfs } from '../runtime/busybox-rootfs.js';
 import { openImageStore } from '../runtime/image/index.js';
 import { type BenchBackend, onEachBackend } from './bbs-bench-backends.js';
-import { closeCells, fmt, machineBusySeconds, processCpuSeconds } from './bench-util.js';
+import { closeCells, fmt, machineBusySeconds, processUsage } from './bench-util.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const cellCount = Number(process.argv[3] ?? 3);
@@ -84,7 +84,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     // This process (server and cells); the rest of the machine's time is the pods' stage-1
     // holders (reused, so not reaped until the cells close), their runc and CNI plugins, the
     // apps and the kernel's work for them.
-    const processAtStart = processCpuSeconds('self');
+    const processAtStart = processUsage('self');
     // Made before the creates, so that its first window's CPU and completions cover the same time.
     const progress = progressPrinter(started);
     for (let i = 0; i < count; i++) {
@@ -111,7 +111,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     }
     const elapsed = Date.now() - started;
     const busy = machineBusySeconds() - busyAtStart;
-    const processNow = processCpuSeconds('self');
+    const processNow = processUsage('self');
     const perTask = (seconds: number) => fmt((seconds * 1000) / count);
     const completed = (await server.store.listTasks({ domain: 'bench' })).filter(
       (t) => t.state === 'COMPLETED',
@@ -125,7 +125,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     const pct = (p: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
     console.log(
-      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.own - processAtStart.own)}, the rest (holders, runc, CNI plugins, apps) ${perTask(busy - (processNow.own - processAtStart.own))}`,
+      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.cpuSeconds - processAtStart.cpuSeconds)}, the rest (holders, runc, CNI plugins, apps) ${perTask(busy - (processNow.cpuSeconds - processAtStart.cpuSeconds))}`,
     );
   } finally {
     await closeCells(cells);

@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { procStatFields } from '../core/index.js';
 import type { ExecutorCapacity } from '../executor/index.js';
 import { type ServerProcess, startServerProcess } from './server-process.js';
 import {
@@ -153,13 +152,4 @@ export async function waitUntil(
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
-}
-
-/** A process's CPU time (user + system, in seconds) and resident memory (bytes), from /proc. */
-export function processUsage(pid: number): { readonly cpuSeconds: number; readonly rssBytes: number } {
-  const fields = procStatFields(pid);
-  const ticksPerSecond = 100;
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
-  const rssBytes = Number(fields[21]) * 4096;
-  return { cpuSeconds, rssBytes };
 }
