@@ -16,6 +16,7 @@ const counted = [
   'claimActualLRPs',
   'unclaimActualLRP',
   'startActualLRP',
+  'startActualLRPs',
   'crashActualLRP',
 ] as const;
 type Counted = (typeof counted)[number];
@@ -97,6 +98,9 @@ describe('Rep starting work', () => {
     assert.equal(calls.claimActualLRP - before.claimActualLRP, 0);
     assert.equal(calls.getActualLRP - before.getActualLRP, 0, 'no record read');
     assert.equal(startsWritten - before.startsWritten, 5, 'one start per instance');
+    // The five containers start together (the simulated executor's delay): one start request.
+    assert.equal(calls.startActualLRPs - before.startActualLRPs, 1);
+    assert.equal(calls.startActualLRP - before.startActualLRP, 0);
     // A pass whose list was read before the starts cannot make them again either.
     await rep.poll();
     assert.equal(startsWritten - before.startsWritten, 5);

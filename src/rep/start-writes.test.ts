@@ -30,8 +30,9 @@ describe('StartWrites', () => {
       await hold;
       return store.startActualLRP(req);
     });
-    bbs = withMethod(counting, 'startActualLRPs', (req: { starts: BatchedStartRequest[] }) => {
+    bbs = withMethod(counting, 'startActualLRPs', async (req: { starts: BatchedStartRequest[] }) => {
       requests.push(req.starts.length);
+      await hold;
       return store.startActualLRPs(req);
     });
   });
@@ -58,21 +59,27 @@ describe('StartWrites', () => {
     net_info: { address: '10.0.0.1', ports: [] },
   });
 
-  it('a start alone goes at once; starts made while it is in flight go together next', async () => {
-    const [a, b, c, d] = await claimed(4);
-    assert.ok(a && b && c && d);
+  it('starts made in one turn go together at the next; those made while it is in flight go together after it', async () => {
+    const [a, b, c, d, e] = await claimed(5);
+    assert.ok(a && b && c && d && e);
     let release = () => {};
     hold = new Promise((resolve) => {
       release = resolve;
     });
     const writes = new StartWrites(bbs);
-    const first = writes.start(startOf(a));
-    const rest = [b, c, d].map((lrp) => writes.start(startOf(lrp)));
+    const first = [a, b].map((lrp) => writes.start(startOf(lrp)));
+    assert.deepEqual(requests, [], 'nothing is sent in the turn the starts are made');
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual(requests, ['single'], 'the others wait for the one in flight');
+    assert.deepEqual(requests, [2], 'the two made in one turn went in one request');
+    const rest = [c, d].map((lrp) => writes.start(startOf(lrp)));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(requests, [2], 'the others wait for the one in flight');
     release();
-    const started = await Promise.all([first, ...rest]);
-    assert.deepEqual(requests, ['single', 3]);
+    const started = await Promise.all([...first, ...rest]);
+    assert.deepEqual(requests, [2, 2]);
+    // A start alone, on an idle cell, goes at the next turn by itself.
+    assert.equal((await writes.start(startOf(e))).state, 'RUNNING');
+    assert.deepEqual(requests, [2, 2, 'single']);
     assert.deepEqual(
       started.map((s) => [s.index, s.state]),
       [
@@ -88,17 +95,13 @@ describe('StartWrites', () => {
     const [a, b, c] = await claimed(3);
     assert.ok(a && b && c);
     await store.unclaimActualLRP({ process_guid: c.process_guid, index: 2, expected: c.modification_tag });
-    let release = () => {};
-    hold = new Promise((resolve) => {
-      release = resolve;
-    });
     const writes = new StartWrites(bbs);
     const first = writes.start(startOf(a));
     const ok = writes.start(startOf(b));
     const lost = writes.start(startOf(c));
-    release();
-    await first;
+    assert.equal((await first).state, 'RUNNING');
     assert.equal((await ok).state, 'RUNNING');
+    assert.deepEqual(requests, [3], 'the three went in one request');
     await assert.rejects(lost, (err: unknown) => {
       assert.ok(err instanceof CasConflictError);
       assert.ok(isSuperseded(err));
@@ -108,18 +111,11 @@ describe('StartWrites', () => {
   });
 
   it('a batch request that fails rejects each of its starts with that failure', async () => {
-    const [a, b, c] = await claimed(3);
-    assert.ok(a && b && c);
-    let release = () => {};
-    hold = new Promise((resolve) => {
-      release = resolve;
-    });
+    const [a, b] = await claimed(2);
+    assert.ok(a && b);
     const down = new Error('the BBS is away');
     const writes = new StartWrites(withMethod(bbs, 'startActualLRPs', () => Promise.reject(down)));
-    const first = writes.start(startOf(a));
-    const batched = [b, c].map((lrp) => writes.start(startOf(lrp)));
-    release();
-    await first;
+    const batched = [a, b].map((lrp) => writes.start(startOf(lrp)));
     await Promise.all(batched.map((start) => assert.rejects(start, (err) => err === down)));
     // And the next start goes on its own again.
     const [e] = await claimed(1);

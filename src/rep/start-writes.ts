@@ -18,12 +18,16 @@ interface PendingStart {
 }
 
 /**
- * A cell's start writes, batched the way the auction batches work: a start made while no start
- * request is in flight goes at once, alone (an idle cell waits for nothing); starts made while one
- * is in flight wait for it and then go together, one `startActualLRPs` request for all of them.
- * A burst of starts on a cell so costs one request per round trip to the BBS, not one per
- * instance. Each caller gets its own answer, and a lost CAS is the same CasConflictError a single
- * start throws, so the reconcile table's appliers cannot tell the difference.
+ * A cell's start writes, batched the way the auction batches work: a start goes at the next turn
+ * of the event loop (`setImmediate`) with every start made in the same turn, one request for all
+ * of them, so an idle cell waits for nothing but that turn; starts made while a request is in
+ * flight wait for it and then go together. A burst of starts on a cell so costs one request per
+ * round trip to the BBS, not one per instance. The turn matters for containers that start
+ * together (a perform's, whose starts are seen in one timers phase): sent at once, the first went
+ * alone and the rest in a second request, twice the requests a cell made for them
+ * (docs/performance.md, round 22). Each caller gets its own answer, and a lost CAS is the same
+ * CasConflictError a single start throws, so the reconcile table's appliers cannot tell the
+ * difference.
  */
 export class StartWrites {
   readonly #bbs: BbsStore;
@@ -37,12 +41,14 @@ export class StartWrites {
   start(req: BatchedStartRequest): Promise<ActualLRP> {
     return new Promise<ActualLRP>((resolve, reject) => {
       this.#waiting.push({ req, resolve, reject });
-      if (!this.#sending) void this.#sendAll();
+      if (this.#sending) return;
+      this.#sending = true;
+      setImmediate(() => void this.#sendAll());
     });
   }
 
+  /** Sends what waits, and what comes meanwhile, until nothing does; `#sending` is already set. */
   async #sendAll(): Promise<void> {
-    this.#sending = true;
     try {
       while (this.#waiting.length > 0) await this.#send(this.#waiting.splice(0, maxStartsPerRequest));
     } finally {
