@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { HolderPool, type HolderRun, type HolderStarter } from './holder-pool.js';
+import { type HolderJob, HolderPool, type HolderRun, type HolderStarter } from './holder-pool.js';
 import { spawnNative } from './native-process.js';
 
 /**
@@ -20,11 +20,7 @@ export function holderStarter(reuse: boolean): HolderStarter {
   });
 }
 
-function startOwnHolder(
-  job: { readonly dataDir: string; readonly uuid: string; readonly remove: boolean },
-  lockFd: number,
-  logFd: number,
-): HolderRun {
+function startOwnHolder(job: HolderJob, lockFd: number, logFd: number): HolderRun {
   // posix_spawn through berth's addon: a cell's executor, a node process with a large heap,
   // starts every instance this way, and node's spawn would fork all of it first.
   const child = spawnNative(

@@ -10,6 +10,7 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { holderPipeWriter } from './holder-pipe.js';
+import type { HolderJob } from './holder-pool.js';
 import { nativeAddon } from './native-addon.js';
 import { podApps } from './pod-apps.js';
 import { defaultLogSizeMax, RotatingLogWriter } from './pod-log.js';
@@ -18,10 +19,7 @@ import { PodStore } from './pod-store.js';
 import { runStage1 } from './stage1.js';
 
 /** What one pod's holding needs: the pod, and the fds it was handed (its lock, its answer pipe). */
-interface HoldArgs {
-  readonly dataDir: string;
-  readonly uuid: string;
-  readonly remove: boolean;
+interface HoldArgs extends HolderJob {
   readonly lockFd: number;
   readonly readyFd: number;
 }
@@ -155,7 +153,7 @@ async function serve(): Promise<number> {
   }
 }
 
-function parseJob(text: string): { dataDir: string; uuid: string; remove: boolean } | undefined {
+function parseJob(text: string): HolderJob | undefined {
   // One message a pod, and the pool sends the next only after this one's done pipe closed.
   if (!text.endsWith('\n') || text.indexOf('\n') !== text.length - 1) return undefined;
   try {
