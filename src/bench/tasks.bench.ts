@@ -111,7 +111,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     }
     const elapsed = Date.now() - started;
     const busy = machineBusySeconds() - busyAtStart;
-    const processNow = processUsage('self');
+    const ownCpu = processUsage('self').cpuSeconds - processAtStart.cpuSeconds;
     const perTask = (seconds: number) => fmt((seconds * 1000) / count);
     const completed = (await server.store.listTasks({ domain: 'bench' })).filter(
       (t) => t.state === 'COMPLETED',
@@ -125,7 +125,7 @@ async function measure(backend: BenchBackend): Promise<void> {
     const pct = (p: number) =>
       latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
     console.log(
-      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(processNow.cpuSeconds - processAtStart.cpuSeconds)}, the rest (holders, runc, CNI plugins, apps) ${perTask(busy - (processNow.cpuSeconds - processAtStart.cpuSeconds))}`,
+      `${backend.name.padEnd(10)}  ${count} tasks on ${cellCount} cells: ${fmt(elapsed)} total, ${(count / (elapsed / 1000)).toFixed(1)} tasks/s; PENDING → COMPLETED p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}; the machine's CPU ${perTask(busy)} per task (${containersPerCell} at once per cell), of which server and cells ${perTask(ownCpu)}, the rest (holders, runc, CNI plugins, apps) ${perTask(busy - ownCpu)}`,
     );
   } finally {
     await closeCells(cells);
