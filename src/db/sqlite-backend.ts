@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import { BerthError, errnoCode } from '../core/index.js';
 import type { DbTables, RawEventRow, SqlBackend } from './sql-backend.js';
+import { SqliteWriteBatches } from './sqlite-write-batch.js';
 
 export interface SqliteBackendOptions {
   /** A file path, or ":memory:" for tests. */
@@ -44,11 +45,27 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
     });
   }
 
+  // Writes of one turn of the event loop share a transaction (group commit; sqlite-write-batch.ts).
+  // Holding kysely's connection (its mutex) makes direct use of the handle safe in a batch.
+  const batches = new SqliteWriteBatches<KyselyType<DbTables>>(
+    (drive) =>
+      db.connection().execute((tx) =>
+        drive({
+          tx,
+          exec: (statement) => {
+            statements.prepare(statement).run([]);
+          },
+          inTransaction: () => database.inTransaction,
+        }),
+      ),
+    busyError,
+  );
+
   return {
     kind: 'sqlite',
     db,
     lockRows: false,
-    write: (fn) => inTransaction('BEGIN IMMEDIATE', fn),
+    write: (fn) => batches.write(fn),
     read: (fn) => inTransaction('BEGIN', fn),
     migrate: async (apply) => {
       await inTransaction('BEGIN IMMEDIATE', apply);

@@ -1,0 +1,163 @@
+/**
+ * Group commit for SQLite's one connection. Every write transaction used to pay its own COMMIT:
+ * the WAL append of every page it dirtied, and at every 1,000 pages a checkpoint on the event
+ * loop. Under a burst that was 44 % of the server's time in SQL (3.7 s of 8.5 s over a
+ * 20,000-instance burst, a COMMIT costing 254 µs on average). Writes that arrive in one turn
+ * of the event loop now share one transaction, each in its own SAVEPOINT, and commit together
+ * at the end of that turn.
+ *
+ * What each caller sees is unchanged:
+ * - its promise settles only after the COMMIT that holds its writes (or after its own failure);
+ * - a write that throws is rolled back to its savepoint, and only it fails; the others commit;
+ * - the members run one after the other, so the batch is the same as running them serially in
+ *   the order they came (each sees the ones before it, as it would have after their commits);
+ * - if SQLite rolls the whole transaction back (an I/O error, a full disk) or the COMMIT fails,
+ *   every member of the batch fails and none of their writes stays.
+ *
+ * A batch holds the connection from its BEGIN to the end of the event loop's turn in which it
+ * began (`setImmediate`): reads queued behind it wait that long, no longer. Writes that come
+ * after the batch has started closing open the next one.
+ */
+
+/**
+ * What a batch needs of the connection: run one SQL statement, whether a transaction is open, and
+ * the handle the members' writes go through.
+ */
+export interface BatchConnection<Tx> {
+  exec(statement: string): void;
+  inTransaction(): boolean;
+  readonly tx: Tx;
+}
+
+/** Runs `fn` holding the one connection; resolves with what it resolves. */
+export type WithConnection<Tx> = (fn: (connection: BatchConnection<Tx>) => Promise<void>) => Promise<void>;
+
+interface Member<Tx> {
+  readonly run: (tx: Tx) => Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** Members a batch takes at most before it closes (bounds the work one COMMIT can lose). */
+const maxMembers = 256;
+
+export class SqliteWriteBatches<Tx> {
+  readonly #withConnection: WithConnection<Tx>;
+  readonly #mapError: (err: unknown) => unknown;
+  #open: Batch<Tx> | undefined;
+
+  constructor(withConnection: WithConnection<Tx>, mapError: (err: unknown) => unknown = (err) => err) {
+    this.#withConnection = withConnection;
+    this.#mapError = mapError;
+  }
+
+  /** Runs `fn` in the open batch's transaction (opening one if none takes members now). */
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    let batch = this.#open;
+    if (!batch?.accepting()) {
+      batch = new Batch<Tx>(this.#mapError);
+      this.#open = batch;
+      const started = batch;
+      this.#withConnection((connection) => started.drive(connection))
+        // The connection could not be had (the database is closing): nothing ran, all fail.
+        .catch((err: unknown) => started.abandon(this.#mapError(err)))
+        .finally(() => {
+          if (this.#open === started) this.#open = undefined;
+        });
+    }
+    return batch.add(fn);
+  }
+}
+
+class Batch<Tx> {
+  readonly #mapError: (err: unknown) => unknown;
+  readonly #queue: Member<Tx>[] = [];
+  /** Members whose writes are in the transaction, waiting for its COMMIT. */
+  readonly #done: { readonly member: Member<Tx>; readonly value: unknown }[] = [];
+  #members = 0;
+  #closing = false;
+  /** Wakes the driver when a member joins while it waits. */
+  #wake: (() => void) | undefined;
+
+  constructor(mapError: (err: unknown) => unknown) {
+    this.#mapError = mapError;
+  }
+
+  accepting(): boolean {
+    return !this.#closing && this.#members < maxMembers;
+  }
+
+  add<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    this.#members++;
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ run: fn, resolve: resolve as (value: unknown) => void, reject });
+      this.#wake?.();
+    });
+  }
+
+  /** Holds the connection: BEGIN, the members as they come until the turn ends, COMMIT. */
+  async drive(connection: BatchConnection<Tx>): Promise<void> {
+    try {
+      connection.exec('BEGIN IMMEDIATE');
+    } catch (err) {
+      this.abandon(this.#mapError(err));
+      return;
+    }
+    let turnEnded = false;
+    const endOfTurn = setImmediate(() => {
+      turnEnded = true;
+      this.#wake?.();
+    });
+    try {
+      for (;;) {
+        const member = this.#queue.shift();
+        if (member) {
+          await this.#runMember(connection, member);
+          if (!connection.inTransaction()) {
+            // SQLite rolled everything back (an I/O error, a full disk): no member's writes stay.
+            this.abandon(this.#mapError(new Error('SQLite rolled the write transaction back')));
+            return;
+          }
+          continue;
+        }
+        if (turnEnded || this.#members >= maxMembers) break;
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+      }
+      this.#closing = true;
+      connection.exec('COMMIT');
+    } catch (err) {
+      if (connection.inTransaction()) connection.exec('ROLLBACK');
+      this.abandon(this.#mapError(err));
+      return;
+    } finally {
+      clearImmediate(endOfTurn);
+    }
+    for (const { member, value } of this.#done) member.resolve(value);
+  }
+
+  async #runMember(connection: BatchConnection<Tx>, member: Member<Tx>): Promise<void> {
+    try {
+      connection.exec('SAVEPOINT berth_write');
+      const value = await member.run(connection.tx);
+      connection.exec('RELEASE berth_write');
+      this.#done.push({ member, value });
+    } catch (err) {
+      member.reject(this.#mapError(err));
+      // Only this member's writes go; if undoing them fails, the driver fails the whole batch.
+      if (connection.inTransaction()) {
+        connection.exec('ROLLBACK TO berth_write');
+        connection.exec('RELEASE berth_write');
+      }
+    }
+  }
+
+  /** Fails every member not yet settled: none of the batch's writes stays. */
+  abandon(err: unknown): void {
+    this.#closing = true;
+    for (const { member } of this.#done.splice(0)) member.reject(err);
+    for (const member of this.#queue.splice(0)) member.reject(err);
+  }
+}
