@@ -3,12 +3,14 @@ import Database from 'better-sqlite3';
 import { Kysely, type Kysely as KyselyType, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import { BerthError, errnoCode } from '../core/index.js';
 import type { DbTables, RawEventRow, SqlBackend } from './sql-backend.js';
-import { SqliteWriteBatches } from './sqlite-write-batch.js';
+import { SqliteWriteBatches, type WriteBatchOptions } from './sqlite-write-batch.js';
 
 export interface SqliteBackendOptions {
   /** A file path, or ":memory:" for tests. */
   readonly path: string;
   readonly busyTimeoutMs?: number;
+  /** How writes are grouped into transactions (tests set the clock; mapError is the backend's). */
+  readonly writeBatches?: Omit<WriteBatchOptions, 'mapError'>;
 }
 
 /**
@@ -58,7 +60,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqlBackend {
           inTransaction: () => database.inTransaction,
         }),
       ),
-    busyError,
+    { ...options.writeBatches, mapError: busyError },
   );
 
   return {

@@ -20,7 +20,8 @@ describe('SQLite writes of one turn commit together', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-'));
     const path = join(dir, 'db.sqlite3');
-    backend = openSqliteBackend({ path });
+    // A clock that never moves: the batches here end with their turn (or their size) only.
+    backend = openSqliteBackend({ path, writeBatches: { now: () => 0 } });
     await sql`CREATE TABLE t (v TEXT PRIMARY KEY)`.execute(backend.db);
     await sql`CREATE TABLE parent (id INTEGER PRIMARY KEY)`.execute(backend.db);
     await sql`CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`.execute(
@@ -156,6 +157,30 @@ describe('SQLite writes of one turn commit together', () => {
     assert.equal(seen.get('n000'), 0);
     assert.equal(seen.get('n255'), 0);
     assert.equal(seen.get('n256'), 256);
+  });
+
+  it('commits a batch open for maxOpenMs as soon as its running write ends', async () => {
+    const path = join(dir, 'timed.sqlite3');
+    let clock = 0;
+    const timed = openSqliteBackend({ path, writeBatches: { now: () => clock, maxOpenMs: 5 } });
+    const look = new Database(path, { readonly: true, fileMustExist: false });
+    try {
+      await sql`CREATE TABLE t (v TEXT PRIMARY KEY)`.execute(timed.db);
+      const seen = new Map<string, string[]>();
+      const see = () => (look.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((r) => r.v);
+      const write = (v: string, advance: number) =>
+        timed.write(async (tx) => {
+          await insert(tx, v);
+          seen.set(v, see());
+          clock += advance;
+        });
+      // All in one turn: the second ends 5 ms after the batch opened, so the third starts anew.
+      await Promise.all([write('a', 1), write('b', 4), write('c', 0), write('d', 0)]);
+      assert.deepEqual(Object.fromEntries(seen), { a: [], b: [], c: ['a', 'b'], d: ['a', 'b'] });
+    } finally {
+      look.close();
+      await timed.close();
+    }
   });
 
   it('lets a read queued behind a batch see the batch committed', async () => {
