@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -189,5 +190,111 @@ describe('SQLite writes of one turn commit together', () => {
     const read = backend.read(async (tx) => (await sql<{ v: string }>`SELECT v FROM t`.execute(tx)).rows);
     await write;
     assert.deepEqual(await read, [{ v: 'before-read' }]);
+  });
+});
+
+/**
+ * kill -9 of the writing process: a batch is one transaction, so it is all or nothing, and every
+ * write a caller was told of is on disk.
+ */
+describe('SQLite write batches under kill -9', () => {
+  const backendUrl = new URL('./sqlite-backend.js', import.meta.url).href;
+  const kyselyUrl = import.meta.resolve('kysely');
+
+  /** Runs `body` in a child with `backend` open on `path` and `sql` imported; resolves with its output once it died. */
+  const child = (path: string, body: string, killAfterLines?: number) =>
+    new Promise<{ lines: string[]; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      const script = `
+        const { openSqliteBackend } = await import(${JSON.stringify(backendUrl)});
+        const { sql } = await import(${JSON.stringify(kyselyUrl)});
+        const backend = openSqliteBackend({ path: ${JSON.stringify(path)}, writeBatches: { now: () => 0 } });
+        await sql\`CREATE TABLE IF NOT EXISTS t (v TEXT PRIMARY KEY)\`.execute(backend.db);
+        const insert = (tx, v) => sql\`INSERT INTO t (v) VALUES (\${v})\`.execute(tx);
+        ${body}`;
+      const proc = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const lines: string[] = [];
+      let partial = '';
+      proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        const parts = (partial + chunk).split('\n');
+        partial = parts.pop() ?? '';
+        lines.push(...parts);
+        if (killAfterLines !== undefined && lines.length >= killAfterLines) proc.kill('SIGKILL');
+      });
+      proc.on('error', reject);
+      proc.on('exit', (_code, signal) => resolve({ lines, signal }));
+    });
+
+  const rows = (path: string): string[] => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return (db.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((row) => row.v);
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keeps none of a batch killed before its COMMIT, and every batch committed before it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-kill-'));
+    try {
+      const path = join(dir, 'db.sqlite3');
+      const { lines, signal } = await child(
+        path,
+        `await backend.write((tx) => insert(tx, 'committed'));
+        console.log('committed');
+        // Three writes of one turn, one batch: the process dies inside the third.
+        await Promise.all([
+          backend.write((tx) => insert(tx, 'lost-1')),
+          backend.write((tx) => insert(tx, 'lost-2')),
+          backend.write(async (tx) => {
+            await insert(tx, 'lost-3');
+            process.kill(process.pid, 'SIGKILL');
+          }),
+        ]);
+        console.log('not reached');`,
+      );
+      assert.equal(signal, 'SIGKILL');
+      assert.deepEqual(lines, ['committed']);
+      assert.deepEqual(rows(path), ['committed']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('has every write it answered on disk when killed at any moment', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-kill-'));
+    try {
+      const path = join(dir, 'db.sqlite3');
+      // Twenty writes a turn, each printed once its caller is answered; killed after 500 answers.
+      const { lines, signal } = await child(
+        path,
+        `for (let round = 0; ; round++) {
+          await Promise.all(Array.from({ length: 20 }, (_, i) => {
+            const v = 'r' + String(round).padStart(5, '0') + '-' + String(i).padStart(2, '0');
+            return backend.write((tx) => insert(tx, v)).then(() => process.stdout.write(v + '\\n'));
+          }));
+        }`,
+        500,
+      );
+      assert.equal(signal, 'SIGKILL');
+      const kept = new Set(rows(path));
+      const answered = lines.filter((line) => line !== '');
+      assert.ok(answered.length >= 500);
+      assert.deepEqual(
+        answered.filter((v) => !kept.has(v)),
+        [],
+        'every answered write is on disk',
+      );
+      // Batches are whole: each round's writes are one batch (the clock never moves), all or none.
+      const byRound = new Map<string, number>();
+      for (const v of kept) byRound.set(v.slice(0, 6), (byRound.get(v.slice(0, 6)) ?? 0) + 1);
+      assert.deepEqual(
+        [...byRound].filter(([, n]) => n !== 20),
+        [],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
