@@ -92,13 +92,16 @@ describe('Rep starting work', () => {
   it('claims all of a perform in one request and starts each with one write, reading none', async () => {
     await store.desireLRP(desiredDefinition('p1', 5));
     const before = { ...calls, startsWritten };
+    // The five containers start together (held, then released in one turn): one start request.
+    const starts = executor.holdStarts();
     await rep.perform({ lrps: [0, 1, 2, 3, 4].map(p1Work), tasks: [] });
+    await until('5 containers ready to start', () => starts.held() === 5);
+    starts.release();
     await until('5 RUNNING', async () => (await statesOf('p1')).every((s) => s.endsWith(':RUNNING:cell-1')));
     assert.equal(calls.claimActualLRPs - before.claimActualLRPs, 1);
     assert.equal(calls.claimActualLRP - before.claimActualLRP, 0);
     assert.equal(calls.getActualLRP - before.getActualLRP, 0, 'no record read');
     assert.equal(startsWritten - before.startsWritten, 5, 'one start per instance');
-    // The five containers start together (the simulated executor's delay): one start request.
     assert.equal(calls.startActualLRPs - before.startActualLRPs, 1);
     assert.equal(calls.startActualLRP - before.startActualLRP, 0);
     // A pass whose list was read before the starts cannot make them again either.

@@ -75,6 +75,8 @@ export class SimulatedExecutor
   readonly #behaviour: SimulatedBehaviour;
   readonly #random: () => number;
   readonly #containers = new Map<string, SimulatedRecord>();
+  /** Containers that reached their start while starts are held (`holdStarts`). */
+  #held: SimulatedRecord[] | undefined;
   #nextHostPort = 40_000;
   #stopped = false;
 
@@ -143,7 +145,26 @@ export class SimulatedExecutor
       address: this.#options.hostAddress,
       ports: spec.ports.map((port) => ({ container_port: port, host_port: this.#nextHostPort++ })),
     };
-    this.#after(record, this.#behaviour.startDelayMs, () => this.#started(record));
+    this.#after(record, this.#behaviour.startDelayMs, () => {
+      if (this.#held) this.#held.push(record);
+      else this.#started(record);
+    });
+  }
+
+  /**
+   * Holds the containers that reach their start until `release`, which starts them all in one
+   * turn of the event loop: what a test of starts made together needs, whatever the timers did.
+   */
+  holdStarts(): { readonly held: () => number; readonly release: () => void } {
+    const held: SimulatedRecord[] = [];
+    this.#held = held;
+    return {
+      held: () => held.length,
+      release: () => {
+        if (this.#held === held) this.#held = undefined;
+        for (const record of held.splice(0)) this.#started(record);
+      },
+    };
   }
 
   #started(record: SimulatedRecord): void {
