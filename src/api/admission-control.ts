@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { limits } from '../core/index.js';
 
 /**
  * Back-pressure on new work (issue 20): while the start requests not yet placed pass a bound,
@@ -16,14 +15,6 @@ import { limits } from '../core/index.js';
  * is refused. An exact cap would need the count inside every create's transaction, with a lock on
  * PostgreSQL, where two READ COMMITTED transactions would both see room: a cost on every create
  * for a bound that needs no precision.
- *
- * Nor is the count read for every create: a create is admitted without a read while the count
- * of the last read, plus the most that every create admitted since its read began could have
- * added (`limits.maxInstances` starts for an LRP, one for a task), stays under the bound, and that
- * read is less than a second old. The estimate only errs high, so it admits nothing a read would
- * refuse, apart from the race above (and other servers' creates, which no read here can see
- * before they commit). On PostgreSQL a read is one more wait for a pooled connection: under a
- * burst, each desire waited for two.
  */
 export interface AdmissionOptions {
   /** Start requests (one per LRP instance, one per task) waiting at most; at this many, creates get 429. */
@@ -32,51 +23,6 @@ export interface AdmissionOptions {
   readonly retryAfterS?: number;
   /** Start requests not yet acknowledged, counted up to `limit` (`SqlBbsStore.countPendingStarts`). */
   pendingStarts(limit: number): Promise<number>;
-  /** Monotonic milliseconds (tests move it). */
-  readonly now?: () => number;
-}
-
-/** How old the last count may be for a create to be admitted on it without a read. */
-const countFreshForMs = 1000;
-
-/**
- * The pending starts as far as this server knows, from its last read and the creates it admitted
- * since that read began. Pure: the hook does the reading.
- */
-export class PendingStartsEstimate {
-  readonly #bound: number;
-  readonly #now: () => number;
-  /** Creates admitted so far, and each one's worst case, summed. */
-  #admittedStarts = 0;
-  #base: { readonly count: number; readonly admittedBefore: number; readonly startedAt: number } | undefined;
-
-  constructor(bound: number, now: () => number) {
-    this.#bound = bound;
-    this.#now = now;
-  }
-
-  /** Whether a create may be admitted on what is known, without a read. */
-  admitsWithoutReading(): boolean {
-    const base = this.#base;
-    if (!base || this.#now() - base.startedAt >= countFreshForMs) return false;
-    return base.count + (this.#admittedStarts - base.admittedBefore) < this.#bound;
-  }
-
-  /** A read is starting; call the returned function with what it counted. */
-  reading(): (count: number) => void {
-    const startedAt = this.#now();
-    const admittedBefore = this.#admittedStarts;
-    return (count) => {
-      // Of two reads in flight, the one that began later counted more of what was admitted.
-      if (this.#base && this.#base.startedAt > startedAt) return;
-      this.#base = { count, admittedBefore, startedAt };
-    };
-  }
-
-  /** A create was admitted that adds at most `starts` start requests. */
-  admitted(starts: number): void {
-    this.#admittedStarts += starts;
-  }
 }
 
 /** The routes that create work: the public creates and the internal operations behind BbsClient. */
@@ -87,31 +33,12 @@ const creatingRoutes: ReadonlySet<string> = new Set([
   'POST /v1/internal/desire_task',
 ]);
 
-/** The most start requests one create on a route can add: an LRP's instances, or one task. */
-function mostStartsOf(route: string): number {
-  return route.endsWith('task') || route.endsWith('tasks') ? 1 : limits.maxInstances;
-}
-
 export function installAdmissionControl(app: FastifyInstance, options: AdmissionOptions): void {
   const retryAfterS = options.retryAfterS ?? 1;
-  const estimate = new PendingStartsEstimate(
-    options.maxPendingStarts,
-    options.now ?? (() => performance.now()),
-  );
   app.addHook('onRequest', async (request, reply) => {
-    const route = `${request.method} ${request.routeOptions.url ?? ''}`;
-    if (!creatingRoutes.has(route)) return;
-    if (estimate.admitsWithoutReading()) {
-      estimate.admitted(mostStartsOf(route));
-      return;
-    }
-    const counted = estimate.reading();
+    if (!creatingRoutes.has(`${request.method} ${request.routeOptions.url ?? ''}`)) return;
     const pending = await options.pendingStarts(options.maxPendingStarts);
-    counted(pending);
-    if (pending < options.maxPendingStarts) {
-      estimate.admitted(mostStartsOf(route));
-      return;
-    }
+    if (pending < options.maxPendingStarts) return;
     return reply
       .code(429)
       .header('retry-after', String(retryAfterS))
