@@ -1,10 +1,9 @@
 /**
  * Group commit for SQLite's one connection. Every write transaction used to pay its own COMMIT:
  * the WAL append of every page it dirtied, and at every 1,000 pages a checkpoint on the event
- * loop. Under a burst that was 44 % of the server's time in SQL (3.7 s of 8.5 s over a
- * 20,000-instance burst, a COMMIT costing 254 µs on average). Writes that arrive in one turn
- * of the event loop now share one transaction, each in its own SAVEPOINT, and commit together
- * at the end of that turn.
+ * loop. Under a burst, COMMIT took 44 % of the server's time in SQL (3.7 s of 8.5 s over a
+ * 20,000-instance burst, 254 µs a COMMIT on average). Writes that arrive in one turn of the
+ * event loop now share one transaction, each in its own SAVEPOINT, and commit together.
  *
  * What each caller sees is unchanged:
  * - its promise settles only after the COMMIT that holds its writes (or after its own failure);
