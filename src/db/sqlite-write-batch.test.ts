@@ -3,11 +3,16 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import type { DbTables, SqlBackend } from './sql-backend.js';
 import { openSqliteBackend } from './sqlite-backend.js';
+
+/** The values in table `t`, in order, as `db` (a connection of its own) sees them committed. */
+function valuesOf(db: Database.Database): string[] {
+  return (db.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((row) => row.v);
+}
 
 /**
  * Group commit on the real SQLite backend: the writes of one turn share a transaction. A second
@@ -38,8 +43,7 @@ describe('SQLite writes of one turn commit together', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const committed = (): string[] =>
-    (observer.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((row) => row.v);
+  const committed = (): string[] => valuesOf(observer);
   const insert = (tx: Kysely<DbTables>, v: string) => sql`INSERT INTO t (v) VALUES (${v})`.execute(tx);
   const clear = () => backend.write((tx) => sql`DELETE FROM t`.execute(tx));
 
@@ -168,11 +172,10 @@ describe('SQLite writes of one turn commit together', () => {
     try {
       await sql`CREATE TABLE t (v TEXT PRIMARY KEY)`.execute(timed.db);
       const seen = new Map<string, string[]>();
-      const see = () => (look.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((r) => r.v);
       const write = (v: string, advance: number) =>
         timed.write(async (tx) => {
           await insert(tx, v);
-          seen.set(v, see());
+          seen.set(v, valuesOf(look));
           clock += advance;
         });
       // All in one turn: the second ends 5 ms after the batch opened, so the third starts anew.
@@ -229,72 +232,68 @@ describe('SQLite write batches under kill -9', () => {
   const rows = (path: string): string[] => {
     const db = new Database(path, { readonly: true });
     try {
-      return (db.prepare('SELECT v FROM t ORDER BY v').all() as { v: string }[]).map((row) => row.v);
+      return valuesOf(db);
     } finally {
       db.close();
     }
   };
 
+  let dir: string;
+  let path: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-kill-'));
+    path = join(dir, 'db.sqlite3');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
   it('keeps none of a batch killed before its COMMIT, and every batch committed before it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-kill-'));
-    try {
-      const path = join(dir, 'db.sqlite3');
-      const { lines, signal } = await child(
-        path,
-        `await backend.write((tx) => insert(tx, 'committed'));
-        console.log('committed');
-        // Three writes of one turn, one batch: the process dies inside the third.
-        await Promise.all([
-          backend.write((tx) => insert(tx, 'lost-1')),
-          backend.write((tx) => insert(tx, 'lost-2')),
-          backend.write(async (tx) => {
-            await insert(tx, 'lost-3');
-            process.kill(process.pid, 'SIGKILL');
-          }),
-        ]);
-        console.log('not reached');`,
-      );
-      assert.equal(signal, 'SIGKILL');
-      assert.deepEqual(lines, ['committed']);
-      assert.deepEqual(rows(path), ['committed']);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { lines, signal } = await child(
+      path,
+      `await backend.write((tx) => insert(tx, 'committed'));
+      console.log('committed');
+      // Three writes of one turn, one batch: the process dies inside the third.
+      await Promise.all([
+        backend.write((tx) => insert(tx, 'lost-1')),
+        backend.write((tx) => insert(tx, 'lost-2')),
+        backend.write(async (tx) => {
+          await insert(tx, 'lost-3');
+          process.kill(process.pid, 'SIGKILL');
+        }),
+      ]);
+      console.log('not reached');`,
+    );
+    assert.equal(signal, 'SIGKILL');
+    assert.deepEqual(lines, ['committed']);
+    assert.deepEqual(rows(path), ['committed']);
   });
 
   it('has every write it answered on disk when killed at any moment', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'berth-write-batch-kill-'));
-    try {
-      const path = join(dir, 'db.sqlite3');
-      // Twenty writes a turn, each printed once its caller is answered; killed after 500 answers.
-      const { lines, signal } = await child(
-        path,
-        `for (let round = 0; ; round++) {
-          await Promise.all(Array.from({ length: 20 }, (_, i) => {
-            const v = 'r' + String(round).padStart(5, '0') + '-' + String(i).padStart(2, '0');
-            return backend.write((tx) => insert(tx, v)).then(() => process.stdout.write(v + '\\n'));
-          }));
-        }`,
-        500,
-      );
-      assert.equal(signal, 'SIGKILL');
-      const kept = new Set(rows(path));
-      const answered = lines.filter((line) => line !== '');
-      assert.ok(answered.length >= 500);
-      assert.deepEqual(
-        answered.filter((v) => !kept.has(v)),
-        [],
-        'every answered write is on disk',
-      );
-      // Batches are whole: each round's writes are one batch (the clock never moves), all or none.
-      const byRound = new Map<string, number>();
-      for (const v of kept) byRound.set(v.slice(0, 6), (byRound.get(v.slice(0, 6)) ?? 0) + 1);
-      assert.deepEqual(
-        [...byRound].filter(([, n]) => n !== 20),
-        [],
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // Twenty writes a turn, each printed once its caller is answered; killed after 500 answers.
+    const { lines, signal } = await child(
+      path,
+      `for (let round = 0; ; round++) {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => {
+          const v = 'r' + String(round).padStart(5, '0') + '-' + String(i).padStart(2, '0');
+          return backend.write((tx) => insert(tx, v)).then(() => process.stdout.write(v + '\\n'));
+        }));
+      }`,
+      500,
+    );
+    assert.equal(signal, 'SIGKILL');
+    const kept = new Set(rows(path));
+    const answered = lines.filter((line) => line !== '');
+    assert.ok(answered.length >= 500);
+    assert.deepEqual(
+      answered.filter((v) => !kept.has(v)),
+      [],
+      'every answered write is on disk',
+    );
+    // Batches are whole: each round's writes are one batch (the clock never moves), all or none.
+    const byRound = new Map<string, number>();
+    for (const v of kept) byRound.set(v.slice(0, 6), (byRound.get(v.slice(0, 6)) ?? 0) + 1);
+    assert.deepEqual(
+      [...byRound].filter(([, n]) => n !== 20),
+      [],
+    );
   });
 });

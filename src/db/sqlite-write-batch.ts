@@ -97,7 +97,6 @@ export class SqliteWriteBatches<Tx> {
 
 class Batch<Tx> {
   readonly #limits: BatchLimits;
-  readonly #mapError: (err: unknown) => unknown;
   readonly #queue: Member<Tx>[] = [];
   /** Members whose writes are in the transaction, waiting for its COMMIT. */
   readonly #done: { readonly member: Member<Tx>; readonly value: unknown }[] = [];
@@ -108,7 +107,6 @@ class Batch<Tx> {
 
   constructor(limits: BatchLimits) {
     this.#limits = limits;
-    this.#mapError = limits.mapError;
   }
 
   accepting(): boolean {
@@ -142,7 +140,7 @@ class Batch<Tx> {
     try {
       begin();
     } catch (err) {
-      this.abandon(this.#mapError(err));
+      this.abandon(this.#limits.mapError(err));
       return;
     }
     let turnEnded = false;
@@ -157,7 +155,7 @@ class Batch<Tx> {
           await this.#runMember(connection, member);
           if (!connection.inTransaction()) {
             // SQLite rolled everything back (an I/O error, a full disk): no member's writes stay.
-            this.abandon(this.#mapError(new Error('SQLite rolled the write transaction back')));
+            this.abandon(this.#limits.mapError(new Error('SQLite rolled the write transaction back')));
             return;
           }
           if (this.#limits.now() - openedAt >= this.#limits.maxOpenMs) {
@@ -179,7 +177,7 @@ class Batch<Tx> {
     } catch (err) {
       // What this transaction held is lost: its members fail, and those still queued.
       if (connection.inTransaction()) connection.exec('ROLLBACK');
-      this.abandon(this.#mapError(err));
+      this.abandon(this.#limits.mapError(err));
     } finally {
       clearImmediate(endOfTurn);
     }
@@ -192,7 +190,7 @@ class Batch<Tx> {
       connection.exec('RELEASE berth_write');
       this.#done.push({ member, value });
     } catch (err) {
-      member.reject(this.#mapError(err));
+      member.reject(this.#limits.mapError(err));
       // Only this member's writes go; if undoing them fails, the driver fails the whole batch.
       if (connection.inTransaction()) {
         connection.exec('ROLLBACK TO berth_write');
