@@ -18,6 +18,8 @@ export interface ScaleFigures {
   readonly spreadMin: number;
   /** The server's CPU over the idle window, in % of one core. */
   readonly idleCpuPercent: number;
+  /** Every cell process together, over the same window: the tax the cells' own loops put on the machine. */
+  readonly cellsIdleCpuPercent: number;
   readonly killedCells: number;
   readonly lostInstances: number;
   /** From the kill -9 until the killed cells held nothing and every instance was RUNNING again. */
@@ -82,6 +84,7 @@ export function printScaleFigures(figures: readonly ScaleFigures[]): void {
       `<= ${goals.spread}`,
     ],
     ['idle server CPU', (f) => `${f.idleCpuPercent.toFixed(1)} % of a core`, `< ${goals.idleCpuPercent} %`],
+    ["idle cells' CPU (all processes)", (f) => `${f.cellsIdleCpuPercent.toFixed(1)} % of a core`, ''],
     ['cells killed (-9) / instances lost', (f) => `${f.killedCells} / ${f.lostInstances}`, ''],
     [
       'lost instances RUNNING elsewhere',

@@ -212,8 +212,10 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
     await sleep(settle);
     const idleRequestsFrom = await httpRequestCounts(server.url);
     const idleFrom = processUsage(pid);
+    const cellsIdleFrom = cellsCpu();
     await sleep(size.idleSeconds * 1000);
     const idleTo = processUsage(pid);
+    const cellsIdleCpuSeconds = cellsCpu() - cellsIdleFrom;
     const idleRequestsTo = await httpRequestCounts(server.url);
 
     // Cells killed with -9: whole processes of them, until none of theirs is left and all RUN.
@@ -260,6 +262,7 @@ async function runBackend(backend: BenchBackend): Promise<ScaleFigures> {
       spreadMax: Math.max(...counts),
       spreadMin: Math.min(...counts),
       idleCpuPercent: (100 * (idleTo.cpuSeconds - idleFrom.cpuSeconds)) / size.idleSeconds,
+      cellsIdleCpuPercent: (100 * cellsIdleCpuSeconds) / size.idleSeconds,
       killedCells: deadCells.length,
       lostInstances: lost,
       replaceMs,
