@@ -42,6 +42,7 @@ export {
   refusedCallbackTarget,
 } from './callback-target.js';
 export { ConcurrencyGate } from './concurrency-gate.js';
+export { DirWatch } from './dir-watch.js';
 export { formatDuration, parseDuration } from './duration.js';
 export { redactEnv, redactedEnvValue } from './env-redaction.js';
 export {

@@ -17,6 +17,7 @@ export {
   type TopLevelStatus,
 } from './container-status.js';
 export {
+  directPodDirs,
   factsOf,
   historyIdOf,
   noteExit,

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BackoffPolicy, errnoCode, runLoop, writeFileAtomic } from '../core/index.js';
+import { type BackoffPolicy, errnoCode, runLoop, type Wakeup, writeFileAtomic } from '../core/index.js';
 import { deliveryBackoff } from './cell-event-journal.js';
 import type { IngestRecord } from './ingest-records.js';
 
@@ -43,11 +43,16 @@ export class RecordDropbox {
     return sent;
   }
 
-  /** Delivers every `intervalMs` until aborted; after failures, with exponential back-off. */
+  /**
+   * Delivers every `intervalMs` until aborted, and at once when `wakeup` rings (a DirWatch on the
+   * dir); after failures, with exponential back-off.
+   */
   runDelivery(options: {
     readonly post: (batch: readonly IngestRecord[]) => Promise<void>;
     readonly signal: AbortSignal;
-    readonly intervalMs?: number;
+    /** Asked before each pause when a function (a watch that broke falls back to polling). */
+    readonly intervalMs?: number | (() => number);
+    readonly wakeup?: Wakeup;
     readonly backoff?: BackoffPolicy;
     readonly onError?: (err: unknown) => void;
     /** Runs before each pass (e.g. to turn other leftovers into drops). */
@@ -59,6 +64,7 @@ export class RecordDropbox {
       intervalMs: options.intervalMs ?? 2_000,
       backoff: options.backoff ?? deliveryBackoff,
       ...(options.onError ? { onError: options.onError } : {}),
+      ...(options.wakeup ? { wakeup: options.wakeup } : {}),
       round: async () => {
         await options.before?.();
         await this.deliverOnce(options.post);

@@ -1,12 +1,25 @@
 import { join } from 'node:path';
+import { DirWatch, Wakeup } from '../core/index.js';
 import type { CellExecutor, ExecutorContainer } from '../executor/index.js';
 import {
   CellEventJournal,
   collectFinalization,
+  directPodDirs,
   type IngestRecord,
   noteObituaries,
   RecordDropbox,
 } from '../history/index.js';
+
+export interface CellHistoryOptions {
+  /**
+   * The safety net of the direct pods' delivery, which a watch on their dirs wakes at once
+   * (default 60 s, as the journal's; while a watch cannot be had, it polls every second instead).
+   */
+  readonly directPodsSafetyNetMs?: number;
+}
+
+/** How often the direct pods' dirs are polled while the kernel refuses to watch them. */
+const directPodsPollMs = 1_000;
 
 /**
  * What a cell tells the history layer (seed 001): each container's launch, its start, its death
@@ -27,8 +40,17 @@ export class CellHistory {
   readonly #cellId: string;
   readonly #executor: CellExecutor;
   readonly #log: (message: string) => void;
+  readonly #directSafetyNetMs: number;
+  #directWatch: DirWatch | undefined;
 
-  constructor(dataDir: string, cellId: string, executor: CellExecutor, log: (message: string) => void) {
+  constructor(
+    dataDir: string,
+    cellId: string,
+    executor: CellExecutor,
+    log: (message: string) => void,
+    options: CellHistoryOptions = {},
+  ) {
+    this.#directSafetyNetMs = options.directPodsSafetyNetMs ?? 60_000;
     this.#dataDir = dataDir;
     this.#cellId = cellId;
     this.#executor = executor;
@@ -51,18 +73,27 @@ export class CellHistory {
       onError: (err, retryInMs) =>
         this.#log(`history delivery failed, retrying in ${retryInMs} ms: ${String(err)}`),
     });
+    // `berth run` & co. drop into these dirs from their own processes: the watch wakes delivery.
+    const woken = new Wakeup();
+    const watch = new DirWatch(directPodDirs(this.#dataDir), woken);
+    this.#directWatch = watch;
     this.#directDelivery = this.directPods.runDelivery({
       post,
-      // Pods deleted the moment they ended (`berth run -d --rm`) left obituaries: note them first.
-      before: () => noteObituaries(this.#dataDir, this.directPods),
+      before: () => {
+        watch.ensure();
+        // Pods deleted the moment they ended (`berth run -d --rm`) left obituaries: note them first.
+        return noteObituaries(this.#dataDir, this.directPods);
+      },
       signal: this.#controller.signal,
-      intervalMs: 1_000,
+      wakeup: woken,
+      intervalMs: () => (watch.watching ? this.#directSafetyNetMs : directPodsPollMs),
       onError: (err) => this.#log(`history delivery of direct pods failed: ${String(err)}`),
     });
   }
 
   async stop(): Promise<void> {
     this.#controller.abort();
+    this.#directWatch?.close();
     // catch-all: each loop reports its own failures through onError; stop only waits for the end.
     await this.#delivery?.catch(() => {});
     await this.#directDelivery?.catch(() => {}); // catch-all: as above
