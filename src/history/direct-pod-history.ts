@@ -32,7 +32,7 @@ export function podDropbox(dataDir: string): RecordDropbox {
 
 /** Where other processes leave what a cell on `dataDir` delivers: the dropbox, and the obituaries. */
 export function directPodDirs(dataDir: string): readonly string[] {
-  return [join(dataDir, 'pod-history'), join(dataDir, obituariesDir)];
+  return [podDropbox(dataDir).dir, join(dataDir, obituariesDir)];
 }
 
 /** Marks a pod whose end is in the dropbox, so polling notes it once (and destroy writes no obituary). */

@@ -7,7 +7,8 @@ import {
   directPodDirs,
   type IngestRecord,
   noteObituaries,
-  RecordDropbox,
+  podDropbox,
+  type RecordDropbox,
 } from '../history/index.js';
 
 export interface CellHistoryOptions {
@@ -56,7 +57,7 @@ export class CellHistory {
     this.#executor = executor;
     this.#log = log;
     this.journal = new CellEventJournal({ dir: join(dataDir, 'history-journal') });
-    this.directPods = new RecordDropbox(join(dataDir, 'pod-history'));
+    this.directPods = podDropbox(dataDir);
   }
 
   start(post: (batch: readonly IngestRecord[]) => Promise<void>): void {
