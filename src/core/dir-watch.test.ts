@@ -31,6 +31,21 @@ describe('DirWatch', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
+  /** Watches `dirs` (made by ensure); closed after the test. */
+  function watchDirs(dirs: readonly string[]): { dirWatch: DirWatch; wakeup: Wakeup } {
+    const wakeup = new Wakeup();
+    const dirWatch = new DirWatch(dirs, wakeup);
+    watch = dirWatch;
+    dirWatch.ensure();
+    return { dirWatch, wakeup };
+  }
+
+  /** Lets the events of what just happened ring, then drains the wake they left. */
+  async function quiet(wakeup: Wakeup): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await wakeup.wait(0, signal.signal);
+  }
+
   it('makes the dirs that are missing, private, and watches them', () => {
     const dirs = [join(root, 'a'), join(root, 'b', 'c')];
     watch = new DirWatch(dirs, new Wakeup());
@@ -42,62 +57,51 @@ describe('DirWatch', () => {
 
   it('wakes when another process renames a file into a dir, and when one is removed', async () => {
     const dirs = [join(root, 'drops'), join(root, 'obituaries')];
-    const wakeup = new Wakeup();
-    watch = new DirWatch(dirs, wakeup);
-    watch.ensure();
+    const { wakeup } = watchDirs(dirs);
     dropFromAnotherProcess(join(root, 'obituaries'), 'pod-1.json');
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
-    // Let the rest of that drop's events ring (the temp file's), then drain the remembered wake.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await wakeup.wait(0, signal.signal);
+    // The rest of that drop's events (the temp file's) ring too: let them, before the removal.
+    await quiet(wakeup);
     rmSync(join(root, 'obituaries', 'pod-1.json'));
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
   });
 
   it('rings when a watched dir is removed, and watches the one made anew at the next ensure', async () => {
     const dir = join(root, 'drops');
-    const wakeup = new Wakeup();
-    watch = new DirWatch([dir], wakeup);
-    watch.ensure();
+    const { dirWatch, wakeup } = watchDirs([dir]);
     rmSync(dir, { recursive: true });
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
-    // Made anew by someone else: another inode, which the old watch never sees.
+    // Made anew by someone else: the old watch ended with the removal, whatever inode this gets.
     mkdirSync(dir);
-    watch.ensure();
-    assert.equal(watch.watching, true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await wakeup.wait(0, signal.signal);
+    dirWatch.ensure();
+    assert.equal(dirWatch.watching, true);
+    await quiet(wakeup);
     dropFromAnotherProcess(dir, 'drop-2.json');
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
   });
 
   it('a dir moved away and another put in its place: the move rings, and the next ensure watches the new one', async () => {
     const dir = join(root, 'drops');
-    const wakeup = new Wakeup();
-    watch = new DirWatch([dir], wakeup);
-    watch.ensure();
+    const { dirWatch, wakeup } = watchDirs([dir]);
     renameSync(dir, join(root, 'aside'));
     mkdirSync(dir);
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
-    assert.equal(watch.watching, false, 'the moved dir is not the one to watch');
-    watch.ensure();
-    assert.equal(watch.watching, true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await wakeup.wait(0, signal.signal);
+    assert.equal(dirWatch.watching, false, 'the moved dir is not the one to watch');
+    dirWatch.ensure();
+    assert.equal(dirWatch.watching, true);
+    await quiet(wakeup);
     writeFileSync(join(dir, 'x.json'), '[]');
     assert.equal(await wakeup.wait(hour, signal.signal), 'woken');
   });
 
   it('rings no more once closed, and ensure after close makes nothing', async () => {
     const dir = join(root, 'drops');
-    const wakeup = new Wakeup();
-    watch = new DirWatch([dir], wakeup);
-    watch.ensure();
-    watch.close();
+    const { dirWatch, wakeup } = watchDirs([dir]);
+    dirWatch.close();
     writeFileSync(join(dir, 'late.json'), '[]');
     assert.equal(await wakeup.wait(200, signal.signal), 'timeout');
     rmSync(dir, { recursive: true });
-    watch.ensure();
+    dirWatch.ensure();
     assert.equal(existsSync(dir), false);
   });
 });

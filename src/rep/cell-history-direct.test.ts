@@ -45,16 +45,23 @@ describe("a cell delivers direct pods' history when it is dropped", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('a drop made by another process is posted and removed', async () => {
+  /** `berth run`'s part: a start of `containerId` dropped on the data dir by another process. */
+  function dropStart(containerId: string): void {
     inAnotherProcess(
       `const { podDropbox } = await import(process.argv[1]);
-       podDropbox(process.argv[2]).drop([{ type: 'event', container_id: 'pod-a', event: 'start', external_timestamp: new Date().toISOString(), entity_type: 'user' }]);`,
+       podDropbox(process.argv[2]).drop([{ type: 'event', container_id: process.argv[3], event: 'start', external_timestamp: new Date().toISOString(), entity_type: 'user' }]);`,
       historyIndex,
       dataDir,
+      containerId,
     );
-    await waitFor('the drop posted', async () =>
-      posted.some((r) => 'container_id' in r && r.container_id === 'pod-a') ? true : undefined,
-    );
+  }
+
+  const postedFor = (containerId: string) => async () =>
+    posted.some((r) => 'container_id' in r && r.container_id === containerId) ? true : undefined;
+
+  it('a drop made by another process is posted and removed', async () => {
+    dropStart('pod-a');
+    await waitFor('the drop posted', postedFor('pod-a'));
     await waitFor('the dropbox emptied', async () =>
       readdirSync(join(dataDir, 'pod-history')).length === 0 ? true : undefined,
     );
@@ -77,14 +84,7 @@ describe("a cell delivers direct pods' history when it is dropped", () => {
     await waitFor('the dropbox made again', async () =>
       existsSync(join(dataDir, 'pod-history')) ? true : undefined,
     );
-    inAnotherProcess(
-      `const { podDropbox } = await import(process.argv[1]);
-       podDropbox(process.argv[2]).drop([{ type: 'event', container_id: 'pod-c', event: 'start', external_timestamp: new Date().toISOString(), entity_type: 'user' }]);`,
-      historyIndex,
-      dataDir,
-    );
-    await waitFor('the drop in the new dir posted', async () =>
-      posted.some((r) => 'container_id' in r && r.container_id === 'pod-c') ? true : undefined,
-    );
+    dropStart('pod-c');
+    await waitFor('the drop in the new dir posted', postedFor('pod-c'));
   });
 });
